@@ -1,0 +1,255 @@
+/* api: the malloc family with glibc 2.36's behaviour (DESIGN.md, layer 6). The fast paths
+ * of malloc and free are here, inline: one TLS load, one page load, a list pop or push, no
+ * lock and no atomic read-modify-write. */
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static inline void *malloc_inline(size_t size)
+{
+    heap_t *heap = tl_heap;
+    if (likely(size <= DIRECT_MAX)) {
+        page_t *page = heap->direct[(size + 15) >> 4];
+        block_t *b = page->free;
+        if (likely(b)) {
+            page->free = b->next;
+            page->used++;
+            return b;
+        }
+    }
+    return heap_malloc_slow(heap, size, false);
+}
+
+static inline void free_inline(void *p)
+{
+    if (unlikely(!p))
+        return;
+    chunk_t *c = registry_lookup(p);
+    if (unlikely(!c)) {
+        __libc_free(p); /* not ours: glibc's own, or from before we were in charge */
+        return;
+    }
+    page_t *page = &c->pages[((uintptr_t)p - (uintptr_t)c->base) >> c->page_shift];
+    heap_t *heap = tl_heap;
+    if (likely(atomic_load_explicit(&c->owner, memory_order_relaxed) == heap && page->flags == 0)) {
+        block_t *b = p;
+        b->next = page->local_free;
+        page->local_free = b;
+        if (unlikely(--page->used == 0))
+            page_retire(heap, page);
+        return;
+    }
+    free_slow(c, page, p);
+}
+
+/* Usable bytes from p to the end of its block. */
+static size_t usable_size(chunk_t *c, void *p)
+{
+    if (c->kind == CHUNK_LARGE)
+        return c->large_size - (size_t)((uint8_t *)p - c->large_start);
+    page_t *page = &c->pages[((uintptr_t)p - (uintptr_t)c->base) >> c->page_shift];
+    if (page->flags & PAGE_HAS_ALIGNED)
+        return page->block_size - (size_t)((uint8_t *)p - (uint8_t *)block_start(page, p));
+    return page->block_size;
+}
+
+/* alignment: a power of two > 16. */
+static void *aligned_impl(size_t alignment, size_t size)
+{
+    if (size > ALLOC_MAX || alignment > ALLOC_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (size == 0)
+        size = 1;
+    if (size <= SC_MAX_SIZE) {
+        /* Blocks of a class whose size is a multiple of the alignment are aligned already
+         * (pages start at 64 KiB multiples or more). */
+        size_t bsize = sc_block_size(sc_class_of(size));
+        if (alignment <= ((size_t)64 << 10) && bsize % alignment == 0)
+            return malloc_inline(size);
+        if (size + alignment - 1 <= SC_MAX_SIZE) {
+            uint8_t *b = malloc_inline(size + alignment - 1);
+            if (!b)
+                return NULL;
+            uintptr_t a = ((uintptr_t)b + alignment - 1) & ~(uintptr_t)(alignment - 1);
+            if (a != (uintptr_t)b) {
+                chunk_t *c = registry_lookup(b);
+                page_t *page = &c->pages[((uintptr_t)b - (uintptr_t)c->base) >> c->page_shift];
+                page->flags |= PAGE_HAS_ALIGNED; /* our own page: we just allocated from it */
+            }
+            return (void *)a;
+        }
+    }
+    return large_alloc(size, alignment, false);
+}
+
+/* glibc 2.36's _mid_memalign: small alignments are plain malloc, others are rounded up to a
+ * power of two, absurd ones are EINVAL. */
+static void *memalign_impl(size_t alignment, size_t size)
+{
+    if (alignment <= 16)
+        return malloc_inline(size);
+    if (alignment > SIZE_MAX / 2 + 1) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (alignment & (alignment - 1)) {
+        size_t a = 32;
+        while (a < alignment)
+            a <<= 1;
+        alignment = a;
+    }
+    return aligned_impl(alignment, size);
+}
+
+API void *malloc(size_t size)
+{
+    return malloc_inline(size);
+}
+
+__attribute__((copy(malloc))) void *thp_malloc_self(size_t size) __attribute__((alias("malloc")));
+
+API void free(void *p)
+{
+    free_inline(p);
+}
+
+API void cfree(void *p); /* obsolete; glibc keeps it only for old binaries */
+API void cfree(void *p)
+{
+    free_inline(p);
+}
+
+API void *calloc(size_t n, size_t size)
+{
+    size_t total;
+    if (unlikely(__builtin_mul_overflow(n, size, &total))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (total > SC_MAX_SIZE)
+        return large_alloc(total, 0, true); /* fresh chunks are known zero: no memset */
+    void *p = malloc_inline(total);
+    if (likely(p))
+        memset(p, 0, total);
+    return p;
+}
+
+API void *realloc(void *p, size_t size)
+{
+    if (!p)
+        return malloc_inline(size);
+    if (size == 0) {
+        /* glibc (REALLOC_ZERO_BYTES_FREES): frees and returns NULL. */
+        free_inline(p);
+        return NULL;
+    }
+    chunk_t *c = registry_lookup(p);
+    if (!c)
+        return __libc_realloc(p, size);
+    size_t old = usable_size(c, p);
+    /* Same block while the new size fits and does not waste more than half of it. */
+    if (size <= old && size >= old / 2)
+        return p;
+    if (size > ALLOC_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *q = malloc_inline(size);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < size ? old : size);
+    free_inline(p);
+    return q;
+}
+
+API void *reallocarray(void *p, size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, total);
+}
+
+API int posix_memalign(void **memptr, size_t alignment, size_t size)
+{
+    if (alignment % sizeof(void *) != 0 || (alignment & (alignment - 1)) || alignment == 0)
+        return EINVAL;
+    void *p = alignment <= 16 ? malloc_inline(size) : aligned_impl(alignment, size);
+    if (!p)
+        return ENOMEM;
+    *memptr = p;
+    return 0;
+}
+
+API void *aligned_alloc(size_t alignment, size_t size)
+{
+    return memalign_impl(alignment, size);
+}
+
+API void *memalign(size_t alignment, size_t size)
+{
+    return memalign_impl(alignment, size);
+}
+
+API void *valloc(size_t size)
+{
+    return memalign_impl(OS_PAGE_SIZE, size);
+}
+
+API void *pvalloc(size_t size)
+{
+    size_t rounded;
+    if (__builtin_add_overflow(size, OS_PAGE_SIZE - 1, &rounded)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return memalign_impl(OS_PAGE_SIZE, rounded & ~(OS_PAGE_SIZE - 1));
+}
+
+static size_t (*_Atomic glibc_usable_size)(void *);
+
+size_t foreign_usable_size(void *p)
+{
+    size_t (*fn)(void *) = atomic_load_explicit(&glibc_usable_size, memory_order_acquire);
+    if (!fn) {
+        /* glibc exports no __libc_ name for it; the next definition after ours is its. */
+        fn = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+        if (!fn)
+            return 0;
+        atomic_store_explicit(&glibc_usable_size, fn, memory_order_release);
+    }
+    return fn(p);
+}
+
+API size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    chunk_t *c = registry_lookup(p);
+    if (!c)
+        return foreign_usable_size(p);
+    return usable_size(c, p);
+}
+
+API int malloc_trim(size_t pad)
+{
+    (void)pad;
+    return arena_purge(true) > 0;
+}
+
+API int mallopt(int param, int value)
+{
+    /* Accepted and ignored, as glibc accepts them; only M_MXFAST has a range there. */
+    if (param == M_MXFAST)
+        return value >= 0 && (size_t)value <= 80 * sizeof(size_t) / 4;
+    return 1;
+}

@@ -1,0 +1,376 @@
+/* arena: address space reserved in pieces of arena_size, handed out as runs of 2 MiB
+ * chunks (the unit of THP advice and of purging), plus the registry that maps every chunk
+ * in use to its descriptor (DESIGN.md, layer 4). All of it under one lock: only chunk-level
+ * events (a new page chunk, a large block) come here. */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+_Atomic(chunk_t **) registry_root[1u << REG_ROOT_BITS];
+
+struct policy thp_policy_in_force = {
+    .thp = {.mode = THP_MODE_LARGE, .threshold = (size_t)2 << 20},
+    .arena_size = (size_t)64 << 20,
+    .purge_delay_ms = 1000,
+    .purge = OS_PURGE_DONTNEED,
+};
+
+static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
+static arena_t *arenas;
+static arena_t *arena_desc_free;
+static uint32_t next_purge_ms; /* earliest time a dirty chunk expires; 0: none */
+static bool purge_armed;
+
+uint32_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
+}
+
+/* ---- registry ---------------------------------------------------------------------- */
+
+bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
+{
+    for (size_t i = 0; i < nchunks; i++) {
+        uintptr_t a = (uintptr_t)(base + (i << CHUNK_SHIFT));
+        if (a >> REG_ADDR_BITS)
+            return false; /* never: our mappings come from the 47-bit user space */
+        _Atomic(chunk_t **) *slot = &registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)];
+        chunk_t **leaf = atomic_load_explicit(slot, memory_order_acquire);
+        if (!leaf) {
+            chunk_t **fresh = meta_alloc(sizeof(chunk_t *) << REG_LEAF_BITS);
+            if (!fresh)
+                return false;
+            chunk_t **expected = NULL;
+            /* A lost race leaks one 64 KiB leaf: harmless and rare. */
+            if (atomic_compare_exchange_strong_explicit(slot, &expected, fresh,
+                                                        memory_order_acq_rel,
+                                                        memory_order_acquire))
+                leaf = fresh;
+            else
+                leaf = expected;
+        }
+        /* Release: a thread that gets a pointer into this chunk sees the descriptor. */
+        __atomic_store_n(&leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)], desc,
+                         __ATOMIC_RELEASE);
+    }
+    return true;
+}
+
+/* ---- bitmaps ------------------------------------------------------------------------ */
+
+static inline bool bit_get(const uint64_t *bm, size_t i)
+{
+    return (bm[i >> 6] >> (i & 63)) & 1;
+}
+static inline void bit_set(uint64_t *bm, size_t i)
+{
+    bm[i >> 6] |= (uint64_t)1 << (i & 63);
+}
+static inline void bit_clear(uint64_t *bm, size_t i)
+{
+    bm[i >> 6] &= ~((uint64_t)1 << (i & 63));
+}
+
+/* ---- advice -------------------------------------------------------------------------- */
+
+/* Dedicated mappings may be longer than the advice table: their chunks beyond it are
+ * fresh, hence unadvised. */
+static inline enum os_advice advice_get(const arena_t *a, size_t i)
+{
+    return i < ARENA_MAX_CHUNKS ? (enum os_advice)(a->advice[i] & 0x7f) : OS_ADVICE_NONE;
+}
+
+/* Gives chunks [first, first+n) of arena the advice their use calls for, one madvise per
+ * run of equal advice. Large blocks: the full 2 MiB pieces and the tail differ. */
+static void advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size)
+{
+    const struct thp_policy *pol = &thp_policy_in_force.thp;
+    size_t pieces = use == THP_USE_SMALL ? 0 : block_size >> CHUNK_SHIFT;
+    size_t i = 0;
+    while (i < n) {
+        enum thp_use u = use == THP_USE_SMALL ? THP_USE_SMALL
+                         : i < pieces         ? THP_USE_LARGE_PIECE
+                                              : THP_USE_LARGE_TAIL;
+        enum thp_want want = thp_want(pol, u, block_size);
+        enum os_advice cur = advice_get(a, first + i);
+        /* The system setting is read only when some advice may be needed. */
+        enum os_advice adv = OS_ADVICE_NONE;
+        if (want != THP_WANT_DEFAULT && !(want == THP_WANT_HUGE && cur == OS_ADVICE_HUGE) &&
+            !(want == THP_WANT_NOHUGE && cur == OS_ADVICE_NOHUGE))
+            adv = thp_advice(thp_system_setting(), want, cur);
+        size_t j = i + 1;
+        while (j < n) {
+            enum thp_use uj = use == THP_USE_SMALL ? THP_USE_SMALL
+                              : j < pieces         ? THP_USE_LARGE_PIECE
+                                                   : THP_USE_LARGE_TAIL;
+            if (uj != u || advice_get(a, first + j) != cur)
+                break;
+            j++;
+        }
+        if (adv != OS_ADVICE_NONE) {
+            uint8_t *p = a->base + ((first + i) << CHUNK_SHIFT);
+            if (os_advise(p, (j - i) << CHUNK_SHIFT, adv)) {
+                for (size_t k = i; k < j; k++) {
+                    if (cur == OS_ADVICE_HUGE)
+                        a->huge_chunks--;
+                    if (adv == OS_ADVICE_HUGE)
+                        a->huge_chunks++;
+                    if (first + k < ARENA_MAX_CHUNKS)
+                        a->advice[first + k] = (uint8_t)adv;
+                }
+                int64_t delta = (adv == OS_ADVICE_HUGE) - (cur == OS_ADVICE_HUGE);
+                atomic_fetch_add_explicit(&stat_huge_advised,
+                                          (uint64_t)(delta * (int64_t)((j - i) << CHUNK_SHIFT)),
+                                          memory_order_relaxed);
+            }
+        }
+        i = j;
+    }
+}
+
+/* ---- arenas -------------------------------------------------------------------------- */
+
+static arena_t *arena_desc_new(void)
+{
+    arena_t *a = arena_desc_free;
+    if (a) {
+        arena_desc_free = a->next;
+        memset(a, 0, sizeof *a);
+        return a;
+    }
+    return meta_alloc(sizeof(arena_t)); /* zeroed */
+}
+
+/* Reserves a new arena of at least min_chunks chunks: arena_size first, then halves when
+ * the kernel says no (RLIMIT_AS, overcommit), down to what the request needs. */
+static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
+{
+    size_t want = dedicated ? min_chunks : thp_policy_in_force.arena_size >> CHUNK_SHIFT;
+    if (want > ARENA_MAX_CHUNKS && !dedicated)
+        want = ARENA_MAX_CHUNKS;
+    if (want < min_chunks)
+        want = min_chunks;
+    if (align < CHUNK_SIZE)
+        align = CHUNK_SIZE;
+    uint8_t *base = NULL;
+    for (;;) {
+        base = os_reserve_aligned(want << CHUNK_SHIFT, align);
+        if (base || want <= min_chunks)
+            break;
+        want = want / 2 > min_chunks ? want / 2 : min_chunks;
+    }
+    if (!base)
+        return NULL;
+    arena_t *a = arena_desc_new();
+    if (!a) {
+        os_release(base, want << CHUNK_SHIFT);
+        return NULL;
+    }
+    a->base = base;
+    a->nchunks = (uint32_t)want;
+    a->nfree = (uint32_t)want;
+    a->dedicated = dedicated;
+    os_name(base, want << CHUNK_SHIFT, "thpalloc");
+    atomic_fetch_add_explicit(&stat_reserved, want << CHUNK_SHIFT, memory_order_relaxed);
+    if (!dedicated) {
+        a->next = arenas;
+        arenas = a;
+    }
+    return a;
+}
+
+/* First fit of n free chunks whose start is aligned to align. */
+static bool arena_find(arena_t *a, size_t n, size_t align, size_t *first)
+{
+    if (a->nfree < n)
+        return false;
+    size_t run = 0;
+    for (size_t i = 0; i < a->nchunks; i++) {
+        if (bit_get(a->used, i)) {
+            run = 0;
+            continue;
+        }
+        if (run == 0 && align > CHUNK_SIZE && ((uintptr_t)(a->base + (i << CHUNK_SHIFT)) & (align - 1)))
+            continue;
+        if (++run == n) {
+            *first = i + 1 - n;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void purge_locked(uint32_t now, bool force);
+
+uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t block_size,
+                            arena_t **arena_out, bool *is_zero)
+{
+    pthread_mutex_lock(&arena_lock);
+    if (purge_armed) {
+        uint32_t now = now_ms();
+        if ((int32_t)(now - next_purge_ms) >= 0)
+            purge_locked(now, false);
+    }
+    arena_t *a = NULL;
+    size_t first = 0;
+    size_t arena_chunks = thp_policy_in_force.arena_size >> CHUNK_SHIFT;
+    if (arena_chunks > ARENA_MAX_CHUNKS)
+        arena_chunks = ARENA_MAX_CHUNKS;
+    if (n > arena_chunks / 2) {
+        /* A block of half an arena or more gets a mapping of its own. */
+        a = arena_new(n, align, true);
+        first = 0;
+    } else {
+        for (a = arenas; a; a = a->next)
+            if (arena_find(a, n, align, &first))
+                break;
+        if (!a) {
+            a = arena_new(n, align, false);
+            if (a && !arena_find(a, n, align, &first))
+                a = NULL; /* over-aligned request in a smaller fallback arena */
+        }
+    }
+    if (!a) {
+        pthread_mutex_unlock(&arena_lock);
+        errno = ENOMEM;
+        return NULL;
+    }
+    bool zero = true;
+    if (!a->dedicated) {
+        for (size_t i = first; i < first + n; i++) {
+            if (bit_get(a->dirty, i)) {
+                zero = false;
+                bit_clear(a->dirty, i);
+                atomic_fetch_sub_explicit(&stat_purge_pending, CHUNK_SIZE, memory_order_relaxed);
+            } else if (a->advice[i] & 0x80) {
+                zero = false; /* purged with MADV_FREE: old contents may come back */
+            }
+            a->advice[i] &= 0x7f;
+            bit_set(a->used, i);
+        }
+        a->nfree -= (uint32_t)n;
+    }
+    atomic_fetch_add_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
+    advise_run(a, first, n, use, block_size);
+    pthread_mutex_unlock(&arena_lock);
+    *arena_out = a;
+    *is_zero = zero;
+    return a->base + (first << CHUNK_SHIFT);
+}
+
+void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
+{
+    pthread_mutex_lock(&arena_lock);
+    atomic_fetch_sub_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
+    if (a->dedicated) {
+        atomic_fetch_sub_explicit(&stat_huge_advised, (uint64_t)a->huge_chunks << CHUNK_SHIFT,
+                                  memory_order_relaxed);
+        os_release(a->base, (size_t)a->nchunks << CHUNK_SHIFT);
+        atomic_fetch_sub_explicit(&stat_reserved, (size_t)a->nchunks << CHUNK_SHIFT,
+                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&stat_purged, (size_t)a->nchunks << CHUNK_SHIFT,
+                                  memory_order_relaxed);
+        a->next = arena_desc_free;
+        arena_desc_free = a;
+        pthread_mutex_unlock(&arena_lock);
+        return;
+    }
+    size_t first = (size_t)(base - a->base) >> CHUNK_SHIFT;
+    uint32_t now = now_ms();
+    for (size_t i = first; i < first + n; i++) {
+        THP_ASSERT(bit_get(a->used, i));
+        bit_clear(a->used, i);
+        bit_set(a->dirty, i);
+        a->freed_at[i] = now;
+    }
+    a->nfree += (uint32_t)n;
+    atomic_fetch_add_explicit(&stat_purge_pending, n << CHUNK_SHIFT, memory_order_relaxed);
+    long delay = thp_policy_in_force.purge_delay_ms;
+    if (delay == 0) {
+        purge_locked(now, false);
+    } else if (delay > 0 && !purge_armed) {
+        purge_armed = true;
+        next_purge_ms = now + (uint32_t)delay;
+    } else if (purge_armed && (int32_t)(now - next_purge_ms) >= 0) {
+        purge_locked(now, false);
+    }
+    pthread_mutex_unlock(&arena_lock);
+}
+
+/* Purges every dirty chunk whose delay has passed (all with force), a run per madvise.
+ * Whole chunks only, so a huge page is never split. */
+static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
+{
+    long delay = thp_policy_in_force.purge_delay_ms;
+    size_t purged = 0;
+    size_t i = 0;
+    while (i < a->nchunks) {
+        bool due = bit_get(a->dirty, i) &&
+                   (force || (delay >= 0 && (int32_t)(now - a->freed_at[i]) >= (int32_t)delay));
+        if (!due) {
+            if (bit_get(a->dirty, i)) {
+                uint32_t t = a->freed_at[i] + (uint32_t)delay;
+                if (*next == 0 || (int32_t)(t - *next) < 0)
+                    *next = t;
+            }
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < a->nchunks && bit_get(a->dirty, j) &&
+               (force || (int32_t)(now - a->freed_at[j]) >= (int32_t)delay))
+            j++;
+        if (os_purge(a->base + (i << CHUNK_SHIFT), (j - i) << CHUNK_SHIFT,
+                     thp_policy_in_force.purge)) {
+            for (size_t k = i; k < j; k++) {
+                bit_clear(a->dirty, k);
+                if (thp_policy_in_force.purge == OS_PURGE_FREE)
+                    a->advice[k] |= 0x80; /* not known to be zero */
+            }
+            purged += (j - i) << CHUNK_SHIFT;
+        }
+        i = j;
+    }
+    return purged;
+}
+
+static void purge_locked(uint32_t now, bool force)
+{
+    size_t purged = 0;
+    uint32_t next = 0;
+    for (arena_t *a = arenas; a; a = a->next)
+        purged += purge_arena(a, now, force, &next);
+    purge_armed = next != 0;
+    next_purge_ms = next;
+    atomic_fetch_sub_explicit(&stat_purge_pending, purged, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
+}
+
+size_t arena_purge(bool force)
+{
+    pthread_mutex_lock(&arena_lock);
+    uint64_t before = atomic_load_explicit(&stat_purged, memory_order_relaxed);
+    purge_locked(now_ms(), force);
+    uint64_t after = atomic_load_explicit(&stat_purged, memory_order_relaxed);
+    pthread_mutex_unlock(&arena_lock);
+    return (size_t)(after - before);
+}
+
+void arena_fork_prepare(void)
+{
+    pthread_mutex_lock(&arena_lock);
+}
+
+void arena_fork_parent(void)
+{
+    pthread_mutex_unlock(&arena_lock);
+}
+
+void arena_fork_child(void)
+{
+    pthread_mutex_init(&arena_lock, NULL);
+}

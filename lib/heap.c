@@ -1,0 +1,572 @@
+/* heap: one per thread (DESIGN.md, layer 5). Pages of each size class in queues, full pages
+ * aside, chunks owned by the heap; heaps of exited threads abandon their chunks, which
+ * other heaps adopt. Also the large blocks, which belong to no heap. */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+page_t page_empty; /* free == NULL: every fast path through it falls to the slow path */
+/* The heap of a thread that has not allocated yet: every direct slot leads to the slow path. */
+heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
+__thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
+
+static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
+static heap_t *heaps_all, *heaps_free;
+static size_t heaps_live;
+
+static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
+static chunk_t *abandoned;
+static _Atomic size_t abandoned_count;
+
+extern HIDDEN pthread_key_t heap_key;
+
+/* ---- queues ---------------------------------------------------------------------------- */
+
+static void queue_remove(page_queue_t *q, page_t *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        q->first = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    else
+        q->last = p->prev;
+    p->next = p->prev = NULL;
+}
+
+static void queue_push_front(page_queue_t *q, page_t *p)
+{
+    p->prev = NULL;
+    p->next = q->first;
+    if (q->first)
+        q->first->prev = p;
+    else
+        q->last = p;
+    q->first = p;
+}
+
+static void queue_push_back(page_queue_t *q, page_t *p)
+{
+    p->next = NULL;
+    p->prev = q->last;
+    if (q->last)
+        q->last->next = p;
+    else
+        q->first = p;
+    q->last = p;
+}
+
+/* Points the direct slots of class cls at the queue's first page. */
+static void direct_update(heap_t *heap, unsigned cls)
+{
+    if (sc_block_size(cls) > DIRECT_MAX)
+        return;
+    page_t *p = heap->queues[cls].first ? heap->queues[cls].first : &page_empty;
+    size_t lo = cls == 1 ? 0 : (sc_block_size(cls - 1) >> 4) + 1;
+    size_t hi = sc_block_size(cls) >> 4;
+    for (size_t w = lo; w <= hi; w++)
+        heap->direct[w] = p;
+}
+
+/* ---- chunks of pages ---------------------------------------------------------------------- */
+
+static enum chunk_kind kind_of_class(unsigned cls)
+{
+    size_t b = sc_block_size(cls);
+    return b <= SMALL_MAX ? CHUNK_SMALL : b <= MEDIUM_MAX ? CHUNK_MEDIUM : CHUNK_BIG;
+}
+
+static void chunk_list_remove(chunk_t **list, chunk_t *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        *list = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->next = c->prev = NULL;
+}
+
+static void chunk_list_push(chunk_t **list, chunk_t *c)
+{
+    c->prev = NULL;
+    c->next = *list;
+    if (*list)
+        (*list)->prev = c;
+    *list = c;
+}
+
+static void chunk_release(chunk_t *c)
+{
+    registry_set(c->base, 1, NULL);
+    arena_free_chunks(c->arena, c->base, 1);
+    chunk_desc_free(c);
+}
+
+static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind)
+{
+    arena_t *arena;
+    bool zero;
+    uint8_t *base = arena_alloc_chunks(1, CHUNK_SIZE, THP_USE_SMALL, CHUNK_SIZE, &arena, &zero);
+    if (!base)
+        return NULL;
+    chunk_t *c = chunk_desc_alloc();
+    if (!c) {
+        arena_free_chunks(arena, base, 1);
+        return NULL;
+    }
+    c->base = base;
+    c->kind = (uint8_t)kind;
+    c->page_shift = kind == CHUNK_SMALL ? 16 : kind == CHUNK_MEDIUM ? 19 : 21;
+    c->npages = (uint8_t)(CHUNK_SIZE >> c->page_shift);
+    c->pages_used = 0;
+    c->arena = arena;
+    c->nchunks = 1;
+    for (unsigned i = 0; i < c->npages; i++)
+        c->pages[i].in_use = 0;
+    atomic_store_explicit(&c->owner, heap, memory_order_relaxed);
+    if (!registry_set(base, 1, c)) {
+        arena_free_chunks(arena, base, 1);
+        chunk_desc_free(c);
+        errno = ENOMEM;
+        return NULL;
+    }
+    chunk_list_push(&heap->chunks[kind], c);
+    return c;
+}
+
+/* A fresh page of class cls, in a chunk of this heap with room or in a new one. */
+static page_t *page_new(heap_t *heap, unsigned cls)
+{
+    enum chunk_kind kind = kind_of_class(cls);
+    chunk_t *c = heap->chunks[kind];
+    if (!c || c->pages_used == c->npages) {
+        c = chunk_new(heap, kind);
+        if (!c)
+            return NULL;
+    }
+    unsigned idx = 0;
+    while (c->pages[idx].in_use)
+        idx++;
+    page_t *page = &c->pages[idx];
+    page_init(page, c, idx, cls);
+    if (++c->pages_used == c->npages && c->next) {
+        /* Full chunks go to the back: the front one always has room if any has. */
+        chunk_t **list = &heap->chunks[kind];
+        chunk_list_remove(list, c);
+        chunk_t *last = *list;
+        while (last->next)
+            last = last->next;
+        last->next = c;
+        c->prev = last;
+    }
+    queue_push_front(&heap->queues[cls], page);
+    direct_update(heap, cls);
+    return page;
+}
+
+/* Gives an empty page back to its chunk, and the chunk to the arena when it is empty. */
+static void page_free(heap_t *heap, page_t *page)
+{
+    chunk_t *c = page->chunk;
+    page->in_use = 0;
+    page->flags = 0;
+    atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
+    enum chunk_kind kind = (enum chunk_kind)c->kind;
+    if (--c->pages_used == 0) {
+        if (heap)
+            chunk_list_remove(&heap->chunks[kind], c);
+        chunk_release(c);
+    } else if (heap && heap->chunks[kind] != c) {
+        chunk_list_remove(&heap->chunks[kind], c);
+        chunk_list_push(&heap->chunks[kind], c);
+    }
+}
+
+/* Takes a page off whichever list holds it. */
+static void page_unlink(heap_t *heap, page_t *page)
+{
+    if (page->flags & PAGE_IN_FULL) {
+        queue_remove(&heap->full, page);
+        page->flags &= (uint8_t)~PAGE_IN_FULL;
+        atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
+    } else {
+        queue_remove(&heap->queues[page->cls], page);
+        direct_update(heap, page->cls);
+    }
+}
+
+/* The owner freed the last block of a page. Keep it when it is all its class has (so a
+ * loop of malloc/free does not map and unmap); otherwise give it back. */
+void page_retire(heap_t *heap, page_t *page)
+{
+    if (!(page->flags & PAGE_IN_FULL)) {
+        page_queue_t *q = &heap->queues[page->cls];
+        if (q->first == page && !page->next)
+            return;
+    }
+    page_unlink(heap, page);
+    page_free(heap, page);
+}
+
+/* Moves a page without free blocks to the full list. Dekker with free_slow: publish
+ * in_full, then look at xthread_free; a racing remote free either is seen here or sees
+ * in_full and flags the heap. Returns false when a remote free arrived (collect again). */
+static bool page_to_full(heap_t *heap, page_t *page)
+{
+    atomic_store_explicit(&page->in_full, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&page->xthread_free, memory_order_seq_cst)) {
+        atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
+        return false;
+    }
+    queue_remove(&heap->queues[page->cls], page);
+    direct_update(heap, page->cls);
+    page->flags |= PAGE_IN_FULL;
+    queue_push_back(&heap->full, page);
+    return true;
+}
+
+/* Other threads freed into full pages: bring those pages back to their queues. */
+static void heap_rescue_full(heap_t *heap)
+{
+    atomic_store_explicit(&heap->full_has_xfree, 0, memory_order_seq_cst);
+    page_t *next;
+    for (page_t *p = heap->full.first; p; p = next) {
+        next = p->next;
+        if (!atomic_load_explicit(&p->xthread_free, memory_order_relaxed))
+            continue;
+        queue_remove(&heap->full, p);
+        p->flags &= (uint8_t)~PAGE_IN_FULL;
+        atomic_store_explicit(&p->in_full, 0, memory_order_seq_cst);
+        page_collect(p);
+        queue_push_back(&heap->queues[p->cls], p);
+        if (p->used == 0 && heap->queues[p->cls].first != p) {
+            queue_remove(&heap->queues[p->cls], p);
+            page_free(heap, p);
+        } else {
+            direct_update(heap, p->cls);
+        }
+    }
+}
+
+/* ---- abandoned chunks ---------------------------------------------------------------------- */
+
+/* Takes one chunk that an exited thread left behind. Returns false when there is none. */
+static bool heap_adopt_one(heap_t *heap)
+{
+    if (!atomic_load_explicit(&abandoned_count, memory_order_relaxed))
+        return false;
+    pthread_mutex_lock(&abandoned_lock);
+    chunk_t *c = abandoned;
+    if (c) {
+        abandoned = c->next;
+        atomic_fetch_sub_explicit(&abandoned_count, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&abandoned_lock);
+    if (!c)
+        return false;
+    c->next = c->prev = NULL;
+    atomic_store_explicit(&c->owner, heap, memory_order_release);
+    enum chunk_kind kind = (enum chunk_kind)c->kind;
+    chunk_list_push(&heap->chunks[kind], c);
+    for (unsigned i = 0; i < c->npages; i++) {
+        page_t *p = &c->pages[i];
+        if (!p->in_use)
+            continue;
+        page_collect(p);
+        if (p->used == 0) {
+            /* page_free may release the chunk with its last page: stop looking then. */
+            bool last = c->pages_used == 1;
+            page_free(heap, p);
+            if (last)
+                break;
+            continue;
+        }
+        queue_push_back(&heap->queues[p->cls], p);
+        direct_update(heap, p->cls);
+    }
+    return true;
+}
+
+/* ---- the slow path of malloc --------------------------------------------------------------- */
+
+/* A page of class cls with a free block, or NULL when memory is exhausted. */
+static page_t *heap_find_page(heap_t *heap, unsigned cls)
+{
+    if (atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))
+        heap_rescue_full(heap);
+    page_queue_t *q = &heap->queues[cls];
+    for (int adopted = 0;; adopted++) {
+        page_t *page = q->first;
+        while (page) {
+            page_collect(page);
+            if (!page->free && page->capacity < page->reserved)
+                page_extend(page);
+            if (page->free) {
+                if (page != q->first) {
+                    queue_remove(q, page);
+                    queue_push_front(q, page);
+                }
+                direct_update(heap, cls);
+                return page;
+            }
+            page_t *next = page->next;
+            if (!page_to_full(heap, page))
+                continue; /* a remote free just arrived: collect it */
+            page = next;
+        }
+        if (adopted >= 4 || !heap_adopt_one(heap))
+            break;
+    }
+    page_t *page = page_new(heap, cls);
+    if (page)
+        page_extend(page);
+    return page;
+}
+
+static heap_t *heap_create(void)
+{
+    thp_process_init();
+    pthread_mutex_lock(&heaps_lock);
+    heap_t *heap = heaps_free;
+    if (heap) {
+        heaps_free = heap->next_free;
+    } else {
+        heap = meta_alloc(sizeof(heap_t));
+        if (heap) {
+            heap->next_all = heaps_all;
+            heaps_all = heap;
+        }
+    }
+    if (heap)
+        heaps_live++;
+    pthread_mutex_unlock(&heaps_lock);
+    if (!heap) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    heap_t *keep_next = heap->next_all;
+    memset(heap, 0, sizeof *heap);
+    heap->next_all = keep_next;
+    for (size_t i = 0; i < DIRECT_SLOTS; i++)
+        heap->direct[i] = &page_empty;
+    heap->in_use = true;
+    tl_heap = heap;
+    /* The key's destructor abandons the heap at thread exit. */
+    pthread_setspecific(heap_key, heap);
+    return heap;
+}
+
+void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
+{
+    if (unlikely(size > SC_MAX_SIZE))
+        return large_alloc(size, 0, zero);
+    if (unlikely(heap == &heap_empty)) {
+        heap = heap_create();
+        if (!heap)
+            return NULL;
+    }
+    unsigned cls = sc_class_of(size);
+    page_t *page = heap->queues[cls].first;
+    if (!page || !page->free)
+        page = heap_find_page(heap, cls);
+    if (unlikely(!page)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    block_t *b = page->free;
+    page->free = b->next;
+    page->used++;
+    if (zero)
+        memset(b, 0, page->block_size);
+    return b;
+}
+
+/* ---- the slow path of free ------------------------------------------------------------------ */
+
+void free_slow(chunk_t *c, page_t *page, void *p)
+{
+    if (c->kind == CHUNK_LARGE) {
+        large_free(c, p);
+        return;
+    }
+    if (unlikely(!page->in_use))
+        thp_fatal("free(): invalid pointer", p);
+    if (page->flags & PAGE_HAS_ALIGNED)
+        p = block_start(page, p);
+    block_t *b = p;
+    heap_t *heap = tl_heap;
+    heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
+    if (owner == heap) {
+        /* Our own page, but full or with aligned blocks. */
+        b->next = page->local_free;
+        page->local_free = b;
+        if (page->flags & PAGE_IN_FULL) {
+            queue_remove(&heap->full, page);
+            page->flags &= (uint8_t)~PAGE_IN_FULL;
+            atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
+            queue_push_back(&heap->queues[page->cls], page);
+            direct_update(heap, page->cls);
+        }
+        if (--page->used == 0)
+            page_retire(heap, page);
+        return;
+    }
+    block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+    do {
+        b->next = head;
+    } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &head, b,
+                                                    memory_order_seq_cst, memory_order_relaxed));
+    if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner)
+        atomic_store_explicit(&owner->full_has_xfree, 1, memory_order_relaxed);
+}
+
+/* ---- thread exit and fork ------------------------------------------------------------------ */
+
+static void heap_abandon(heap_t *heap)
+{
+    /* Give back every page that is empty once remote frees are counted. */
+    for (unsigned cls = 1; cls < SC_COUNT; cls++) {
+        page_t *next;
+        for (page_t *p = heap->queues[cls].first; p; p = next) {
+            next = p->next;
+            page_collect(p);
+            if (p->used == 0) {
+                queue_remove(&heap->queues[cls], p);
+                page_free(heap, p);
+            }
+        }
+    }
+    page_t *next;
+    for (page_t *p = heap->full.first; p; p = next) {
+        next = p->next;
+        page_collect(p);
+        if (p->used == 0) {
+            queue_remove(&heap->full, p);
+            page_free(heap, p);
+        }
+    }
+    /* What is left has live blocks: hand the chunks to whoever allocates next. */
+    for (int kind = CHUNK_SMALL; kind <= CHUNK_BIG; kind++) {
+        chunk_t *cn;
+        for (chunk_t *c = heap->chunks[kind]; c; c = cn) {
+            cn = c->next;
+            for (unsigned i = 0; i < c->npages; i++) {
+                page_t *p = &c->pages[i];
+                p->next = p->prev = NULL;
+                p->flags &= (uint8_t)~PAGE_IN_FULL;
+                atomic_store_explicit(&p->in_full, 0, memory_order_relaxed);
+            }
+            atomic_store_explicit(&c->owner, NULL, memory_order_release);
+            pthread_mutex_lock(&abandoned_lock);
+            c->prev = NULL;
+            c->next = abandoned;
+            abandoned = c;
+            atomic_fetch_add_explicit(&abandoned_count, 1, memory_order_relaxed);
+            pthread_mutex_unlock(&abandoned_lock);
+        }
+        heap->chunks[kind] = NULL;
+    }
+}
+
+void heap_thread_exit(void *arg)
+{
+    heap_t *heap = arg;
+    if (!heap || heap == &heap_empty || !heap->in_use)
+        return;
+    tl_heap = &heap_empty;
+    heap_abandon(heap);
+    pthread_mutex_lock(&heaps_lock);
+    heap->in_use = false;
+    heap->next_free = heaps_free;
+    heaps_free = heap;
+    heaps_live--;
+    pthread_mutex_unlock(&heaps_lock);
+}
+
+size_t heap_count(void)
+{
+    pthread_mutex_lock(&heaps_lock);
+    size_t n = heaps_live;
+    pthread_mutex_unlock(&heaps_lock);
+    return n;
+}
+
+void heap_fork_prepare(void)
+{
+    pthread_mutex_lock(&heaps_lock);
+    pthread_mutex_lock(&abandoned_lock);
+}
+
+void heap_fork_parent(void)
+{
+    pthread_mutex_unlock(&abandoned_lock);
+    pthread_mutex_unlock(&heaps_lock);
+}
+
+void heap_fork_child(void)
+{
+    /* The other threads' heaps stay as they were: they may have been mid-update when the
+     * parent forked, so the child neither adopts nor frees them (their memory is lost to
+     * the child only; fork is mostly followed by exec). */
+    pthread_mutex_init(&abandoned_lock, NULL);
+    pthread_mutex_init(&heaps_lock, NULL);
+}
+
+/* ---- large blocks -------------------------------------------------------------------------- */
+
+void *large_alloc(size_t size, size_t align, bool zero)
+{
+    if (size > ALLOC_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    thp_process_init();
+    size_t usable = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+    size_t n = (usable + CHUNK_MASK) >> CHUNK_SHIFT;
+    arena_t *arena;
+    bool is_zero;
+    uint8_t *base = arena_alloc_chunks(n, align > CHUNK_SIZE ? align : CHUNK_SIZE,
+                                       THP_USE_LARGE_PIECE, usable, &arena, &is_zero);
+    if (!base)
+        return NULL;
+    chunk_t *c = chunk_desc_alloc();
+    if (!c) {
+        arena_free_chunks(arena, base, n);
+        errno = ENOMEM;
+        return NULL;
+    }
+    c->base = base;
+    c->kind = CHUNK_LARGE;
+    c->page_shift = 63;
+    c->npages = 0;
+    c->arena = arena;
+    c->large_size = usable;
+    c->nchunks = n;
+    c->large_start = base;
+    atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
+    if (!registry_set(base, n, c)) {
+        registry_set(base, n, NULL);
+        arena_free_chunks(arena, base, n);
+        chunk_desc_free(c);
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (zero && !is_zero)
+        memset(base, 0, size);
+    return base;
+}
+
+void large_free(chunk_t *c, void *p)
+{
+    if (unlikely((uint8_t *)p != c->large_start))
+        thp_fatal("free(): invalid pointer", p);
+    uint8_t *base = c->base;
+    size_t n = c->nchunks;
+    arena_t *arena = c->arena;
+    registry_set(base, n, NULL);
+    chunk_desc_free(c);
+    arena_free_chunks(arena, base, n);
+}

@@ -1,0 +1,132 @@
+/* init: first use, thread exit and fork (DESIGN.md, layer 7). Process start costs no
+ * system call: the first arena is mapped by the first allocation, and the THP setting is
+ * read by the first decision that needs it. */
+#include "internal.h"
+#include "thpalloc.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+pthread_key_t heap_key;
+
+enum { INIT_NONE = 0, INIT_RUNNING, INIT_DONE };
+static _Atomic int init_state;
+static bool dormant;
+
+static void fork_prepare(void)
+{
+    heap_fork_prepare();
+    arena_fork_prepare();
+    meta_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+    meta_fork_parent();
+    arena_fork_parent();
+    heap_fork_parent();
+}
+
+static void fork_child(void)
+{
+    meta_fork_child();
+    arena_fork_child();
+    heap_fork_child();
+}
+
+/* Another allocator preloaded before us won the malloc symbol: our references to malloc
+ * resolve through the GOT to the winner, not to our own definition. */
+static bool other_allocator_in_charge(void)
+{
+    void *(*volatile resolved)(size_t) = malloc;
+    return (void *)resolved != (void *)thp_malloc_self;
+}
+
+void thp_process_init(void)
+{
+    if (likely(atomic_load_explicit(&init_state, memory_order_acquire) == INIT_DONE))
+        return;
+    int expected = INIT_NONE;
+    if (!atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING)) {
+        while (atomic_load_explicit(&init_state, memory_order_acquire) != INIT_DONE)
+            sched_yield();
+        return;
+    }
+    dormant = other_allocator_in_charge();
+    if (!dormant) {
+        /* Neither call allocates: glibc keeps the first keys and fork handlers in static
+         * storage. */
+        pthread_key_create(&heap_key, heap_thread_exit);
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
+    }
+    atomic_store_explicit(&init_state, INIT_DONE, memory_order_release);
+}
+
+bool thp_is_dormant(void)
+{
+    thp_process_init();
+    return dormant;
+}
+
+__attribute__((constructor)) static void thp_constructor(void)
+{
+    thp_process_init();
+}
+
+/* Heap corruption seen by the allocator: say so and stop, as glibc does. */
+void thp_fatal(const char *msg, const void *p)
+{
+    char buf[160];
+    static const char hex[] = "0123456789abcdef";
+    char num[2 + 16 + 1];
+    uintptr_t v = (uintptr_t)p;
+    num[0] = '0';
+    num[1] = 'x';
+    for (int i = 0; i < 16; i++)
+        num[2 + i] = hex[(v >> (60 - 4 * i)) & 15];
+    num[18] = '\0';
+    size_t n = 0;
+    const char *parts[] = {"thpalloc: ", msg, " (", num, ")\n"};
+    for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+        for (const char *s = parts[k]; *s && n + 1 < sizeof buf; s++)
+            buf[n++] = *s;
+    buf[n] = '\0';
+    os_write_stderr(buf);
+    abort();
+}
+
+#ifdef THPALLOC_DEBUG
+void thp_assert_fail(const char *expr, const char *file, int line)
+{
+    (void)file;
+    (void)line;
+    thp_fatal(expr, NULL);
+}
+#endif
+
+API int thpalloc_active(void)
+{
+    return !thp_is_dormant();
+}
+
+API int thpalloc_owns(const void *p)
+{
+    chunk_t *c = registry_lookup(p);
+    if (!c)
+        return 0;
+    if (c->kind == CHUNK_LARGE)
+        return (const uint8_t *)p == c->large_start;
+    page_t *page = &c->pages[((uintptr_t)p - (uintptr_t)c->base) >> c->page_shift];
+    if (!page->in_use)
+        return 0;
+    size_t off = (size_t)((const uint8_t *)p - page->start);
+    return off < (size_t)page->capacity * page->block_size &&
+           ((page->flags & PAGE_HAS_ALIGNED) || off % page->block_size == 0);
+}
+
+API const char *thpalloc_version(void)
+{
+    return THPALLOC_VERSION_STRING;
+}

@@ -1,0 +1,235 @@
+/* thpalloc internals: every data structure of the allocator and its invariants, in one
+ * place (as musl's mallocng keeps them). Layering (DESIGN.md): os < thp < arena < page/heap
+ * < api < init. */
+#ifndef THPALLOC_INTERNAL_H
+#define THPALLOC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "os.h"
+#include "sizeclass.h"
+#include "thp.h"
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define HIDDEN __attribute__((visibility("hidden")))
+#define NOINLINE __attribute__((noinline))
+
+#ifdef THPALLOC_NO_EXPORT
+#define API
+#else
+#define API __attribute__((visibility("default")))
+#endif
+
+/* Invariant checks: compiled in with -DTHPALLOC_DEBUG, free otherwise. */
+#ifdef THPALLOC_DEBUG
+void thp_assert_fail(const char *expr, const char *file, int line);
+#define THP_ASSERT(e) ((e) ? (void)0 : thp_assert_fail(#e, __FILE__, __LINE__))
+#else
+#define THP_ASSERT(e) ((void)0)
+#endif
+
+/* ---- geometry ---------------------------------------------------------------------- */
+#define CHUNK_SHIFT 21
+#define CHUNK_SIZE ((size_t)1 << CHUNK_SHIFT) /* 2 MiB: the unit of THP advice and purge */
+#define CHUNK_MASK (CHUNK_SIZE - 1)
+#define OS_PAGE_SIZE ((size_t)4096)
+#define MAX_PAGES_PER_CHUNK 32
+
+/* A chunk of small objects is cut into pages of one size class each. */
+enum chunk_kind {
+    CHUNK_FREE = 0, /* descriptor on the free list */
+    CHUNK_SMALL,    /* 32 pages of 64 KiB: classes up to 8 KiB */
+    CHUNK_MEDIUM,   /* 4 pages of 512 KiB: classes up to 64 KiB */
+    CHUNK_BIG,      /* 1 page of 2 MiB: classes up to 1 MiB */
+    CHUNK_LARGE,    /* one block of its own, spanning one or more chunks */
+};
+#define SMALL_MAX ((size_t)8 << 10)
+#define MEDIUM_MAX ((size_t)64 << 10)
+#define LARGE_MIN (SC_MAX_SIZE + 1) /* above the largest size class */
+
+/* Sizes up to DIRECT_MAX find their page in one load (heap->direct). */
+#define DIRECT_MAX ((size_t)1024)
+#define DIRECT_SLOTS (DIRECT_MAX / 16 + 1)
+
+/* Requests above this fail with ENOMEM, as glibc's do (PTRDIFF_MAX). */
+#define ALLOC_MAX ((size_t)PTRDIFF_MAX - CHUNK_SIZE)
+
+typedef struct block { struct block *next; } block_t;
+typedef struct heap heap_t;
+typedef struct chunk chunk_t;
+typedef struct arena arena_t;
+
+/* A page: blocks of one size class.
+ * Invariants: used = blocks handed out and not yet freed by the owner (blocks on
+ * xthread_free still count); free, local_free, xthread_free and the blocks handed out
+ * partition the first `capacity` blocks; capacity <= reserved. */
+typedef struct page {
+    block_t *free;       /* the owner allocates from here */
+    block_t *local_free; /* the owner's frees; becomes `free` when that runs dry */
+    uint32_t used;
+    uint32_t block_size;
+    uint8_t flags;       /* owner-only: PAGE_HAS_ALIGNED, PAGE_IN_FULL; 0 on the fast path */
+    uint8_t in_use;
+    uint8_t cls;
+    _Atomic uint8_t in_full; /* on the heap's full list (see page.c) */
+    uint32_t capacity;
+    uint32_t reserved;
+    _Atomic(block_t *) xthread_free; /* other threads' frees */
+    struct page *next, *prev;        /* in a heap queue */
+    uint8_t *start;
+    chunk_t *chunk;
+} page_t;
+#define PAGE_HAS_ALIGNED 1 /* interior (aligned) pointers may be freed */
+#define PAGE_IN_FULL 2     /* on the heap's full list (owner's copy of in_full) */
+
+/* A chunk descriptor, kept outside the chunk so that large blocks start 2 MiB-aligned.
+ * The registry maps every chunk address to its descriptor. */
+struct chunk {
+    uint8_t *base;
+    uint8_t kind;        /* enum chunk_kind */
+    uint8_t page_shift;  /* log2 of page size; 63 for large (index 0 always) */
+    uint8_t npages;
+    uint8_t pages_used;
+    _Atomic(heap_t *) owner; /* NULL: abandoned, or large (not owned) */
+    chunk_t *next, *prev;    /* heap's chunk list / abandoned list / free list */
+    arena_t *arena;
+    /* large blocks */
+    size_t large_size;   /* usable bytes */
+    size_t nchunks;      /* chunks in the run */
+    uint8_t *large_start;/* == base unless over-aligned */
+    page_t pages[MAX_PAGES_PER_CHUNK];
+};
+
+/* ---- registry: is this pointer ours? O(1), two loads ----------------------------- */
+#define REG_ADDR_BITS 47
+#define REG_LEAF_BITS 13
+#define REG_ROOT_BITS (REG_ADDR_BITS - CHUNK_SHIFT - REG_LEAF_BITS)
+extern HIDDEN _Atomic(chunk_t **) registry_root[1u << REG_ROOT_BITS];
+
+static inline chunk_t *registry_lookup(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (unlikely(a >> REG_ADDR_BITS))
+        return NULL;
+    chunk_t **leaf = atomic_load_explicit(&registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)],
+                                          memory_order_acquire);
+    if (unlikely(!leaf))
+        return NULL;
+    return leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)];
+}
+HIDDEN bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc);
+
+/* ---- arena: address space reserved in big pieces, handed out in chunk runs ---------- */
+#define ARENA_MAX_CHUNKS 512
+struct arena {
+    uint8_t *base;
+    uint32_t nchunks;
+    uint32_t nfree;
+    bool dedicated; /* one large block's own mapping: released when it is freed */
+    size_t huge_chunks; /* chunks under MADV_HUGEPAGE */
+    arena_t *next;
+    uint64_t used[ARENA_MAX_CHUNKS / 64];  /* chunk handed out */
+    uint64_t dirty[ARENA_MAX_CHUNKS / 64]; /* free, maybe resident, not zero */
+    uint8_t advice[ARENA_MAX_CHUNKS];      /* enum os_advice the chunk carries */
+    uint32_t freed_at[ARENA_MAX_CHUNKS];   /* ms clock when it became dirty */
+};
+
+struct policy {
+    struct thp_policy thp;
+    size_t arena_size;
+    long purge_delay_ms; /* < 0: never */
+    enum os_purge purge;
+};
+extern HIDDEN struct policy thp_policy_in_force;
+
+/* Gets a run of n chunks for `use` (advised as policy says); is_zero tells whether the
+ * memory is known to read as zero. NULL + ENOMEM when address space runs out. */
+HIDDEN uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t block_size,
+                                   arena_t **arena_out, bool *is_zero);
+HIDDEN void arena_free_chunks(arena_t *arena, uint8_t *base, size_t n);
+/* Purges free chunks older than purge_delay (all of them when force). Returns bytes. */
+HIDDEN size_t arena_purge(bool force);
+HIDDEN void arena_fork_prepare(void);
+HIDDEN void arena_fork_parent(void);
+HIDDEN void arena_fork_child(void);
+
+/* ---- meta: descriptors (chunks, heaps) from a private pool, never through malloc ---- */
+HIDDEN void *meta_alloc(size_t size);
+HIDDEN chunk_t *chunk_desc_alloc(void);
+HIDDEN void chunk_desc_free(chunk_t *c);
+/* Calls fn for every chunk descriptor ever made (statistics walk; racy by design). */
+HIDDEN void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg);
+HIDDEN void meta_fork_prepare(void);
+HIDDEN void meta_fork_parent(void);
+HIDDEN void meta_fork_child(void);
+
+/* ---- heap: one per thread ----------------------------------------------------------- */
+typedef struct page_queue { page_t *first, *last; } page_queue_t;
+
+struct heap {
+    page_t *direct[DIRECT_SLOTS]; /* by (size+15)/16: the page to allocate from */
+    page_queue_t queues[SC_COUNT];
+    page_queue_t full;            /* pages without a free block */
+    _Atomic int full_has_xfree;   /* another thread freed into a full page */
+    chunk_t *chunks[CHUNK_BIG + 1]; /* owned chunks by kind (list through next/prev) */
+    heap_t *next_all;             /* all heaps ever made */
+    heap_t *next_free;            /* free heap list */
+    bool in_use;
+};
+
+extern HIDDEN heap_t heap_empty;
+extern HIDDEN __thread heap_t *tl_heap __attribute__((tls_model("initial-exec")));
+extern HIDDEN page_t page_empty;
+
+HIDDEN void *heap_malloc_slow(heap_t *heap, size_t size, bool zero);
+HIDDEN void free_slow(chunk_t *c, page_t *page, void *p);
+HIDDEN void page_retire(heap_t *heap, page_t *page);
+HIDDEN void heap_thread_exit(void *heap);
+HIDDEN void heap_fork_prepare(void);
+HIDDEN void heap_fork_parent(void);
+HIDDEN void heap_fork_child(void);
+HIDDEN size_t heap_count(void);
+
+/* pages (page.c) */
+HIDDEN void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls);
+HIDDEN void page_extend(page_t *page);
+HIDDEN uint32_t page_collect(page_t *page);
+HIDDEN void *block_start(page_t *page, void *p);
+static inline size_t page_size_of(const chunk_t *c)
+{
+    return (size_t)1 << c->page_shift;
+}
+
+/* large blocks (in heap.c) */
+HIDDEN void *large_alloc(size_t size, size_t align, bool zero);
+HIDDEN void large_free(chunk_t *c, void *p);
+
+/* Our own malloc under a name nobody can interpose (for the dormancy check). */
+HIDDEN void *thp_malloc_self(size_t size);
+
+/* init */
+HIDDEN void thp_process_init(void);
+HIDDEN bool thp_is_dormant(void);
+HIDDEN void thp_fatal(const char *msg, const void *p);
+
+/* foreign pointers: glibc's own functions */
+extern void __libc_free(void *);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_malloc(size_t);
+HIDDEN size_t foreign_usable_size(void *p);
+
+/* statistics */
+struct thpalloc_stats;
+HIDDEN void stats_collect(struct thpalloc_stats *s);
+extern HIDDEN _Atomic uint64_t stat_reserved, stat_huge_advised, stat_purged, stat_purge_pending,
+    stat_committed;
+
+/* monotonic milliseconds (vDSO, no syscall) */
+HIDDEN uint32_t now_ms(void);
+
+#endif

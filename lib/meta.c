@@ -1,0 +1,112 @@
+/* meta: memory for the allocator's own descriptors (chunks, heaps, registry leaves).
+ * It never comes from malloc and is never returned: descriptors are recycled through free
+ * lists, so a racy reader (statistics, a late cross-thread free) never touches unmapped
+ * memory. */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define META_SEGMENT ((size_t)256 << 10)
+
+static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *bump, *bump_end;
+
+/* Chunk descriptors live in segments of their own so that they can be walked. */
+typedef struct desc_segment {
+    struct desc_segment *next;
+    size_t count;
+    chunk_t descs[];
+} desc_segment_t;
+static desc_segment_t *_Atomic desc_segments;
+static chunk_t *desc_free;
+
+static void *meta_alloc_locked(size_t size)
+{
+    size = (size + 63) & ~(size_t)63;
+    if ((size_t)(bump_end - bump) < size) {
+        size_t seg = size > META_SEGMENT ? (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1)
+                                         : META_SEGMENT;
+        uint8_t *p = os_reserve_aligned(seg, OS_PAGE_SIZE);
+        if (!p)
+            return NULL;
+        os_name(p, seg, "thpalloc meta");
+        atomic_fetch_add_explicit(&stat_reserved, seg, memory_order_relaxed);
+        if (size > META_SEGMENT)
+            return p;
+        bump = p;
+        bump_end = p + seg;
+    }
+    void *r = bump;
+    bump += size;
+    return r; /* fresh anonymous memory: already zero */
+}
+
+void *meta_alloc(size_t size)
+{
+    pthread_mutex_lock(&meta_lock);
+    void *p = meta_alloc_locked(size);
+    pthread_mutex_unlock(&meta_lock);
+    return p;
+}
+
+chunk_t *chunk_desc_alloc(void)
+{
+    pthread_mutex_lock(&meta_lock);
+    chunk_t *c = desc_free;
+    if (c) {
+        desc_free = c->next;
+    } else {
+        size_t n = (META_SEGMENT - sizeof(desc_segment_t)) / sizeof(chunk_t);
+        desc_segment_t *s = meta_alloc_locked(sizeof(desc_segment_t) + n * sizeof(chunk_t));
+        if (!s) {
+            pthread_mutex_unlock(&meta_lock);
+            errno = ENOMEM;
+            return NULL;
+        }
+        s->count = n;
+        for (size_t i = n - 1; i >= 1; i--) {
+            s->descs[i].next = desc_free;
+            desc_free = &s->descs[i];
+        }
+        c = &s->descs[0];
+        s->next = atomic_load_explicit(&desc_segments, memory_order_relaxed);
+        atomic_store_explicit(&desc_segments, s, memory_order_release);
+    }
+    pthread_mutex_unlock(&meta_lock);
+    /* Keep the page array's queue links clean; callers set every other field. */
+    memset(c, 0, offsetof(chunk_t, pages));
+    return c;
+}
+
+void chunk_desc_free(chunk_t *c)
+{
+    pthread_mutex_lock(&meta_lock);
+    c->kind = CHUNK_FREE;
+    c->next = desc_free;
+    desc_free = c;
+    pthread_mutex_unlock(&meta_lock);
+}
+
+void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg)
+{
+    for (desc_segment_t *s = atomic_load_explicit(&desc_segments, memory_order_acquire); s;
+         s = s->next)
+        for (size_t i = 0; i < s->count; i++)
+            fn(&s->descs[i], arg);
+}
+
+void meta_fork_prepare(void)
+{
+    pthread_mutex_lock(&meta_lock);
+}
+
+void meta_fork_parent(void)
+{
+    pthread_mutex_unlock(&meta_lock);
+}
+
+void meta_fork_child(void)
+{
+    pthread_mutex_init(&meta_lock, NULL);
+}

@@ -1,0 +1,115 @@
+/* os: every system call about memory goes through here (DESIGN.md, layer 1). */
+#include "os.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+#ifndef MADV_FREE
+#define MADV_FREE 8
+#endif
+
+unsigned long os_advise_calls[3];
+
+void *os_reserve_aligned(size_t size, size_t align)
+{
+    /* Over-reserve by align, then trim both ends: the kernel has no aligned mmap. */
+    if (size + align < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t span = size + align;
+    uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+    size_t head = start - (uintptr_t)p;
+    size_t tail = span - head - size;
+    if (head)
+        munmap(p, head);
+    if (tail)
+        munmap((uint8_t *)start + size, tail);
+    return (void *)start;
+}
+
+void os_release(void *addr, size_t size)
+{
+    munmap(addr, size);
+}
+
+bool os_purge(void *addr, size_t size, enum os_purge how)
+{
+    if (how == OS_PURGE_FREE && madvise(addr, size, MADV_FREE) == 0)
+        return true;
+    /* MADV_FREE is missing before Linux 4.5: fall back to what always works. */
+    return madvise(addr, size, MADV_DONTNEED) == 0;
+}
+
+bool os_advise(void *addr, size_t size, enum os_advice advice)
+{
+    int a;
+    switch (advice) {
+    case OS_ADVICE_HUGE:
+        a = MADV_HUGEPAGE;
+        break;
+    case OS_ADVICE_NOHUGE:
+        a = MADV_NOHUGEPAGE;
+        break;
+    default:
+        return true;
+    }
+    __atomic_fetch_add(&os_advise_calls[advice], 1, __ATOMIC_RELAXED);
+    return madvise(addr, size, a) == 0;
+}
+
+void os_name(void *addr, size_t size, const char *name)
+{
+    int saved = errno;
+    prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)addr, size, (unsigned long)name);
+    errno = saved;
+}
+
+long os_read_small_file(const char *path, char *buf, size_t cap)
+{
+    int saved = errno;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        errno = saved;
+        return -1;
+    }
+    size_t len = 0;
+    while (len + 1 < cap) {
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    errno = saved;
+    return (long)len;
+}
+
+void os_write_stderr(const char *s)
+{
+    size_t len = strlen(s);
+    while (len) {
+        ssize_t n = write(2, s, len);
+        if (n <= 0)
+            return;
+        s += n;
+        len -= (size_t)n;
+    }
+}

@@ -1,0 +1,33 @@
+/* os: the only layer that talks to the kernel about memory (mmap, munmap, madvise, prctl).
+ * Every function reports failure to its caller; none of them aborts or prints. */
+#ifndef THPALLOC_OS_H
+#define THPALLOC_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum os_advice { OS_ADVICE_NONE = 0, OS_ADVICE_HUGE = 1, OS_ADVICE_NOHUGE = 2 };
+enum os_purge { OS_PURGE_DONTNEED = 0, OS_PURGE_FREE = 1 };
+
+/* Reserves size bytes of read/write anonymous memory aligned to align (a power of two
+ * >= the page size). NULL with errno = ENOMEM on failure. */
+void *os_reserve_aligned(size_t size, size_t align);
+/* Returns a reservation to the OS. */
+void os_release(void *addr, size_t size);
+/* Gives the physical pages back; the range stays reserved and reads as zero (dontneed)
+ * or as old-or-zero (free). Returns false when the kernel refused. */
+bool os_purge(void *addr, size_t size, enum os_purge how);
+/* MADV_HUGEPAGE / MADV_NOHUGEPAGE; false when the kernel refused. */
+bool os_advise(void *addr, size_t size, enum os_advice advice);
+/* Names an anonymous mapping "[anon:NAME]"; best effort (EINVAL without
+ * CONFIG_ANON_VMA_NAME). */
+void os_name(void *addr, size_t size, const char *name);
+/* Reads at most cap-1 bytes of a small file (sysfs, procfs) into buf, NUL-terminated,
+ * with open/read/close only. Returns the length or -1. */
+long os_read_small_file(const char *path, char *buf, size_t cap);
+/* Writes a whole string to fd 2 (never through stdio). */
+void os_write_stderr(const char *s);
+/* Counters for tests and statistics: how many madvise calls of each kind were made. */
+extern unsigned long os_advise_calls[3];
+
+#endif

@@ -1,0 +1,81 @@
+/* page: blocks of one size class inside a chunk, with three free lists (DESIGN.md, layer
+ * 5): `free` to allocate from, `local_free` for the owner's frees and the atomic
+ * `xthread_free` for everyone else's. Only the owning thread touches anything but
+ * xthread_free. */
+#include "internal.h"
+
+#include <string.h>
+
+void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
+{
+    size_t psize = page_size_of(c);
+    page->free = NULL;
+    page->local_free = NULL;
+    page->used = 0;
+    page->block_size = (uint32_t)sc_block_size(cls);
+    page->flags = 0;
+    page->in_use = 1;
+    page->cls = (uint8_t)cls;
+    atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
+    page->capacity = 0;
+    page->reserved = (uint32_t)(psize / page->block_size);
+    atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
+    page->next = page->prev = NULL;
+    page->start = c->base + ((size_t)idx << c->page_shift);
+    page->chunk = c;
+    THP_ASSERT(page->reserved >= 1);
+}
+
+/* Threads blocks into the free list a few KiB at a time, so that a page of a rarely used
+ * class does not make 64 KiB resident at once. */
+void page_extend(page_t *page)
+{
+    THP_ASSERT(page->free == NULL && page->capacity < page->reserved);
+    size_t bsize = page->block_size;
+    uint32_t n = (uint32_t)(OS_PAGE_SIZE / bsize);
+    if (n < 4)
+        n = bsize >= (64u << 10) ? 1 : 4;
+    if (n > page->reserved - page->capacity)
+        n = page->reserved - page->capacity;
+    uint8_t *first = page->start + (size_t)page->capacity * bsize;
+    uint8_t *p = first;
+    for (uint32_t i = 0; i + 1 < n; i++, p += bsize)
+        ((block_t *)p)->next = (block_t *)(p + bsize);
+    ((block_t *)p)->next = NULL;
+    page->free = (block_t *)first;
+    page->capacity += n;
+}
+
+/* Takes the other threads' frees, and moves local_free to free when free is empty.
+ * Returns how many blocks other threads had freed. */
+uint32_t page_collect(page_t *page)
+{
+    uint32_t n = 0;
+    if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed)) {
+        block_t *head = atomic_exchange_explicit(&page->xthread_free, NULL, memory_order_acquire);
+        if (head) {
+            block_t *tail = head;
+            n = 1;
+            while (tail->next) {
+                tail = tail->next;
+                n++;
+            }
+            tail->next = page->local_free;
+            page->local_free = head;
+            THP_ASSERT(page->used >= n);
+            page->used -= n;
+        }
+    }
+    if (!page->free && page->local_free) {
+        page->free = page->local_free;
+        page->local_free = NULL;
+    }
+    return n;
+}
+
+/* The block that contains p (p may be an aligned interior pointer). */
+void *block_start(page_t *page, void *p)
+{
+    size_t off = (size_t)((uint8_t *)p - page->start);
+    return page->start + off - off % page->block_size;
+}

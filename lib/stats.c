@@ -1,0 +1,96 @@
+/* stats: process-wide figures for thpalloc_get_stats() and mallinfo2(). Counters kept at
+ * chunk level; bytes in use are summed on demand from the descriptors (a racy but
+ * memory-safe walk), so the fast paths count nothing. */
+#include "internal.h"
+#include "thpalloc.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <string.h>
+
+_Atomic uint64_t stat_reserved, stat_huge_advised, stat_purged, stat_purge_pending, stat_committed;
+
+struct walk {
+    uint64_t in_use, large_bytes, large_count;
+};
+
+static void walk_chunk(chunk_t *c, void *arg)
+{
+    struct walk *w = arg;
+    uint8_t kind = __atomic_load_n(&c->kind, __ATOMIC_RELAXED);
+    if (kind == CHUNK_LARGE) {
+        w->large_bytes += c->large_size;
+        w->large_count++;
+        return;
+    }
+    if (kind == CHUNK_FREE)
+        return;
+    for (unsigned i = 0; i < c->npages && i < MAX_PAGES_PER_CHUNK; i++) {
+        page_t *p = &c->pages[i];
+        if (__atomic_load_n(&p->in_use, __ATOMIC_RELAXED))
+            w->in_use += (uint64_t)__atomic_load_n(&p->used, __ATOMIC_RELAXED) * p->block_size;
+    }
+}
+
+void stats_collect(struct thpalloc_stats *s)
+{
+    struct walk w = {0, 0, 0};
+    chunk_desc_foreach(walk_chunk, &w);
+    memset(s, 0, sizeof *s);
+    s->reserved = atomic_load_explicit(&stat_reserved, memory_order_relaxed);
+    s->committed = atomic_load_explicit(&stat_committed, memory_order_relaxed) +
+                   atomic_load_explicit(&stat_purge_pending, memory_order_relaxed);
+    s->huge_advised = atomic_load_explicit(&stat_huge_advised, memory_order_relaxed);
+    s->in_use = w.in_use + w.large_bytes;
+    s->purge_pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed);
+    s->purged = atomic_load_explicit(&stat_purged, memory_order_relaxed);
+    s->large_count = w.large_count;
+    s->heaps = heap_count();
+}
+
+API int thpalloc_get_stats(struct thpalloc_stats *out, size_t size)
+{
+    if (!out) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct thpalloc_stats s;
+    stats_collect(&s);
+    memcpy(out, &s, size < sizeof s ? size : sizeof s);
+    return 0;
+}
+
+API struct mallinfo2 mallinfo2(void)
+{
+    struct thpalloc_stats s;
+    stats_collect(&s);
+    struct mallinfo2 m;
+    memset(&m, 0, sizeof m);
+    m.arena = s.committed;
+    m.uordblks = s.in_use;
+    m.fordblks = s.committed > s.in_use ? s.committed - s.in_use : 0;
+    m.hblks = s.large_count;
+    m.keepcost = s.purge_pending;
+    return m;
+}
+
+/* The obsolete int version: values saturate instead of wrapping. */
+API struct mallinfo mallinfo(void)
+{
+    struct mallinfo2 m2 = mallinfo2();
+    struct mallinfo m;
+    memset(&m, 0, sizeof m);
+#define SAT(x) ((x) > (size_t)__INT_MAX__ ? __INT_MAX__ : (int)(x))
+    m.arena = SAT(m2.arena);
+    m.uordblks = SAT(m2.uordblks);
+    m.fordblks = SAT(m2.fordblks);
+    m.hblks = SAT(m2.hblks);
+    m.keepcost = SAT(m2.keepcost);
+#undef SAT
+    return m;
+}
+
+API size_t thpalloc_purge(void)
+{
+    return arena_purge(true);
+}
