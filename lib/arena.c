@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
 
 _Atomic(chunk_t **) registry_root[1u << REG_ROOT_BITS];
@@ -20,8 +21,14 @@ struct policy thp_policy_in_force = {
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 static arena_t *arenas;
 static arena_t *arena_desc_free;
-static uint32_t next_purge_ms; /* earliest time a dirty chunk expires; 0: none */
-static bool purge_armed;
+static uint32_t next_purge_ms; /* earliest time a dirty chunk expires */
+static bool purge_armed;       /* some dirty chunk waits for its delay */
+
+/* The background purger: an idle process gets its memory back too. Started lazily, only
+ * once PURGER_MIN_PENDING waits for purging, so most processes never see it. */
+#define PURGER_MIN_PENDING ((uint64_t)32 << 20)
+static bool purger_started, purger_waiting;
+static pthread_cond_t purger_cond = PTHREAD_COND_INITIALIZER;
 
 uint32_t now_ms(void)
 {
@@ -175,6 +182,7 @@ static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
     a->nfree = (uint32_t)want;
     a->dedicated = dedicated;
     os_name(base, want << CHUNK_SHIFT, "thpalloc");
+    introspect_add_range(base, want << CHUNK_SHIFT);
     atomic_fetch_add_explicit(&stat_reserved, want << CHUNK_SHIFT, memory_order_relaxed);
     if (!dedicated) {
         a->next = arenas;
@@ -206,9 +214,60 @@ static bool arena_find(arena_t *a, size_t n, size_t align, size_t *first)
 
 static void purge_locked(uint32_t now, bool force);
 
+static void *purger_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&arena_lock);
+    for (;;) {
+        if (!purge_armed) {
+            purger_waiting = true;
+            pthread_cond_wait(&purger_cond, &arena_lock);
+            purger_waiting = false;
+            continue;
+        }
+        uint32_t now = now_ms();
+        int32_t wait = (int32_t)(next_purge_ms - now);
+        if (wait <= 0) {
+            purge_locked(now, false);
+            continue;
+        }
+        pthread_mutex_unlock(&arena_lock);
+        /* + 5 ms: the coarse clock may lag the timer by a tick */
+        struct timespec ts = {(time_t)(wait + 5) / 1000, (long)((wait + 5) % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+        pthread_mutex_lock(&arena_lock);
+    }
+    return NULL;
+}
+
+static void purger_start(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    /* The purger must never take a signal meant for the application. */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, (size_t)64 << 10);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, purger_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0) {
+        pthread_setname_np(t, "thpalloc-purge");
+    } else {
+        pthread_mutex_lock(&arena_lock);
+        purger_started = false; /* try again on a later free */
+        pthread_mutex_unlock(&arena_lock);
+    }
+}
+
 uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t block_size,
                             arena_t **arena_out, bool *is_zero)
 {
+    policy_ensure_loaded();
     pthread_mutex_lock(&arena_lock);
     if (purge_armed) {
         uint32_t now = now_ms();
@@ -269,6 +328,7 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
     if (a->dedicated) {
         atomic_fetch_sub_explicit(&stat_huge_advised, (uint64_t)a->huge_chunks << CHUNK_SHIFT,
                                   memory_order_relaxed);
+        introspect_remove_range(a->base);
         os_release(a->base, (size_t)a->nchunks << CHUNK_SHIFT);
         atomic_fetch_sub_explicit(&stat_reserved, (size_t)a->nchunks << CHUNK_SHIFT,
                                   memory_order_relaxed);
@@ -290,15 +350,26 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
     a->nfree += (uint32_t)n;
     atomic_fetch_add_explicit(&stat_purge_pending, n << CHUNK_SHIFT, memory_order_relaxed);
     long delay = thp_policy_in_force.purge_delay_ms;
+    bool start_purger = false;
     if (delay == 0) {
         purge_locked(now, false);
-    } else if (delay > 0 && !purge_armed) {
-        purge_armed = true;
-        next_purge_ms = now + (uint32_t)delay;
-    } else if (purge_armed && (int32_t)(now - next_purge_ms) >= 0) {
-        purge_locked(now, false);
+    } else if (delay > 0) {
+        if (!purge_armed) {
+            purge_armed = true;
+            next_purge_ms = now + (uint32_t)delay;
+        } else if ((int32_t)(now - next_purge_ms) >= 0) {
+            purge_locked(now, false);
+        }
+        if (purger_waiting)
+            pthread_cond_signal(&purger_cond);
+        else if (!purger_started &&
+                 atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) >=
+                     PURGER_MIN_PENDING)
+            start_purger = purger_started = true;
     }
     pthread_mutex_unlock(&arena_lock);
+    if (start_purger)
+        purger_start(); /* outside the lock: pthread_create allocates */
 }
 
 /* Purges every dirty chunk whose delay has passed (all with force), a run per madvise.
@@ -373,4 +444,7 @@ void arena_fork_parent(void)
 void arena_fork_child(void)
 {
     pthread_mutex_init(&arena_lock, NULL);
+    /* The purger thread does not exist in the child: a later free starts a new one. */
+    pthread_cond_init(&purger_cond, NULL);
+    purger_started = purger_waiting = false;
 }

@@ -142,6 +142,15 @@ static page_t *page_new(heap_t *heap, unsigned cls)
 {
     enum chunk_kind kind = kind_of_class(cls);
     chunk_t *c = heap->chunks[kind];
+    if (thp_policy_in_force.thp.mode == THP_MODE_ALWAYS) {
+        /* Huge-advised chunks: fill the fullest first, so huge pages stay full and whole
+         * chunks empty out and can be returned (Temeraire's rule). */
+        chunk_t *best = NULL;
+        for (chunk_t *x = c; x; x = x->next)
+            if (x->pages_used < x->npages && (!best || x->pages_used > best->pages_used))
+                best = x;
+        c = best;
+    }
     if (!c || c->pages_used == c->npages) {
         c = chunk_new(heap, kind);
         if (!c)

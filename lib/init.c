@@ -15,16 +15,19 @@ enum { INIT_NONE = 0, INIT_RUNNING, INIT_DONE };
 static _Atomic int init_state;
 static bool dormant;
 
+/* Lock order: heaps, abandoned, arena, ranges, meta (the order they nest in). */
 static void fork_prepare(void)
 {
     heap_fork_prepare();
     arena_fork_prepare();
+    policy_fork_prepare();
     meta_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     meta_fork_parent();
+    policy_fork_parent();
     arena_fork_parent();
     heap_fork_parent();
 }
@@ -32,6 +35,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     meta_fork_child();
+    policy_fork_child();
     arena_fork_child();
     heap_fork_child();
 }
@@ -55,6 +59,7 @@ void thp_process_init(void)
         return;
     }
     dormant = other_allocator_in_charge();
+    introspect_set_active(!dormant);
     if (!dormant) {
         /* Neither call allocates: glibc keeps the first keys and fork handlers in static
          * storage. */

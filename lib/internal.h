@@ -144,8 +144,17 @@ struct policy {
     size_t arena_size;
     long purge_delay_ms; /* < 0: never */
     enum os_purge purge;
+    bool stats_at_exit;
 };
 extern HIDDEN struct policy thp_policy_in_force;
+/* policy.c: resolves the policy on the first chunk-level event (never at process start). */
+HIDDEN void policy_ensure_loaded(void);
+HIDDEN void introspect_set_active(bool active);
+HIDDEN void introspect_add_range(void *base, size_t size);
+HIDDEN void introspect_remove_range(void *base);
+HIDDEN void policy_fork_prepare(void);
+HIDDEN void policy_fork_parent(void);
+HIDDEN void policy_fork_child(void);
 
 /* Gets a run of n chunks for `use` (advised as policy says); is_zero tells whether the
  * memory is known to read as zero. NULL + ENOMEM when address space runs out. */

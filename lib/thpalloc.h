@@ -44,6 +44,43 @@ int thpalloc_owns(const void *ptr);
 /* The library's version, "0.1.0". */
 const char *thpalloc_version(void);
 
+/* A key of the policy in force, with where its value came from. */
+struct thpalloc_setting {
+    const char *key;    /* "thp", "thp_threshold", "arena_size", "purge_delay", "purge", "stats" */
+    const char *value;  /* canonical text: "large", "2M", "1s", "never", ... */
+    const char *origin; /* "default", "environment THPALLOC_THP", "/etc/thpalloc.conf:12 [program redis-server]" */
+};
+
+/* Fills up to n settings (in the order above) and returns how many keys there are (6).
+ * The strings belong to the library and stay valid for the life of the process. */
+int thpalloc_policy(struct thpalloc_setting *out, size_t n);
+
+/* Introspection for thp-status: another process reads this object with process_vm_readv at
+ * the address of the symbol `thpalloc_introspect` (same permission as reading smaps), so
+ * that memory can be attributed to thpalloc even where mappings cannot be named. The
+ * layout only grows at its end; `size` says how much of it this library has. */
+#define THPALLOC_INTROSPECT_MAGIC 0x314f525450485440ULL /* "@THPPRO1" little-endian */
+#define THPALLOC_RANGES_MAX 1024
+struct thpalloc_range {
+    uint64_t base, size; /* size 0: slot unused */
+};
+struct thpalloc_introspect {
+    uint64_t magic;
+    uint32_t version;        /* 1 */
+    uint32_t size;           /* sizeof(struct thpalloc_introspect) */
+    uint32_t active;         /* 1 in charge, 0 dormant, 2 not initialised yet */
+    int32_t thp_mode;        /* 0 system, 1 never, 2 large, 3 always */
+    uint64_t thp_threshold;
+    uint64_t arena_size;
+    int64_t purge_delay_ms;  /* -1: never */
+    uint32_t purge;          /* 0 dontneed, 1 free */
+    uint32_t policy_loaded;  /* the policy was resolved (first chunk allocated) */
+    uint64_t ranges_used;    /* slots of range[] ever used */
+    uint64_t ranges_overflow;/* reservations not recorded: the table was full */
+    struct thpalloc_range range[THPALLOC_RANGES_MAX];
+};
+extern struct thpalloc_introspect thpalloc_introspect;
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,766 @@
+/* config: resolves the policy from files, sections and the environment (see config.h).
+ * Runs inside every process that allocates, possibly before libc is fully set up: only
+ * open/read/getdents64/readlink, fixed buffers, and inih with its stack line buffer. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <stdint.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MAX_FILE ((size_t)64 << 10)
+#define MAX_DROPINS 64
+#define NAME_CAP 256
+
+static const char *const key_names[CFG_NKEYS] = {"thp",         "thp_threshold", "arena_size",
+                                                 "purge_delay", "purge",         "stats"};
+static const char *const env_names[CFG_NKEYS] = {
+    "THPALLOC_THP",         "THPALLOC_THP_THRESHOLD", "THPALLOC_ARENA_SIZE",
+    "THPALLOC_PURGE_DELAY", "THPALLOC_PURGE",         "THPALLOC_STATS"};
+
+/* ---- small string helpers (no stdio) ---------------------------------------------- */
+
+static void str_copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static void str_cat(char *dst, size_t cap, const char *src)
+{
+    size_t len = strlen(dst);
+    if (len < cap)
+        str_copy(dst + len, cap - len, src);
+}
+
+static void str_cat_u64(char *dst, size_t cap, uint64_t v)
+{
+    char tmp[24];
+    int i = (int)sizeof tmp - 1;
+    tmp[i] = '\0';
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    str_cat(dst, cap, tmp + i);
+}
+
+/* ---- values ------------------------------------------------------------------------ */
+
+/* Digits, then an optional K/M/G (optionally followed by "B" or "iB"), powers of 1024. */
+bool cfg_parse_size(const char *text, size_t *out)
+{
+    const char *p = text;
+    if (*p < '0' || *p > '9')
+        return false;
+    uint64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    unsigned shift = 0;
+    switch (*p) {
+    case 'k': case 'K': shift = 10; p++; break;
+    case 'm': case 'M': shift = 20; p++; break;
+    case 'g': case 'G': shift = 30; p++; break;
+    case 't': case 'T': shift = 40; p++; break;
+    default: break;
+    }
+    if (shift && (strcmp(p, "iB") == 0 || strcmp(p, "B") == 0))
+        p += strlen(p);
+    else if (!shift && strcmp(p, "B") == 0)
+        p++;
+    if (*p)
+        return false;
+    if (shift && v > (UINT64_MAX >> shift))
+        return false;
+    v <<= shift;
+    if (v > (uint64_t)SIZE_MAX / 2)
+        return false;
+    *out = (size_t)v;
+    return true;
+}
+
+/* "0", "never", or a number with a unit: ms, s, m, h. */
+bool cfg_parse_time_ms(const char *text, long *out)
+{
+    if (strcasecmp(text, "never") == 0) {
+        *out = -1;
+        return true;
+    }
+    const char *p = text;
+    if (*p < '0' || *p > '9')
+        return false;
+    uint64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        v = v * 10 + (uint64_t)(*p - '0');
+        if (v > 1000000000u)
+            return false;
+    }
+    uint64_t mult;
+    if (*p == '\0')
+        mult = v == 0 ? 1 : 0; /* a bare number other than 0 is ambiguous */
+    else if (strcmp(p, "ms") == 0)
+        mult = 1;
+    else if (strcmp(p, "s") == 0)
+        mult = 1000;
+    else if (strcmp(p, "m") == 0 || strcmp(p, "min") == 0)
+        mult = 60000;
+    else if (strcmp(p, "h") == 0)
+        mult = 3600000;
+    else
+        return false;
+    if (!mult || v * mult > 24u * 3600000u)
+        return false;
+    *out = (long)(v * mult);
+    return true;
+}
+
+bool cfg_parse_mode(const char *text, enum thp_mode *out)
+{
+    for (int m = THP_MODE_SYSTEM; m <= THP_MODE_ALWAYS; m++)
+        if (strcasecmp(text, thp_mode_name((enum thp_mode)m)) == 0) {
+            *out = (enum thp_mode)m;
+            return true;
+        }
+    return false;
+}
+
+const char *cfg_key_name(enum cfg_key k)
+{
+    return (unsigned)k < CFG_NKEYS ? key_names[k] : "?";
+}
+
+void cfg_defaults(struct cfg_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->thp = THP_MODE_LARGE;
+    s->thp_threshold = (size_t)2 << 20;
+    s->arena_size = (size_t)64 << 20;
+    s->purge_delay_ms = 1000;
+    s->purge = OS_PURGE_DONTNEED;
+    s->stats_at_exit = false;
+    for (int k = 0; k < CFG_NKEYS; k++)
+        str_copy(s->where[k].file, sizeof s->where[k].file, "default");
+}
+
+static void format_size(char *buf, size_t cap, size_t v)
+{
+    buf[0] = '\0';
+    static const char units[] = "KMGT";
+    int u = -1;
+    while (v && (v & 1023) == 0 && u < 3) {
+        v >>= 10;
+        u++;
+    }
+    str_cat_u64(buf, cap, v);
+    if (u >= 0) {
+        char s[2] = {units[u], '\0'};
+        str_cat(buf, cap, s);
+    }
+}
+
+void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    switch (k) {
+    case CFG_THP:
+        str_copy(buf, cap, thp_mode_name(s->thp));
+        break;
+    case CFG_THP_THRESHOLD:
+        format_size(buf, cap, s->thp_threshold);
+        break;
+    case CFG_ARENA_SIZE:
+        format_size(buf, cap, s->arena_size);
+        break;
+    case CFG_PURGE_DELAY:
+        if (s->purge_delay_ms < 0) {
+            str_copy(buf, cap, "never");
+        } else if (s->purge_delay_ms % 1000 == 0 && s->purge_delay_ms) {
+            str_cat_u64(buf, cap, (uint64_t)s->purge_delay_ms / 1000);
+            str_cat(buf, cap, "s");
+        } else {
+            str_cat_u64(buf, cap, (uint64_t)s->purge_delay_ms);
+            str_cat(buf, cap, s->purge_delay_ms ? "ms" : "");
+        }
+        break;
+    case CFG_PURGE:
+        str_copy(buf, cap, s->purge == OS_PURGE_FREE ? "free" : "dontneed");
+        break;
+    case CFG_STATS:
+        str_copy(buf, cap, s->stats_at_exit ? "exit" : "no");
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- resolution context ------------------------------------------------------------ */
+
+enum sect_type { SECT_GLOBAL = 1, SECT_PROGRAM, SECT_PATH, SECT_UNIT, SECT_BAD };
+
+struct scratch {
+    char file[MAX_FILE];
+    char dents[8192];
+    char names[MAX_DROPINS][NAME_CAP];
+};
+
+struct ctx {
+    struct cfg_settings *s;
+    const struct cfg_inputs *in;
+    cfg_report_fn report;
+    void *rctx;
+    int problems;
+    /* the file being parsed */
+    const char *path;
+    const char *buf;
+    size_t len, pos;
+    int line;
+    /* the identity of the process, resolved on demand */
+    bool exe_done, unit_done;
+    char exe[4096];
+    const char *program;
+    char unit[256];
+    /* last section seen, and whether it applies */
+    char sect_text[160];
+    enum sect_type sect_type;
+    bool sect_applies;
+    struct scratch *scratch;
+};
+
+static void problem(struct ctx *c, const char *file, int line, const char *a, const char *b,
+                    const char *d)
+{
+    char msg[512];
+    msg[0] = '\0';
+    str_cat(msg, sizeof msg, a);
+    if (b)
+        str_cat(msg, sizeof msg, b);
+    if (d)
+        str_cat(msg, sizeof msg, d);
+    c->problems++;
+    if (c->report)
+        c->report(c->rctx, file, line, msg);
+}
+
+static const char *path_basename(const char *p)
+{
+    const char *slash = strrchr(p, '/');
+    return slash ? slash + 1 : p;
+}
+
+static void resolve_exe(struct ctx *c)
+{
+    if (c->exe_done)
+        return;
+    c->exe_done = true;
+    c->exe[0] = '\0';
+    if (c->in->exe) {
+        str_copy(c->exe, sizeof c->exe, c->in->exe);
+    } else if (!c->in->program && !c->in->check_all) {
+        ssize_t n = readlink("/proc/self/exe", c->exe, sizeof c->exe - 1);
+        c->exe[n > 0 ? n : 0] = '\0';
+    }
+    c->program = c->in->program ? c->in->program : path_basename(c->exe);
+}
+
+bool cfg_unit_from_cgroup(const char *text, char *unit, size_t cap)
+{
+    /* Prefer the unified hierarchy ("0::/path"), else the systemd v1 one. */
+    const char *best = NULL;
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        if (strncmp(line, "0::", 3) == 0) {
+            best = line + 3;
+            break;
+        }
+        const char *c1 = memchr(line, ':', end ? (size_t)(end - line) : strlen(line));
+        if (c1 && strncmp(c1 + 1, "name=systemd:", 13) == 0)
+            best = c1 + 14;
+        line = end ? end + 1 : NULL;
+    }
+    if (!best)
+        return false;
+    const char *p = best;
+    while (*p && *p != '\n') {
+        while (*p == '/')
+            p++;
+        const char *q = p;
+        while (*q && *q != '/' && *q != '\n')
+            q++;
+        size_t n = (size_t)(q - p);
+        bool slice = n > 6 && memcmp(q - 6, ".slice", 6) == 0;
+        bool service = n > 8 && memcmp(q - 8, ".service", 8) == 0;
+        bool scope = n > 6 && memcmp(q - 6, ".scope", 6) == 0;
+        if ((service || scope) && n < cap) {
+            memcpy(unit, p, n);
+            unit[n] = '\0';
+            return true;
+        }
+        if (!slice && n)
+            return false; /* a cgroup systemd did not make: no unit */
+        p = q;
+    }
+    return false;
+}
+
+static void resolve_unit(struct ctx *c)
+{
+    if (c->unit_done)
+        return;
+    c->unit_done = true;
+    c->unit[0] = '\0';
+    if (c->in->unit) {
+        str_copy(c->unit, sizeof c->unit, c->in->unit);
+        return;
+    }
+    if (c->in->check_all || c->in->program || c->in->exe)
+        return;
+    char buf[2048];
+    const char *path = c->in->cgroup_file ? c->in->cgroup_file : "/proc/self/cgroup";
+    if (os_read_small_file(path, buf, sizeof buf) > 0)
+        cfg_unit_from_cgroup(buf, c->unit, sizeof c->unit);
+}
+
+static const char *skip_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+/* Parses "global", "program NAME", "path /EXE", "unit NAME"; fills *arg. */
+static enum sect_type section_parse(const char *text, const char **arg)
+{
+    static const struct {
+        const char *word;
+        enum sect_type type;
+    } kinds[] = {{"program", SECT_PROGRAM}, {"path", SECT_PATH}, {"unit", SECT_UNIT}};
+    *arg = "";
+    text = skip_ws(text);
+    if (strcasecmp(text, "global") == 0 || *text == '\0')
+        return SECT_GLOBAL;
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        size_t n = strlen(kinds[i].word);
+        if (strncasecmp(text, kinds[i].word, n) == 0 && (text[n] == ' ' || text[n] == '\t')) {
+            const char *a = skip_ws(text + n);
+            if (!*a || strchr(a, ' ') || strchr(a, '\t'))
+                return SECT_BAD;
+            if (kinds[i].type == SECT_PATH && *a != '/')
+                return SECT_BAD;
+            *arg = a;
+            return kinds[i].type;
+        }
+    }
+    return SECT_BAD;
+}
+
+static void section_enter(struct ctx *c, const char *section)
+{
+    if (strcmp(section, c->sect_text) == 0 && c->sect_type)
+        return;
+    str_copy(c->sect_text, sizeof c->sect_text, section);
+    const char *arg;
+    c->sect_type = section_parse(section, &arg);
+    c->sect_applies = false;
+    switch (c->sect_type) {
+    case SECT_GLOBAL:
+        c->sect_applies = true;
+        break;
+    case SECT_PROGRAM:
+        if (c->in->check_all)
+            break;
+        resolve_exe(c);
+        c->sect_applies = c->program && strcmp(c->program, arg) == 0;
+        break;
+    case SECT_PATH:
+        if (c->in->check_all)
+            break;
+        resolve_exe(c);
+        c->sect_applies = c->exe[0] && strcmp(c->exe, arg) == 0;
+        break;
+    case SECT_UNIT:
+        if (c->in->check_all)
+            break;
+        resolve_unit(c);
+        c->sect_applies = c->unit[0] && strcmp(c->unit, arg) == 0;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Parses a value for key k into s; false (s untouched) when it is bad. */
+static bool apply_value(struct cfg_settings *s, enum cfg_key k, const char *v, const char **why)
+{
+    size_t size;
+    long ms;
+    switch (k) {
+    case CFG_THP: {
+        enum thp_mode m;
+        *why = ": expected system, never, large or always";
+        if (!cfg_parse_mode(v, &m))
+            return false;
+        s->thp = m;
+        return true;
+    }
+    case CFG_THP_THRESHOLD:
+        *why = ": expected a size such as 4096, 512K, 2M or 1G";
+        if (!cfg_parse_size(v, &size))
+            return false;
+        s->thp_threshold = size;
+        return true;
+    case CFG_ARENA_SIZE:
+        *why = ": expected a multiple of 2M from 2M to 1G, such as 64M";
+        if (!cfg_parse_size(v, &size) || size == 0 || size % ((size_t)2 << 20) ||
+            size > ((size_t)1 << 30))
+            return false;
+        s->arena_size = size;
+        return true;
+    case CFG_PURGE_DELAY:
+        *why = ": expected 0, a time with a unit (10ms, 1s, 5m; at most 24h) or never";
+        if (!cfg_parse_time_ms(v, &ms))
+            return false;
+        s->purge_delay_ms = ms;
+        return true;
+    case CFG_PURGE:
+        *why = ": expected dontneed or free";
+        if (strcasecmp(v, "dontneed") == 0)
+            s->purge = OS_PURGE_DONTNEED;
+        else if (strcasecmp(v, "free") == 0)
+            s->purge = OS_PURGE_FREE;
+        else
+            return false;
+        return true;
+    case CFG_STATS:
+        *why = ": expected no or exit";
+        if (strcasecmp(v, "no") == 0)
+            s->stats_at_exit = false;
+        else if (strcasecmp(v, "exit") == 0)
+            s->stats_at_exit = true;
+        else
+            return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static int key_lookup(const char *name)
+{
+    for (int k = 0; k < CFG_NKEYS; k++)
+        if (strcasecmp(name, key_names[k]) == 0)
+            return k;
+    return -1;
+}
+
+static int rank_of(enum sect_type t)
+{
+    return t == SECT_GLOBAL ? 1 : t == SECT_PROGRAM ? 2 : t == SECT_PATH ? 3 : 4;
+}
+
+/* Sets key k from text when it is valid and at least as specific as what is there. */
+static void set_key(struct ctx *c, enum cfg_key k, const char *value, int rank,
+                    enum cfg_origin origin, const char *file, int line, const char *section,
+                    bool applies)
+{
+    struct cfg_settings trial = *c->s;
+    const char *why = "";
+    if (!apply_value(&trial, k, value, &why)) {
+        char msg[256];
+        msg[0] = '\0';
+        str_cat(msg, sizeof msg, "bad value \"");
+        str_cat(msg, sizeof msg, value);
+        str_cat(msg, sizeof msg, "\" for ");
+        str_cat(msg, sizeof msg, key_names[k]);
+        str_cat(msg, sizeof msg, why);
+        problem(c, file, line, msg, NULL, NULL);
+        return;
+    }
+    if (!applies || rank < c->s->where[k].rank)
+        return;
+    struct cfg_where w;
+    memset(&w, 0, sizeof w);
+    w.origin = origin;
+    w.rank = rank;
+    w.line = line;
+    str_copy(w.file, sizeof w.file, file);
+    str_copy(w.section, sizeof w.section, section);
+    str_copy(w.value, sizeof w.value, value);
+    *c->s = trial;
+    c->s->where[k] = w;
+}
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+    struct ctx *c = user;
+    section_enter(c, section);
+    if (c->sect_type == SECT_BAD)
+        return 1; /* reported at the header */
+    int k = key_lookup(name);
+    if (k < 0) {
+        problem(c, c->path, c->line, "unknown key \"", name,
+                "\" (keys: thp, thp_threshold, arena_size, purge_delay, purge, stats)");
+        return 1;
+    }
+    const char *label = c->sect_type == SECT_GLOBAL ? "global" : c->sect_text;
+    set_key(c, (enum cfg_key)k, value, rank_of(c->sect_type), CFG_FROM_FILE, c->path, c->line,
+            label, c->sect_applies);
+    return 1;
+}
+
+/* Feeds inih one line at a time so that every report has its line number, and checks
+ * what inih would silently drop or misread. */
+static char *next_line(char *str, int num, void *stream)
+{
+    struct ctx *c = stream;
+    if (c->pos >= c->len)
+        return NULL;
+    const char *start = c->buf + c->pos;
+    const char *nl = memchr(start, '\n', c->len - c->pos);
+    size_t n = nl ? (size_t)(nl - start) + 1 : c->len - c->pos;
+    c->pos += n;
+    c->line++;
+    static const char skip[] = ";\n";
+    if (memchr(start, '\0', n)) {
+        problem(c, c->path, c->line, "binary data (a NUL byte) on this line: line ignored", NULL,
+                NULL);
+        memcpy(str, skip, sizeof skip);
+        return str;
+    }
+    if (n + 1 > (size_t)num) {
+        char lim[32] = "";
+        str_cat_u64(lim, sizeof lim, (uint64_t)num - 3);
+        problem(c, c->path, c->line, "line longer than ", lim, " characters: line ignored");
+        memcpy(str, skip, sizeof skip);
+        return str;
+    }
+    memcpy(str, start, n);
+    str[n] = '\0';
+    /* Syntax: blank, comment, [section], or key = value. */
+    const char *p = skip_ws(str);
+    if (c->line == 1 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB &&
+        (unsigned char)p[2] == 0xBF)
+        p = skip_ws(p + 3);
+    if (*p == '\0' || *p == '\n' || *p == '\r' || *p == ';' || *p == '#')
+        return str;
+    if (*p == '[') {
+        const char *close = strchr(p, ']');
+        if (!close) {
+            problem(c, c->path, c->line, "section header without a closing ]", NULL, NULL);
+            memcpy(str, skip, sizeof skip);
+            return str;
+        }
+        char sect[160];
+        size_t sl = (size_t)(close - p - 1);
+        if (sl >= sizeof sect)
+            sl = sizeof sect - 1;
+        memcpy(sect, p + 1, sl);
+        sect[sl] = '\0';
+        const char *arg;
+        if (section_parse(sect, &arg) == SECT_BAD)
+            problem(c, c->path, c->line, "unknown section [", sect,
+                    "]: expected [global], [program NAME], [path /EXE] or [unit NAME]");
+        return str;
+    }
+    if (!strchr(p, '=') && !strchr(p, ':')) {
+        problem(c, c->path, c->line, "not a \"key = value\" line: line ignored", NULL, NULL);
+        memcpy(str, skip, sizeof skip);
+    }
+    return str;
+}
+
+/* ---- files ---------------------------------------------------------------------------- */
+
+static bool scratch_get(struct ctx *c)
+{
+    if (!c->scratch)
+        c->scratch = os_reserve_aligned(sizeof(struct scratch), 4096);
+    return c->scratch != NULL;
+}
+
+/* Reads a trusted regular file into the scratch buffer. */
+static bool read_trusted(struct ctx *c, const char *path, bool must_exist)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT && !must_exist)
+            return false;
+        problem(c, path, 0,
+                e == ENOENT  ? "cannot open: no such file"
+                : e == ELOOP ? "cannot open: too many levels of symbolic links"
+                : e == EACCES ? "cannot open: permission denied"
+                              : "cannot open",
+                NULL, NULL);
+        return false;
+    }
+    struct stat st;
+    bool ok = fstat(fd, &st) == 0;
+    if (ok && !S_ISREG(st.st_mode)) {
+        problem(c, path, 0, S_ISDIR(st.st_mode) ? "is a directory, not a file: ignored"
+                                                : "not a regular file: ignored",
+                NULL, NULL);
+        ok = false;
+    } else if (ok && st.st_uid != 0 && (c->in->secure || st.st_uid != c->in->ruid)) {
+        problem(c, path, 0,
+                c->in->secure ? "not owned by root (required in setuid/setcap programs): ignored"
+                              : "not owned by root or by the user running the program: ignored",
+                NULL, NULL);
+        ok = false;
+    } else if (ok && (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        problem(c, path, 0, "writable by group or others: not trusted, ignored (chmod go-w)",
+                NULL, NULL);
+        ok = false;
+    } else if (ok && (size_t)st.st_size >= MAX_FILE) {
+        problem(c, path, 0, "larger than 64 KiB: ignored", NULL, NULL);
+        ok = false;
+    }
+    if (!ok || !scratch_get(c)) {
+        close(fd);
+        return false;
+    }
+    size_t len = 0;
+    while (len < MAX_FILE - 1) {
+        ssize_t n = read(fd, c->scratch->file + len, MAX_FILE - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    c->scratch->file[len] = '\0';
+    c->buf = c->scratch->file;
+    c->len = len;
+    return true;
+}
+
+static void parse_file(struct ctx *c, const char *path, bool must_exist)
+{
+    if (!read_trusted(c, path, must_exist))
+        return;
+    c->path = path;
+    c->pos = 0;
+    c->line = 0;
+    c->sect_text[0] = '\0';
+    c->sect_type = 0;
+    section_enter(c, "");
+    ini_parse_stream(next_line, c, on_key, c);
+}
+
+struct linux_dirent64 {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+/* *.conf names of a directory, sorted bytewise (lexical, as in systemd and sudo). */
+static int list_dropins(struct ctx *c, const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    if (!scratch_get(c)) {
+        close(fd);
+        return 0;
+    }
+    int count = 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, c->scratch->dents, sizeof c->scratch->dents);
+        if (n <= 0)
+            break;
+        for (long off = 0; off < n;) {
+            struct linux_dirent64 *d = (struct linux_dirent64 *)(c->scratch->dents + off);
+            off += d->d_reclen;
+            size_t len = strlen(d->d_name);
+            if (d->d_name[0] == '.' || len < 6 || strcmp(d->d_name + len - 5, ".conf") != 0)
+                continue;
+            if (len >= NAME_CAP || count == MAX_DROPINS) {
+                problem(c, dir, 0, "too many or too long *.conf names: some ignored", NULL, NULL);
+                continue;
+            }
+            int i = count++;
+            while (i > 0 && strcmp(c->scratch->names[i - 1], d->d_name) > 0) {
+                memcpy(c->scratch->names[i], c->scratch->names[i - 1], NAME_CAP);
+                i--;
+            }
+            str_copy(c->scratch->names[i], NAME_CAP, d->d_name);
+        }
+    }
+    close(fd);
+    return count;
+}
+
+static const char *env_lookup(char *const *envp, const char *name)
+{
+    if (!envp)
+        return NULL;
+    size_t n = strlen(name);
+    for (char *const *e = envp; *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+int cfg_resolve(struct cfg_settings *s, const struct cfg_inputs *in, cfg_report_fn report,
+                void *rctx)
+{
+    struct ctx c;
+    memset(&c, 0, sizeof c);
+    c.s = s;
+    c.in = in;
+    c.report = report;
+    c.rctx = rctx;
+    cfg_defaults(s);
+
+    /* inih's knobs are globals of our private copy: set them for our syntax. */
+    ini_allow_multiline = false;
+    ini_allow_inline_comments = true;
+    ini_inline_comment_prefixes = ";#";
+    ini_start_comment_prefixes = ";#";
+    ini_use_stack = true;
+    ini_stop_on_first_error = false;
+
+    char *const *envp = in->secure ? NULL : in->envp;
+    const char *conf_env = env_lookup(envp, "THPALLOC_CONF");
+    if (in->files) {
+        for (const char *const *f = in->files; *f; f++)
+            parse_file(&c, *f, true);
+    } else if (conf_env && *conf_env) {
+        parse_file(&c, conf_env, true);
+    } else {
+        parse_file(&c, in->conf_file ? in->conf_file : SYSCONFDIR "/thpalloc.conf", false);
+        const char *dir = in->conf_dir ? in->conf_dir : SYSCONFDIR "/thpalloc.d";
+        int n = list_dropins(&c, dir);
+        for (int i = 0; i < n; i++) {
+            char path[NAME_CAP + 256];
+            path[0] = '\0';
+            str_cat(path, sizeof path, dir);
+            str_cat(path, sizeof path, "/");
+            str_cat(path, sizeof path, c.scratch->names[i]);
+            /* parse_file reuses the file buffer, not the name list */
+            parse_file(&c, path, false);
+        }
+    }
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        const char *v = env_lookup(envp, env_names[k]);
+        if (v)
+            set_key(&c, (enum cfg_key)k, v, 5, CFG_FROM_ENV, env_names[k], 0, "environment",
+                    true);
+    }
+    if (c.scratch)
+        os_release(c.scratch, sizeof(struct scratch));
+    return c.problems;
+}

@@ -1,0 +1,91 @@
+/* config: the administrator's policy (DESIGN.md, layer 3). /etc/thpalloc.conf, then
+ * /etc/thpalloc.d/ *.conf in lexical order (or the one file THPALLOC_CONF names), then the
+ * THPALLOC_<KEY> environment variables; sections [global], [program NAME], [path /EXE],
+ * [unit NAME.service]; global < program < path < unit < environment, later wins within a
+ * rank. Parsed with inih over buffers read with open/read; no stdio, no malloc, so the
+ * same code runs inside the allocator and inside thp-status. */
+#ifndef THPALLOC_CONFIG_H
+#define THPALLOC_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "os.h"
+#include "thp.h"
+
+enum cfg_key {
+    CFG_THP = 0,
+    CFG_THP_THRESHOLD,
+    CFG_ARENA_SIZE,
+    CFG_PURGE_DELAY,
+    CFG_PURGE,
+    CFG_STATS,
+    CFG_NKEYS
+};
+
+enum cfg_origin { CFG_FROM_DEFAULT = 0, CFG_FROM_FILE, CFG_FROM_ENV };
+
+/* Where a key's value came from. */
+struct cfg_where {
+    enum cfg_origin origin;
+    int rank;          /* 0 default, 1 global, 2 program, 3 path, 4 unit, 5 environment */
+    int line;          /* file line, for CFG_FROM_FILE */
+    char file[192];    /* file path, or the variable name for CFG_FROM_ENV */
+    char section[160]; /* "global", "program NAME", "path /EXE", "unit NAME" */
+    char value[64];    /* the text as written */
+};
+
+struct cfg_settings {
+    enum thp_mode thp;
+    size_t thp_threshold;
+    size_t arena_size;
+    long purge_delay_ms; /* -1: never */
+    enum os_purge purge;
+    bool stats_at_exit;
+    struct cfg_where where[CFG_NKEYS];
+};
+
+/* What the resolution looks at; every path can be injected (tests, thp-status). */
+struct cfg_inputs {
+    const char *conf_file;   /* default SYSCONFDIR "/thpalloc.conf" */
+    const char *conf_dir;    /* default SYSCONFDIR "/thpalloc.d" */
+    const char *const *files;/* instead of conf_file + conf_dir when non-NULL (NULL-ended) */
+    const char *exe;         /* executable path; NULL: readlink /proc/self/exe when needed */
+    const char *program;     /* basename; NULL: from exe */
+    const char *unit;        /* systemd unit; NULL: from cgroup_file when needed */
+    const char *cgroup_file; /* default /proc/self/cgroup */
+    char *const *envp;       /* THPALLOC_* source; NULL: no environment */
+    bool secure;             /* AT_SECURE: environment ignored, root-owned files only */
+    uid_t ruid;              /* the real uid whose own files are trusted */
+    bool check_all;          /* validate every section, matching or not (thp-status --check) */
+};
+
+/* A problem: file (or variable) and line (0 when not about a line), what is wrong and
+ * what would fix it. */
+typedef void (*cfg_report_fn)(void *ctx, const char *file, int line, const char *msg);
+
+void cfg_defaults(struct cfg_settings *s);
+/* Resolves the policy. Never fails: what is bad is reported and skipped. Returns the
+ * number of problems reported. */
+int cfg_resolve(struct cfg_settings *s, const struct cfg_inputs *in, cfg_report_fn report,
+                void *ctx);
+
+/* Value parsers, shared with thp-status and thpalloc-run; false on a bad value. */
+bool cfg_parse_size(const char *text, size_t *out);
+bool cfg_parse_time_ms(const char *text, long *out);
+bool cfg_parse_mode(const char *text, enum thp_mode *out);
+
+const char *cfg_key_name(enum cfg_key k);
+/* Formats the value of key k in canonical form ("2M", "1s", "never") into buf. */
+void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, size_t cap);
+
+/* Systemd unit from the text of a /proc/PID/cgroup file: the first *.service or *.scope
+ * path component after skipping *.slice ones. false when there is none. */
+bool cfg_unit_from_cgroup(const char *cgroup_text, char *unit, size_t cap);
+
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+
+#endif

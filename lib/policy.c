@@ -1,0 +1,249 @@
+/* policy: loads the administrator's policy once, on the first chunk-level event (a process
+ * that never allocates a chunk never reads a file), feeds it to the arena and the THP
+ * decision, and publishes it: thpalloc_policy(), the introspection block thp-status reads,
+ * THPALLOC_VERBOSE, and the statistics printed at exit. */
+#include "config.h"
+#include "internal.h"
+#include "thpalloc.h"
+
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+extern char **environ;
+
+API struct thpalloc_introspect thpalloc_introspect = {
+    .magic = THPALLOC_INTROSPECT_MAGIC,
+    .version = 1,
+    .size = sizeof(struct thpalloc_introspect),
+    .active = 2,
+    .thp_mode = THP_MODE_LARGE,
+    .thp_threshold = (size_t)2 << 20,
+    .arena_size = (size_t)64 << 20,
+    .purge_delay_ms = 1000,
+};
+
+static struct cfg_settings settings;
+static _Atomic int load_state; /* 0 not loaded, 1 loading, 2 loaded */
+static bool verbose;
+static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void verbose_report(void *ctx, const char *file, int line, const char *msg)
+{
+    (void)ctx;
+    char num[16];
+    int i = (int)sizeof num - 1;
+    num[i] = '\0';
+    unsigned v = (unsigned)line;
+    do {
+        num[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    os_write_stderr("thpalloc: ");
+    os_write_stderr(file);
+    if (line > 0) {
+        os_write_stderr(":");
+        os_write_stderr(num + i);
+    }
+    os_write_stderr(": ");
+    os_write_stderr(msg);
+    os_write_stderr("\n");
+}
+
+static bool env_is_one(const char *name)
+{
+    size_t n = strlen(name);
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return strcmp(*e + n + 1, "1") == 0 || strcmp(*e + n + 1, "yes") == 0;
+    return false;
+}
+
+static void say_policy(void)
+{
+    struct thpalloc_setting set[CFG_NKEYS];
+    int n = thpalloc_policy(set, CFG_NKEYS);
+    for (int k = 0; k < n; k++) {
+        os_write_stderr("thpalloc: policy ");
+        os_write_stderr(set[k].key);
+        os_write_stderr(" = ");
+        os_write_stderr(set[k].value);
+        os_write_stderr(" (");
+        os_write_stderr(set[k].origin);
+        os_write_stderr(")\n");
+    }
+}
+
+void policy_ensure_loaded(void)
+{
+    if (likely(atomic_load_explicit(&load_state, memory_order_acquire) == 2))
+        return;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&load_state, &expected, 1)) {
+        /* Another thread is reading the files; the built-in defaults serve meanwhile. */
+        return;
+    }
+    bool secure = getauxval(AT_SECURE) != 0;
+    verbose = !secure && env_is_one("THPALLOC_VERBOSE");
+    struct cfg_inputs in;
+    memset(&in, 0, sizeof in);
+    in.envp = environ;
+    in.secure = secure;
+    in.ruid = getuid();
+    cfg_resolve(&settings, &in, verbose ? verbose_report : NULL, NULL);
+    thp_policy_in_force.thp.mode = settings.thp;
+    thp_policy_in_force.thp.threshold = settings.thp_threshold;
+    thp_policy_in_force.arena_size = settings.arena_size;
+    thp_policy_in_force.purge_delay_ms = settings.purge_delay_ms;
+    thp_policy_in_force.purge = settings.purge;
+    thp_policy_in_force.stats_at_exit = settings.stats_at_exit;
+    thpalloc_introspect.thp_mode = (int32_t)settings.thp;
+    thpalloc_introspect.thp_threshold = settings.thp_threshold;
+    thpalloc_introspect.arena_size = settings.arena_size;
+    thpalloc_introspect.purge_delay_ms = settings.purge_delay_ms;
+    thpalloc_introspect.purge = (uint32_t)settings.purge;
+    thpalloc_introspect.policy_loaded = 1;
+    atomic_store_explicit(&load_state, 2, memory_order_release);
+    if (verbose)
+        say_policy();
+}
+
+void introspect_set_active(bool active)
+{
+    thpalloc_introspect.active = active ? 1 : 0;
+}
+
+void introspect_add_range(void *base, size_t size)
+{
+    pthread_mutex_lock(&ranges_lock);
+    struct thpalloc_introspect *t = &thpalloc_introspect;
+    uint64_t i;
+    for (i = 0; i < t->ranges_used; i++)
+        if (t->range[i].size == 0)
+            break;
+    if (i < THPALLOC_RANGES_MAX) {
+        t->range[i].base = (uintptr_t)base;
+        t->range[i].size = size;
+        if (i == t->ranges_used)
+            t->ranges_used++;
+    } else {
+        t->ranges_overflow++;
+    }
+    pthread_mutex_unlock(&ranges_lock);
+}
+
+void introspect_remove_range(void *base)
+{
+    pthread_mutex_lock(&ranges_lock);
+    struct thpalloc_introspect *t = &thpalloc_introspect;
+    for (uint64_t i = 0; i < t->ranges_used; i++)
+        if (t->range[i].base == (uintptr_t)base && t->range[i].size) {
+            t->range[i].size = 0;
+            t->range[i].base = 0;
+            break;
+        }
+    pthread_mutex_unlock(&ranges_lock);
+}
+
+void policy_fork_prepare(void)
+{
+    pthread_mutex_lock(&ranges_lock);
+}
+
+void policy_fork_parent(void)
+{
+    pthread_mutex_unlock(&ranges_lock);
+}
+
+void policy_fork_child(void)
+{
+    pthread_mutex_init(&ranges_lock, NULL);
+}
+
+/* ---- thpalloc_policy() ------------------------------------------------------------------ */
+
+static char policy_values[CFG_NKEYS][32];
+static char policy_origins[CFG_NKEYS][400];
+
+/* "default", "environment THPALLOC_THP", or "FILE:LINE [SECTION]". */
+static void format_origin(const struct cfg_where *w, char *o, size_t cap)
+{
+    o[0] = '\0';
+    if (w->origin == CFG_FROM_DEFAULT) {
+        strncat(o, "default", cap - 1);
+        return;
+    }
+    if (w->origin == CFG_FROM_ENV) {
+        strncat(o, "environment ", cap - 1);
+        strncat(o, w->file, cap - strlen(o) - 1);
+        return;
+    }
+    char num[16];
+    int i = (int)sizeof num - 1;
+    num[i] = '\0';
+    unsigned v = (unsigned)w->line;
+    do {
+        num[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    strncat(o, w->file, cap - 1);
+    strncat(o, ":", cap - strlen(o) - 1);
+    strncat(o, num + i, cap - strlen(o) - 1);
+    strncat(o, " [", cap - strlen(o) - 1);
+    strncat(o, w->section, cap - strlen(o) - 1);
+    strncat(o, "]", cap - strlen(o) - 1);
+}
+
+API int thpalloc_policy(struct thpalloc_setting *out, size_t n)
+{
+    policy_ensure_loaded();
+    struct cfg_settings defaults;
+    const struct cfg_settings *s = &settings;
+    if (atomic_load_explicit(&load_state, memory_order_acquire) != 2) {
+        cfg_defaults(&defaults); /* another thread is still reading the files */
+        s = &defaults;
+    }
+    for (size_t k = 0; k < CFG_NKEYS && k < n; k++) {
+        cfg_format_value(s, (enum cfg_key)k, policy_values[k], sizeof policy_values[k]);
+        format_origin(&s->where[k], policy_origins[k], sizeof policy_origins[k]);
+        out[k].key = cfg_key_name((enum cfg_key)k);
+        out[k].value = policy_values[k];
+        out[k].origin = policy_origins[k];
+    }
+    return CFG_NKEYS;
+}
+
+/* ---- stats = exit ------------------------------------------------------------------------- */
+
+static void put_field(const char *name, uint64_t bytes)
+{
+    char num[24];
+    int i = (int)sizeof num - 1;
+    num[i] = '\0';
+    uint64_t v = bytes >> 10;
+    do {
+        num[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    os_write_stderr(" ");
+    os_write_stderr(name);
+    os_write_stderr("=");
+    os_write_stderr(num + i);
+    os_write_stderr("K");
+}
+
+__attribute__((destructor)) static void stats_at_exit(void)
+{
+    if (!thp_policy_in_force.stats_at_exit || thpalloc_introspect.active != 1)
+        return;
+    struct thpalloc_stats s;
+    stats_collect(&s);
+    os_write_stderr("thpalloc: stats");
+    put_field("reserved", s.reserved);
+    put_field("committed", s.committed);
+    put_field("huge_advised", s.huge_advised);
+    put_field("in_use", s.in_use);
+    put_field("purge_pending", s.purge_pending);
+    put_field("purged", s.purged);
+    os_write_stderr("\n");
+}
