@@ -323,7 +323,8 @@ static void resolve_unit(struct ctx *c)
         str_copy(c->unit, sizeof c->unit, c->in->unit);
         return;
     }
-    if (c->in->check_all || c->in->program || c->in->exe)
+    /* An injected identity (thp-status --explain) only has the unit it was given. */
+    if (c->in->check_all || ((c->in->program || c->in->exe) && !c->in->cgroup_file))
         return;
     char buf[2048];
     const char *path = c->in->cgroup_file ? c->in->cgroup_file : "/proc/self/cgroup";

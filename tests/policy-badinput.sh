@@ -1,0 +1,58 @@
+#!/bin/bash
+# Bad configuration never changes what a process does or prints: garbage, binary data,
+# over-long lines, a directory, a symlink loop, a missing file, a file anyone may write,
+# bad values for every key and bad environment values. The process's output is the same as
+# without any configuration, its stderr is empty, and the untrusted file is not obeyed.
+set -u
+probe=$TESTS_BUILDDIR/policy-probe
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+
+prog='import hashlib; d = {str(i): i * i for i in range(50000)}; print(hashlib.sha256(repr(sorted(d.items())).encode()).hexdigest())'
+want=$(python3 -c "$prog")
+want_policy=$(env -u THPALLOC_CONF LD_PRELOAD="$THPALLOC_LIB" THPALLOC_CONF=/dev/null/none "$probe" policy 2>/dev/null | sed 's/ .*//')
+
+printf 'thp = never\n' >"$tmp/world.conf"; chmod 666 "$tmp/world.conf"
+head -c 4096 /dev/urandom >"$tmp/random.conf"
+printf 'thp = never\0\001\002\n[\xff\xfe\n' >"$tmp/binary.conf"
+{ printf 'thp = '; head -c 5000 /dev/zero | tr '\0' 'x'; printf '\n'; } >"$tmp/long.conf"
+printf '%s\n' 'thp = sometimes' 'thp_threshold = big' 'arena_size = 3M' 'purge_delay = soon' \
+    'purge = maybe' 'stats = loud' 'unknown = 1' '[weird section]' 'no equals sign' >"$tmp/values.conf"
+mkdir "$tmp/dir.conf"
+ln -s "$tmp/loop.conf" "$tmp/loop.conf"
+chmod 644 "$tmp"/*.conf 2>/dev/null; chmod 666 "$tmp/world.conf"
+
+check() { # NAME ENV...
+    local name=$1; shift
+    out=$(env "$@" LD_PRELOAD="$THPALLOC_LIB" python3 -c "$prog" 2>"$tmp/err")
+    [ "$out" = "$want" ] && [ ! -s "$tmp/err" ]
+    ok $? "$name: python3's output unchanged, stderr empty"
+    pol=$(env "$@" LD_PRELOAD="$THPALLOC_LIB" "$probe" policy 2>"$tmp/err" | sed 's/ .*//')
+    [ "$pol" = "$want_policy" ] && [ ! -s "$tmp/err" ]
+    ok $? "$name: the built-in defaults stay in force"
+}
+for f in world random binary long values dir loop missing; do
+    check "$f file" THPALLOC_CONF="$tmp/$f.conf"
+done
+for k in THP THP_THRESHOLD ARENA_SIZE PURGE_DELAY PURGE STATS; do
+    check "bad THPALLOC_$k" "THPALLOC_$k=bogus value"
+done
+check "empty THPALLOC_THP" THPALLOC_THP=
+
+# THPALLOC_VERBOSE=1 says what was rejected, with file:line.
+LD_PRELOAD="$THPALLOC_LIB" THPALLOC_VERBOSE=1 THPALLOC_CONF="$tmp/values.conf" "$probe" policy \
+    >/dev/null 2>"$tmp/err"
+for line in 1 2 3 4 5 6 7 8 9; do
+    grep -q "^thpalloc: $tmp/values.conf:$line: " "$tmp/err"
+    ok $? "THPALLOC_VERBOSE names values.conf:$line"
+done
+grep -q "^thpalloc: policy thp = large (default)" "$tmp/err"
+ok $? "THPALLOC_VERBOSE prints the policy in force"
+LD_PRELOAD="$THPALLOC_LIB" THPALLOC_VERBOSE=1 THPALLOC_CONF="$tmp/world.conf" "$probe" policy \
+    >/dev/null 2>"$tmp/err"
+grep -q "world.conf: writable by group or others" "$tmp/err"
+ok $? "THPALLOC_VERBOSE says why a file was not trusted"
+echo "1..$n"

@@ -1,0 +1,213 @@
+/* A probe run under LD_PRELOAD=libthpalloc.so.1 by the policy tests. It prints with write()
+ * only, so that the allocations it makes are the ones the test asks for.
+ *   policy-probe policy            the policy in force: "KEY=VALUE ORIGIN" lines
+ *   policy-probe share SIZE        huge-page share (%) of a block of SIZE bytes, filled
+ *   policy-probe advise SIZE       malloc(64) and malloc(SIZE), then exit
+ *   policy-probe purge MIB BLOCK   fill MIB MiB in BLOCK-byte blocks, free them all, then
+ *                                  watch RSS with no further allocator call
+ *   policy-probe threads           how many threads the process has */
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "thpalloc.h"
+
+static void out(const char *s)
+{
+    if (write(1, s, strlen(s)) < 0)
+        _exit(3);
+}
+
+static void out_u(const char *name, unsigned long v)
+{
+    char buf[64];
+    char num[24];
+    int i = (int)sizeof num - 1;
+    num[i] = '\0';
+    do {
+        num[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    buf[0] = '\0';
+    strcat(buf, name);
+    strcat(buf, "=");
+    strcat(buf, num + i);
+    strcat(buf, "\n");
+    out(buf);
+}
+
+/* Reads a whole /proc file into a static buffer (no malloc). */
+static char procbuf[1 << 20];
+static const char *read_proc(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    size_t len = 0;
+    if (fd >= 0) {
+        ssize_t n;
+        while (len < sizeof procbuf - 1 && (n = read(fd, procbuf + len, sizeof procbuf - 1 - len)) > 0)
+            len += (size_t)n;
+        close(fd);
+    }
+    procbuf[len] = '\0';
+    return procbuf;
+}
+
+static unsigned long field_kb(const char *text, const char *name)
+{
+    const char *p = strstr(text, name);
+    return p ? strtoul(p + strlen(name), NULL, 10) : 0;
+}
+
+/* AnonHugePages (kB) of the VMAs that overlap [lo, hi). */
+static unsigned long huge_kb_in(uintptr_t lo, uintptr_t hi)
+{
+    const char *t = read_proc("/proc/self/smaps");
+    unsigned long sum = 0;
+    bool in = false;
+    for (const char *line = t; *line;) {
+        const char *end = strchr(line, '\n');
+        if (!end)
+            break;
+        unsigned long a, b;
+        char *dash;
+        a = strtoul(line, &dash, 16);
+        if (*dash == '-' && dash > line) {
+            b = strtoul(dash + 1, NULL, 16);
+            in = a < hi && b > lo;
+        } else if (in && strncmp(line, "AnonHugePages:", 14) == 0) {
+            sum += strtoul(line + 14, NULL, 10);
+        }
+        line = end + 1;
+    }
+    return sum;
+}
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static int threads(void)
+{
+    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY);
+    char buf[4096];
+    int n = 0;
+    long r;
+    while ((r = getdents64(fd, buf, sizeof buf)) > 0)
+        for (long off = 0; off < r;) {
+            struct dirent64 *d = (struct dirent64 *)(buf + off);
+            off += d->d_reclen;
+            if (d->d_name[0] != '.')
+                n++;
+        }
+    close(fd);
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return 2;
+    if (strcmp(argv[1], "policy") == 0) {
+        int (*pol)(struct thpalloc_setting *, size_t) =
+            (int (*)(struct thpalloc_setting *, size_t))dlsym(RTLD_DEFAULT, "thpalloc_policy");
+        if (!pol) {
+            out("thpalloc_policy not found\n");
+            return 1;
+        }
+        struct thpalloc_setting set[8];
+        int n = pol(set, 8);
+        for (int i = 0; i < n && i < 8; i++) {
+            out(set[i].key);
+            out("=");
+            out(set[i].value);
+            out(" ");
+            out(set[i].origin);
+            out("\n");
+        }
+        out_u("secure", getauxval(AT_SECURE));
+        return 0;
+    }
+    if (strcmp(argv[1], "share") == 0 && argc == 3) {
+        size_t size = strtoull(argv[2], NULL, 0);
+        char *p = malloc(size);
+        if (!p)
+            return 1;
+        memset(p, 1, size);
+        unsigned long kb = huge_kb_in((uintptr_t)p, (uintptr_t)p + size);
+        out_u("share", (unsigned long)(kb * 1024 * 100 / size));
+        out_u("aligned", ((uintptr_t)p & ((2u << 20) - 1)) == 0);
+        return 0;
+    }
+    if (strcmp(argv[1], "advise") == 0 && argc == 3) {
+        volatile char *a = malloc(64);
+        volatile char *b = malloc(strtoull(argv[2], NULL, 0));
+        return a && b ? 0 : 1;
+    }
+    if (strcmp(argv[1], "threads") == 0) {
+        void *p = malloc(100);
+        free(p);
+        out_u("threads", (unsigned long)threads());
+        return 0;
+    }
+    if (strcmp(argv[1], "purge") == 0 && argc == 4) {
+        size_t total = strtoull(argv[2], NULL, 0) << 20;
+        size_t block = strtoull(argv[3], NULL, 0);
+        size_t n = total / block;
+        static void *ptrs[1 << 21];
+        if (n > sizeof ptrs / sizeof *ptrs)
+            return 2;
+        for (size_t i = 0; i < n; i++) {
+            ptrs[i] = malloc(block);
+            if (!ptrs[i])
+                return 1;
+            memset(ptrs[i], 7, block);
+        }
+        unsigned long full = field_kb(read_proc("/proc/self/smaps_rollup"), "Anonymous:");
+        for (size_t i = 0; i < n; i++)
+            free(ptrs[i]);
+        /* From here on: no allocator call at all. */
+        long t0 = now_ms(), drop = -1;
+        unsigned long half_kb = 0, lazy_max = 0, anon = 0;
+        bool half_done = false;
+        long watch = strtol(getenv("PROBE_WATCH_MS") ? getenv("PROBE_WATCH_MS") : "3000", NULL, 10);
+        long half_at = strtol(getenv("PROBE_HALF_MS") ? getenv("PROBE_HALF_MS") : "500", NULL, 10);
+        for (;;) {
+            const char *t = read_proc("/proc/self/smaps_rollup");
+            anon = field_kb(t, "Anonymous:");
+            unsigned long lazy = field_kb(t, "LazyFree:");
+            if (lazy > lazy_max)
+                lazy_max = lazy;
+            long el = now_ms() - t0;
+            if (!half_done && el >= half_at) {
+                half_kb = anon;
+                half_done = true;
+            }
+            if (drop < 0 && anon * 10 < total / 1024)
+                drop = el;
+            if (el >= watch || (drop >= 0 && half_done && el > drop + 50))
+                break;
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        out_u("full_kb", full);
+        out_u("half_kb", half_kb);
+        out_u("end_kb", anon);
+        out_u("lazyfree_max_kb", lazy_max);
+        out_u("drop_ms", drop < 0 ? 999999UL : (unsigned long)drop);
+        out_u("threads", (unsigned long)threads());
+        return 0;
+    }
+    return 2;
+}

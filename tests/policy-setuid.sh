@@ -1,0 +1,63 @@
+#!/bin/bash
+# Secure execution: a setuid-root program reached through /etc/ld.so.preload (in a private
+# mount namespace over a copy of /etc; the machine's own file is never touched) ignores
+# every THPALLOC_* variable, opens no file the environment names, and obeys only root-owned
+# configuration files.
+set -u
+probe=$TESTS_BUILDDIR/policy-probe
+n=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null || ! command -v setpriv >/dev/null; then
+    echo "1..0 # SKIP needs root, unshare -m and setpriv"
+    exit 0
+fi
+tmp=$(mktemp -d /var/tmp/thpalloc-setuid.XXXXXX)
+chmod 755 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+# Root-owned copies: the library, the probe (setuid root), and a fake /etc.
+cp "$THPALLOC_LIB" "$tmp/libthpalloc.so.1"
+cp "$probe" "$tmp/probe"
+chmod 4755 "$tmp/probe"
+mkdir "$tmp/etc"
+cp -a /etc/. "$tmp/etc/" 2>/dev/null
+echo "$tmp/libthpalloc.so.1" >"$tmp/etc/ld.so.preload"
+chmod 644 "$tmp/etc/ld.so.preload"
+printf '[global]\npurge = free\n' >"$tmp/etc/thpalloc.conf"
+chmod 644 "$tmp/etc/thpalloc.conf"
+mkdir -p "$tmp/etc/thpalloc.d"
+printf '[global]\nstats = exit\n' >"$tmp/etc/thpalloc.d/50-user.conf"
+chown 65534:65534 "$tmp/etc/thpalloc.d/50-user.conf"
+printf '[global]\nthp = never\n' >"$tmp/evil.conf"
+chmod 644 "$tmp/evil.conf"
+
+# The library is built with the configured sysconfdir; point it at the fake /etc by
+# mounting the fake tree over both /etc and that directory.
+sysconf=$(strings "$THPALLOC_LIB" | sed -n 's|/thpalloc\.conf$||p' | head -1)
+inner="mount --bind $tmp/etc /etc"
+if [ -n "$sysconf" ] && [ "$sysconf" != /etc ]; then
+    [ -d "$sysconf" ] && inner="$inner && mount --bind $tmp/etc $sysconf"
+fi
+run() { # as nobody, with hostile environment, optionally under strace (as root: setuid kept)
+    unshare -m --propagation private sh -c "$inner && exec \"\$@\"" sh "$@"
+}
+out=$(run setpriv --reuid=65534 --regid=65534 --clear-groups env THPALLOC_THP=always \
+    THPALLOC_CONF="$tmp/evil.conf" THPALLOC_VERBOSE=1 THPALLOC_PURGE_DELAY=0 \
+    "$tmp/probe" policy 2>"$tmp/err")
+echo "$out" | sed 's/^/# /'
+grep -q '^secure=1$' <<<"$out"
+ok $? "the setuid probe runs in secure execution (AT_SECURE)"
+grep -q '^thp=large default$' <<<"$out"
+ok $? "THPALLOC_THP and THPALLOC_CONF are ignored"
+grep -q '^purge_delay=1s default$' <<<"$out"
+ok $? "THPALLOC_PURGE_DELAY is ignored"
+grep -q '^purge=free .*thpalloc.conf:2 \[global\]$' <<<"$out"
+ok $? "the root-owned system file is obeyed"
+grep -q '^stats=no default$' <<<"$out"
+ok $? "a drop-in owned by another user is not obeyed"
+[ ! -s "$tmp/err" ]
+ok $? "nothing printed on stderr (THPALLOC_VERBOSE ignored)"
+run strace -f -qq -e trace=openat -o "$tmp/strace" setpriv --reuid=65534 --regid=65534 \
+    --clear-groups env THPALLOC_CONF="$tmp/evil.conf" "$tmp/probe" policy >/dev/null 2>&1
+grep -q 'thpalloc' "$tmp/strace" && ! grep -q 'evil.conf' "$tmp/strace"
+ok $? "the file named by THPALLOC_CONF is never opened"
+echo "1..$n"
