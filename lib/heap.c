@@ -20,6 +20,7 @@ static chunk_t *abandoned;
 static _Atomic size_t abandoned_count;
 
 extern HIDDEN pthread_key_t heap_key;
+extern HIDDEN bool heap_key_ok;
 
 /* ---- queues ---------------------------------------------------------------------------- */
 
@@ -364,7 +365,8 @@ static heap_t *heap_create(void)
     heap->in_use = true;
     tl_heap = heap;
     /* The key's destructor abandons the heap at thread exit. */
-    pthread_setspecific(heap_key, heap);
+    if (heap_key_ok)
+        pthread_setspecific(heap_key, heap);
     return heap;
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 pthread_key_t heap_key;
+bool heap_key_ok; /* false when the process ran out of keys: heaps then outlive threads */
 
 enum { INIT_NONE = 0, INIT_RUNNING, INIT_DONE };
 static _Atomic int init_state;
@@ -63,7 +64,7 @@ void thp_process_init(void)
     if (!dormant) {
         /* Neither call allocates: glibc keeps the first keys and fork handlers in static
          * storage. */
-        pthread_key_create(&heap_key, heap_thread_exit);
+        heap_key_ok = pthread_key_create(&heap_key, heap_thread_exit) == 0;
         pthread_atfork(fork_prepare, fork_parent, fork_child);
     }
     atomic_store_explicit(&init_state, INIT_DONE, memory_order_release);

@@ -6,6 +6,7 @@
 #include "internal.h"
 #include "thpalloc.h"
 
+#include <sched.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -80,7 +81,9 @@ void policy_ensure_loaded(void)
         return;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&load_state, &expected, 1)) {
-        /* Another thread is reading the files; the built-in defaults serve meanwhile. */
+        /* Another thread is reading the files (no allocation there, so never this one). */
+        while (atomic_load_explicit(&load_state, memory_order_acquire) != 2)
+            sched_yield();
         return;
     }
     bool secure = getauxval(AT_SECURE) != 0;
