@@ -6,6 +6,7 @@
 #include "internal.h"
 #include "thpalloc.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -86,6 +87,7 @@ void policy_ensure_loaded(void)
             sched_yield();
         return;
     }
+    int saved_errno = errno; /* a successful malloc leaves errno alone (files may be missing) */
     bool secure = getauxval(AT_SECURE) != 0;
     verbose = !secure && env_is_one("THPALLOC_VERBOSE");
     struct cfg_inputs in;
@@ -109,6 +111,7 @@ void policy_ensure_loaded(void)
     atomic_store_explicit(&load_state, 2, memory_order_release);
     if (verbose)
         say_policy();
+    errno = saved_errno;
 }
 
 void introspect_set_active(bool active)

@@ -1,0 +1,160 @@
+/* thpalloc benchmarks: helpers shared by the workload programs (see common.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "common.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+volatile uint64_t bench_sink;
+
+static long sample_rss_kib = -1;
+static long sample_huge_kib = -1;
+
+size_t bench_small_size(bench_rng *r, size_t lo, size_t hi)
+{
+    uint64_t x = bench_rng_next(r);
+    size_t span = hi - lo + 1;
+    size_t s;
+    unsigned pick = (unsigned)(x & 0xff);
+    x >>= 8;
+    if (pick < 154) {
+        /* ~60 %: 16..64 bytes (small structs, short strings, list nodes) */
+        size_t a = lo > 16 ? lo : 16, b = hi < 64 ? hi : 64;
+        s = b >= a ? a + (size_t)(x % (b - a + 1)) : lo;
+    } else if (pick < 230) {
+        /* ~30 %: log-uniform over the whole range: a random power-of-two band, then
+         * uniform inside it */
+        unsigned bands = 0;
+        while (((size_t)lo << (bands + 1)) <= hi)
+            bands++;
+        size_t base = (size_t)lo << (x % (bands + 1));
+        x >>= 8;
+        s = base + (size_t)(x % base);
+    } else {
+        /* ~10 %: uniform over the whole range (buffers) */
+        s = lo + (size_t)(x % span);
+    }
+    if (s < lo)
+        s = lo;
+    if (s > hi)
+        s = hi;
+    return s;
+}
+
+void bench_size_table(size_t *table, size_t n, size_t lo, size_t hi, uint64_t seed)
+{
+    bench_rng r;
+    bench_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++)
+        table[i] = bench_small_size(&r, lo, hi);
+}
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double bench_arg(int argc, char **argv, int i, double dflt, const char *usage)
+{
+    if (i >= argc)
+        return dflt;
+    char *end;
+    errno = 0;
+    double v = strtod(argv[i], &end);
+    if (errno || end == argv[i] || *end || !(v > 0)) {
+        fprintf(stderr, "%s: bad argument '%s'\nusage: %s %s\n", argv[0], argv[i], argv[0],
+                usage);
+        exit(2);
+    }
+    return v;
+}
+
+long bench_proc_kib(const char *path, const char *key)
+{
+    char buf[8192];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        if (len == sizeof buf - 1)
+            break;
+    }
+    close(fd);
+    buf[len] = 0;
+    size_t klen = strlen(key);
+    for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, key, klen) == 0 && p[klen] == ':')
+            return strtol(p + klen + 1, NULL, 10);
+    }
+    return -1;
+}
+
+void bench_sample(void)
+{
+    long rss = bench_proc_kib("/proc/self/status", "VmRSS");
+    if (rss > sample_rss_kib) {
+        sample_rss_kib = rss;
+        sample_huge_kib = bench_proc_kib("/proc/self/smaps_rollup", "AnonHugePages");
+    }
+}
+
+void *bench_xmalloc(size_t n)
+{
+    void *p = malloc(n);
+    if (!p) {
+        fprintf(stderr, "bench: malloc(%zu) failed\n", n);
+        exit(1);
+    }
+    return p;
+}
+
+void *bench_map(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "bench: mmap(%zu) failed\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+void bench_unmap(void *p, size_t bytes)
+{
+    munmap(p, bytes);
+}
+
+void bench_report(const char *name, double elapsed, const char *extra)
+{
+    if (sample_rss_kib < 0)
+        bench_sample();
+    long hwm = bench_proc_kib("/proc/self/status", "VmHWM");
+    /* Which library's malloc is in charge: a preload that lost the symbol shows here. */
+    Dl_info info;
+    void *(*fn)(size_t) = malloc;
+    void *addr;
+    memcpy(&addr, &fn, sizeof addr);
+    const char *lib = "?";
+    if (dladdr(addr, &info) && info.dli_fname)
+        lib = info.dli_fname;
+    printf("bench=%s elapsed_s=%.6f%s%s hwm_kib=%ld rss_kib=%ld anonhuge_kib=%ld "
+           "malloc_lib=%s\n",
+           name, elapsed, extra ? " " : "", extra ? extra : "", hwm, sample_rss_kib,
+           sample_huge_kib, lib);
+    fflush(stdout);
+}

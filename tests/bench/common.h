@@ -1,0 +1,76 @@
+/* thpalloc benchmarks: helpers shared by the workload programs.
+ *
+ * Every workload prints exactly one result line on stdout, made of key=value tokens:
+ *   bench=NAME elapsed_s=... hwm_kib=... rss_kib=... anonhuge_kib=... malloc_lib=... [more]
+ * elapsed_s covers only the measured phase; rss_kib and anonhuge_kib are sampled at the
+ * workload's peak point (bench_sample), hwm_kib is VmHWM at exit.  tests/bench/run-bench
+ * parses that line.  Nothing here is linked with an allocator: the allocator under test
+ * comes in through LD_PRELOAD. */
+#ifndef THPALLOC_BENCH_COMMON_H
+#define THPALLOC_BENCH_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Small, fast, deterministic PRNG (xorshift64*), one state per thread. */
+typedef struct {
+    uint64_t s;
+} bench_rng;
+
+static inline void bench_rng_seed(bench_rng *r, uint64_t seed)
+{
+    r->s = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
+    if (r->s == 0)
+        r->s = 1;
+}
+
+static inline uint64_t bench_rng_next(bench_rng *r)
+{
+    uint64_t x = r->s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Uniform in [0, n). */
+static inline uint64_t bench_rng_below(bench_rng *r, uint64_t n)
+{
+    return (uint64_t)(((unsigned __int128)bench_rng_next(r) * n) >> 64);
+}
+
+/* A skewed small-object size in [lo, hi]: most requests are small (log-uniform-ish, with
+ * extra weight on the common 16..64 byte range, as in measured C/C++ heap profiles). */
+size_t bench_small_size(bench_rng *r, size_t lo, size_t hi);
+
+/* Fills a table of n sizes drawn by bench_small_size (cheap lookups on hot paths). */
+void bench_size_table(size_t *table, size_t n, size_t lo, size_t hi, uint64_t seed);
+
+/* Monotonic seconds. */
+double bench_now(void);
+
+/* Parses a positive number (accepts 1e6, 2.5); exits with a usage message on error. */
+double bench_arg(int argc, char **argv, int i, double dflt, const char *usage);
+
+/* Records rss_kib / anonhuge_kib now (keeps the sample with the largest RSS). */
+void bench_sample(void);
+
+/* Reads one "Key:  N kB" field of a /proc file; -1 when missing. */
+long bench_proc_kib(const char *path, const char *key);
+
+/* malloc that exits with a message on NULL. */
+void *bench_xmalloc(size_t n);
+
+/* Bookkeeping arrays that must not be counted against the allocator: mmap'ed directly. */
+void *bench_map(size_t bytes);
+void bench_unmap(void *p, size_t bytes);
+
+/* Prints the result line: "bench=NAME elapsed_s=E <extra> hwm_kib=.. rss_kib=..
+ * anonhuge_kib=.. malloc_lib=.." and flushes.  extra may be NULL. */
+void bench_report(const char *name, double elapsed, const char *extra);
+
+/* Keeps the compiler from discarding work. */
+extern volatile uint64_t bench_sink;
+
+#endif
