@@ -154,6 +154,11 @@ API void *realloc(void *p, size_t size)
     if (!c)
         return __libc_realloc(p, size);
     size_t old = usable_size(c, p);
+    /* Large blocks grow and shrink where they stand when they can (no copy, and no hole
+     * left behind for a growing buffer to step over). */
+    if (c->kind == CHUNK_LARGE && size > SC_MAX_SIZE && (uint8_t *)p == c->large_start &&
+        large_resize(c, size))
+        return p;
     /* Same block while the new size fits and does not waste more than half of it. */
     if (size <= old && size >= old / 2)
         return p;

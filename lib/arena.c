@@ -321,6 +321,40 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
     return a->base + (first << CHUNK_SHIFT);
 }
 
+bool arena_grow_chunks(arena_t *a, uint8_t *base, size_t n, size_t want, size_t block_size)
+{
+    if (a->dedicated)
+        return false;
+    pthread_mutex_lock(&arena_lock);
+    size_t first = (size_t)(base - a->base) >> CHUNK_SHIFT;
+    bool ok = first + want <= a->nchunks;
+    for (size_t i = first + n; ok && i < first + want; i++)
+        ok = !bit_get(a->used, i);
+    if (ok) {
+        for (size_t i = first + n; i < first + want; i++) {
+            if (bit_get(a->dirty, i)) {
+                bit_clear(a->dirty, i);
+                atomic_fetch_sub_explicit(&stat_purge_pending, CHUNK_SIZE, memory_order_relaxed);
+            }
+            a->advice[i] &= 0x7f;
+            bit_set(a->used, i);
+        }
+        a->nfree -= (uint32_t)(want - n);
+        atomic_fetch_add_explicit(&stat_committed, (want - n) << CHUNK_SHIFT,
+                                  memory_order_relaxed);
+        advise_run(a, first, want, THP_USE_LARGE_PIECE, block_size);
+    }
+    pthread_mutex_unlock(&arena_lock);
+    return ok;
+}
+
+void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)
+{
+    pthread_mutex_lock(&arena_lock);
+    advise_run(a, (size_t)(base - a->base) >> CHUNK_SHIFT, n, THP_USE_LARGE_PIECE, block_size);
+    pthread_mutex_unlock(&arena_lock);
+}
+
 void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
 {
     pthread_mutex_lock(&arena_lock);

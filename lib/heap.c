@@ -151,6 +151,10 @@ static page_t *page_new(heap_t *heap, unsigned cls)
             if (x->pages_used < x->npages && (!best || x->pages_used > best->pages_used))
                 best = x;
         c = best;
+    } else if (c && c->pages_used == c->npages) {
+        /* The front chunk is full (an adopted chunk may sit in front): look further. */
+        while (c && c->pages_used == c->npages)
+            c = c->next;
     }
     if (!c || c->pages_used == c->npages) {
         c = chunk_new(heap, kind);
@@ -263,6 +267,22 @@ static void heap_rescue_full(heap_t *heap)
 
 /* ---- abandoned chunks ---------------------------------------------------------------------- */
 
+/* Takes c off the abandoned list (abandoned_lock held). */
+static void abandoned_unlink(chunk_t *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        abandoned = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->next = c->prev = NULL;
+    atomic_store_explicit(&c->abandoned, 0, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&abandoned_count, 1, memory_order_relaxed);
+}
+
+static void adopt_chunk(heap_t *heap, chunk_t *c);
+
 /* Takes one chunk that an exited thread left behind. Returns false when there is none. */
 static bool heap_adopt_one(heap_t *heap)
 {
@@ -270,14 +290,31 @@ static bool heap_adopt_one(heap_t *heap)
         return false;
     pthread_mutex_lock(&abandoned_lock);
     chunk_t *c = abandoned;
-    if (c) {
-        abandoned = c->next;
-        atomic_fetch_sub_explicit(&abandoned_count, 1, memory_order_relaxed);
-    }
+    if (c)
+        abandoned_unlink(c);
     pthread_mutex_unlock(&abandoned_lock);
     if (!c)
         return false;
-    c->next = c->prev = NULL;
+    adopt_chunk(heap, c);
+    return true;
+}
+
+/* A thread frees into a chunk nobody owns: it takes the chunk, so that the memory of exited
+ * threads comes back even when the freeing thread allocates nothing more. */
+static bool heap_reclaim(heap_t *heap, chunk_t *c)
+{
+    pthread_mutex_lock(&abandoned_lock);
+    bool mine = atomic_load_explicit(&c->abandoned, memory_order_relaxed);
+    if (mine)
+        abandoned_unlink(c);
+    pthread_mutex_unlock(&abandoned_lock);
+    if (mine)
+        adopt_chunk(heap, c);
+    return mine;
+}
+
+static void adopt_chunk(heap_t *heap, chunk_t *c)
+{
     atomic_store_explicit(&c->owner, heap, memory_order_release);
     enum chunk_kind kind = (enum chunk_kind)c->kind;
     chunk_list_push(&heap->chunks[kind], c);
@@ -297,7 +334,6 @@ static bool heap_adopt_one(heap_t *heap)
         queue_push_back(&heap->queues[p->cls], p);
         direct_update(heap, p->cls);
     }
-    return true;
 }
 
 /* ---- the slow path of malloc --------------------------------------------------------------- */
@@ -372,6 +408,11 @@ static heap_t *heap_create(void)
 
 void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
 {
+    if (unlikely(atomic_load_explicit(&probe_active, memory_order_relaxed)) &&
+        pthread_equal(pthread_self(), probe_thread)) {
+        atomic_store(&probe_hit, 1); /* init asking who is in charge: we are */
+        return NULL;
+    }
     if (unlikely(size > SC_MAX_SIZE))
         return large_alloc(size, 0, zero);
     if (unlikely(heap == &heap_empty)) {
@@ -410,6 +451,9 @@ void free_slow(chunk_t *c, page_t *page, void *p)
     block_t *b = p;
     heap_t *heap = tl_heap;
     heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
+    if (!owner && heap != &heap_empty && atomic_load_explicit(&c->abandoned, memory_order_relaxed) &&
+        heap_reclaim(heap, c))
+        owner = heap;
     if (owner == heap) {
         /* Our own page, but full or with aligned blocks. */
         b->next = page->local_free;
@@ -474,7 +518,10 @@ static void heap_abandon(heap_t *heap)
             pthread_mutex_lock(&abandoned_lock);
             c->prev = NULL;
             c->next = abandoned;
+            if (abandoned)
+                abandoned->prev = c;
             abandoned = c;
+            atomic_store_explicit(&c->abandoned, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&abandoned_count, 1, memory_order_relaxed);
             pthread_mutex_unlock(&abandoned_lock);
         }
@@ -568,6 +615,33 @@ void *large_alloc(size_t size, size_t align, bool zero)
     if (zero && !is_zero)
         memset(base, 0, size);
     return base;
+}
+
+/* Resizes a large block where it stands: within its chunks, by taking the free chunks that
+ * follow it, or by giving back its tail. false when it would have to move. */
+bool large_resize(chunk_t *c, size_t size)
+{
+    if (size > ALLOC_MAX || c->arena->dedicated)
+        return false;
+    size_t usable = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+    size_t n = c->nchunks, want = (usable + CHUNK_MASK) >> CHUNK_SHIFT;
+    if (want > n) {
+        if (!arena_grow_chunks(c->arena, c->base, n, want, usable))
+            return false;
+        if (!registry_set(c->base + (n << CHUNK_SHIFT), want - n, c)) {
+            registry_set(c->base + (n << CHUNK_SHIFT), want - n, NULL);
+            arena_free_chunks(c->arena, c->base + (n << CHUNK_SHIFT), want - n);
+            return false;
+        }
+    } else if (want < n) {
+        registry_set(c->base + (want << CHUNK_SHIFT), n - want, NULL);
+        arena_free_chunks(c->arena, c->base + (want << CHUNK_SHIFT), n - want);
+    } else if ((usable >> CHUNK_SHIFT) != (c->large_size >> CHUNK_SHIFT)) {
+        arena_readvise(c->arena, c->base, n, usable); /* a tail became a full piece */
+    }
+    c->nchunks = want;
+    c->large_size = usable;
+    return true;
 }
 
 void large_free(chunk_t *c, void *p)

@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "thpalloc.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -41,12 +42,30 @@ static void fork_child(void)
     heap_fork_child();
 }
 
-/* Another allocator preloaded before us won the malloc symbol: our references to malloc
- * resolve through the GOT to the winner, not to our own definition. */
+/* Who answers a call to malloc? Our references to malloc resolve to the process's malloc
+ * (through our GOT, or a non-PIE executable's canonical PLT entry, so comparing addresses
+ * is not enough): call it once, marked, and see whether our slow path gets the call. */
+_Atomic int probe_active;
+pthread_t probe_thread;
+_Atomic int probe_hit;
+
 static bool other_allocator_in_charge(void)
 {
     void *(*volatile resolved)(size_t) = malloc;
-    return (void *)resolved != (void *)thp_malloc_self;
+    if ((void *)resolved == (void *)thp_malloc_self)
+        return false; /* the common case: no call needed */
+    int saved = errno;
+    probe_thread = pthread_self();
+    atomic_store(&probe_active, 1);
+    void *p = resolved(0);
+    atomic_store(&probe_active, 0);
+    bool ours = atomic_load(&probe_hit);
+    if (p && !ours) {
+        void (*volatile resolved_free)(void *) = free;
+        resolved_free(p); /* the winner's block, back to the winner */
+    }
+    errno = saved;
+    return !ours;
 }
 
 void thp_process_init(void)

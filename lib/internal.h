@@ -96,6 +96,7 @@ struct chunk {
     uint8_t npages;
     uint8_t pages_used;
     _Atomic(heap_t *) owner; /* NULL: abandoned, or large (not owned) */
+    _Atomic uint8_t abandoned; /* on the abandoned list (changed under its lock) */
     chunk_t *next, *prev;    /* heap's chunk list / abandoned list / free list */
     arena_t *arena;
     /* large blocks */
@@ -161,6 +162,11 @@ HIDDEN void policy_fork_child(void);
 HIDDEN uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t block_size,
                                    arena_t **arena_out, bool *is_zero);
 HIDDEN void arena_free_chunks(arena_t *arena, uint8_t *base, size_t n);
+/* Extends a run of n chunks to want chunks in place, when the chunks after it are free. */
+HIDDEN bool arena_grow_chunks(arena_t *arena, uint8_t *base, size_t n, size_t want,
+                              size_t block_size);
+/* Gives a large block's run the advice its (new) size calls for. */
+HIDDEN void arena_readvise(arena_t *arena, uint8_t *base, size_t n, size_t block_size);
 /* Purges free chunks older than purge_delay (all of them when force). Returns bytes. */
 HIDDEN size_t arena_purge(bool force);
 HIDDEN void arena_fork_prepare(void);
@@ -217,9 +223,14 @@ static inline size_t page_size_of(const chunk_t *c)
 /* large blocks (in heap.c) */
 HIDDEN void *large_alloc(size_t size, size_t align, bool zero);
 HIDDEN void large_free(chunk_t *c, void *p);
+HIDDEN bool large_resize(chunk_t *c, size_t size);
 
 /* Our own malloc under a name nobody can interpose (for the dormancy check). */
 HIDDEN void *thp_malloc_self(size_t size);
+
+/* The dormancy probe (init.c): set while init calls the process's malloc once. */
+extern HIDDEN _Atomic int probe_active, probe_hit;
+extern HIDDEN pthread_t probe_thread;
 
 /* init */
 HIDDEN void thp_process_init(void);
