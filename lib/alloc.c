@@ -17,39 +17,49 @@ static inline void *malloc_inline(size_t size)
         page_t *page = heap->direct[(size + 15) >> 4];
         block_t *b = page->free;
         if (likely(b)) {
+            if (unlikely(b->key != free_key(page)))
+                malloc_corrupt(page, b);
             page->free = b->next;
             page->used++;
+            b->key = 0;
             return b;
         }
     }
     return heap_malloc_slow(heap, size, false);
 }
 
+/* Every path off the fast one is a tail call, so that the fast path saves no register. */
 static inline void free_inline(void *p)
 {
-    if (unlikely(!p))
-        return;
     chunk_t *c = registry_lookup(p);
     if (unlikely(!c)) {
-        __libc_free(p); /* not ours: glibc's own, or from before we were in charge */
+        if (p)
+            __libc_free(p); /* not ours: glibc's own, or from before we were in charge */
         return;
     }
-    page_t *page = &c->pages[((uintptr_t)p - (uintptr_t)c->base) >> c->page_shift];
+    /* Chunks are 2 MiB-aligned; a large block's page_shift of 63 makes its index 0. */
+    page_t *page = &c->pages[((uintptr_t)p & CHUNK_MASK) >> c->page_shift];
     heap_t *heap = tl_heap;
-    if (likely(atomic_load_explicit(&c->owner, memory_order_relaxed) == heap && page->flags == 0)) {
-        block_t *b = p;
+    block_t *b = p;
+    /* Checked here without touching the block: its start (interior pointers) and the
+     * last free (an immediate double free). Malloc checks the key when it pops. */
+    if (likely(atomic_load_explicit(&page->fast_owner, memory_order_relaxed) == heap &&
+               !block_misaligned(page, p) && b != page->local_free)) {
+        b->key = free_key(page);
         b->next = page->local_free;
         page->local_free = b;
         if (unlikely(--page->used == 0))
             page_retire(heap, page);
         return;
     }
-    free_slow(c, page, p);
+    free_slow(c, page, p); /* remote, full page, aligned blocks, or a bad pointer */
 }
 
-/* Usable bytes from p to the end of its block. */
+/* Usable bytes from p to the end of its block; 0 for a pointer into unused space. */
 static size_t usable_size(chunk_t *c, void *p)
 {
+    if (unlikely(c->kind == CHUNK_FREE))
+        return 0;
     if (c->kind == CHUNK_LARGE)
         return c->large_size - (size_t)((uint8_t *)p - c->large_start);
     page_t *page = &c->pages[((uintptr_t)p - (uintptr_t)c->base) >> c->page_shift];
@@ -81,7 +91,8 @@ static void *aligned_impl(size_t alignment, size_t size)
             if (a != (uintptr_t)b) {
                 chunk_t *c = registry_lookup(b);
                 page_t *page = &c->pages[((uintptr_t)b - (uintptr_t)c->base) >> c->page_shift];
-                page->flags |= PAGE_HAS_ALIGNED; /* our own page: we just allocated from it */
+                /* our own page: we just allocated from it */
+                page_set_flags(page, NULL, page->flags | PAGE_HAS_ALIGNED);
             }
             return (void *)a;
         }
@@ -153,6 +164,8 @@ API void *realloc(void *p, size_t size)
     chunk_t *c = registry_lookup(p);
     if (!c)
         return __libc_realloc(p, size);
+    if (unlikely(c->kind == CHUNK_FREE))
+        thp_fatal("realloc(): invalid pointer", p);
     size_t old = usable_size(c, p);
     /* Large blocks grow and shrink where they stand when they can (no copy, and no hole
      * left behind for a growing buffer to step over). */

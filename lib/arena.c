@@ -9,7 +9,9 @@
 #include <signal.h>
 #include <time.h>
 
-_Atomic(chunk_t **) registry_root[1u << REG_ROOT_BITS];
+_Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
+chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
+chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = 63};
 
 struct policy thp_policy_in_force = {
     .thp = {.mode = THP_MODE_LARGE, .threshold = (size_t)2 << 20},
@@ -45,21 +47,19 @@ bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
         uintptr_t a = (uintptr_t)(base + (i << CHUNK_SHIFT));
         if (a >> REG_ADDR_BITS)
             return false; /* never: our mappings come from the 47-bit user space */
-        _Atomic(chunk_t **) *slot = &registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)];
-        chunk_t **leaf = atomic_load_explicit(slot, memory_order_acquire);
-        if (!leaf) {
+        _Atomic uintptr_t *slot = &registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)];
+        uintptr_t off = atomic_load_explicit(slot, memory_order_acquire);
+        if (!off) {
             chunk_t **fresh = meta_alloc(sizeof(chunk_t *) << REG_LEAF_BITS);
             if (!fresh)
                 return false;
-            chunk_t **expected = NULL;
+            uintptr_t want = (uintptr_t)fresh - (uintptr_t)registry_empty_leaf;
             /* A lost race leaks one 64 KiB leaf: harmless and rare. */
-            if (atomic_compare_exchange_strong_explicit(slot, &expected, fresh,
-                                                        memory_order_acq_rel,
+            if (atomic_compare_exchange_strong_explicit(slot, &off, want, memory_order_acq_rel,
                                                         memory_order_acquire))
-                leaf = fresh;
-            else
-                leaf = expected;
+                off = want;
         }
+        chunk_t **leaf = (chunk_t **)((uintptr_t)registry_empty_leaf + off);
         /* Release: a thread that gets a pointer into this chunk sees the descriptor. */
         __atomic_store_n(&leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)], desc,
                          __ATOMIC_RELEASE);
@@ -175,6 +175,12 @@ static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
     arena_t *a = arena_desc_new();
     if (!a) {
         os_release(base, want << CHUNK_SHIFT);
+        return NULL;
+    }
+    if (!dedicated && !registry_set(base, want, &chunk_unused)) {
+        os_release(base, want << CHUNK_SHIFT);
+        a->next = arena_desc_free;
+        arena_desc_free = a;
         return NULL;
     }
     a->base = base;

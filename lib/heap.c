@@ -101,7 +101,7 @@ static void chunk_list_push(chunk_t **list, chunk_t *c)
 
 static void chunk_release(chunk_t *c)
 {
-    registry_set(c->base, 1, NULL);
+    registry_set(c->base, 1, registry_unused(c->arena));
     arena_free_chunks(c->arena, c->base, 1);
     chunk_desc_free(c);
 }
@@ -186,7 +186,7 @@ static void page_free(heap_t *heap, page_t *page)
 {
     chunk_t *c = page->chunk;
     page->in_use = 0;
-    page->flags = 0;
+    page_set_flags(page, NULL, 0);
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     enum chunk_kind kind = (enum chunk_kind)c->kind;
     if (--c->pages_used == 0) {
@@ -204,7 +204,7 @@ static void page_unlink(heap_t *heap, page_t *page)
 {
     if (page->flags & PAGE_IN_FULL) {
         queue_remove(&heap->full, page);
-        page->flags &= (uint8_t)~PAGE_IN_FULL;
+        page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_IN_FULL);
         atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     } else {
         queue_remove(&heap->queues[page->cls], page);
@@ -237,7 +237,7 @@ static bool page_to_full(heap_t *heap, page_t *page)
     }
     queue_remove(&heap->queues[page->cls], page);
     direct_update(heap, page->cls);
-    page->flags |= PAGE_IN_FULL;
+    page_set_flags(page, heap, page->flags | PAGE_IN_FULL);
     queue_push_back(&heap->full, page);
     return true;
 }
@@ -252,7 +252,7 @@ static void heap_rescue_full(heap_t *heap)
         if (!atomic_load_explicit(&p->xthread_free, memory_order_relaxed))
             continue;
         queue_remove(&heap->full, p);
-        p->flags &= (uint8_t)~PAGE_IN_FULL;
+        page_set_flags(p, heap, p->flags & (uint8_t)~PAGE_IN_FULL);
         atomic_store_explicit(&p->in_full, 0, memory_order_seq_cst);
         page_collect(p);
         queue_push_back(&heap->queues[p->cls], p);
@@ -322,6 +322,7 @@ static void adopt_chunk(heap_t *heap, chunk_t *c)
         page_t *p = &c->pages[i];
         if (!p->in_use)
             continue;
+        page_set_flags(p, heap, p->flags);
         page_collect(p);
         if (p->used == 0) {
             /* page_free may release the chunk with its last page: stop looking then. */
@@ -429,8 +430,11 @@ void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
         return NULL;
     }
     block_t *b = page->free;
+    if (unlikely(b->key != free_key(page)))
+        malloc_corrupt(page, b);
     page->free = b->next;
     page->used++;
+    b->key = 0;
     if (zero)
         memset(b, 0, page->block_size);
     return b;
@@ -444,10 +448,14 @@ void free_slow(chunk_t *c, page_t *page, void *p)
         large_free(c, p);
         return;
     }
+    if (unlikely(c->kind == CHUNK_FREE))
+        thp_fatal("free(): double free or invalid pointer", p);
     if (unlikely(!page->in_use))
         thp_fatal("free(): invalid pointer", p);
     if (page->flags & PAGE_HAS_ALIGNED)
         p = block_start(page, p);
+    else if (unlikely(block_misaligned(page, p)))
+        thp_fatal("free(): invalid pointer", p);
     block_t *b = p;
     heap_t *heap = tl_heap;
     heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
@@ -456,11 +464,14 @@ void free_slow(chunk_t *c, page_t *page, void *p)
         owner = heap;
     if (owner == heap) {
         /* Our own page, but full or with aligned blocks. */
+        if (unlikely(b->key == free_key(page)))
+            free_check_double(page, p);
+        b->key = free_key(page);
         b->next = page->local_free;
         page->local_free = b;
         if (page->flags & PAGE_IN_FULL) {
             queue_remove(&heap->full, page);
-            page->flags &= (uint8_t)~PAGE_IN_FULL;
+            page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_IN_FULL);
             atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
             queue_push_back(&heap->queues[page->cls], page);
             direct_update(heap, page->cls);
@@ -469,6 +480,7 @@ void free_slow(chunk_t *c, page_t *page, void *p)
             page_retire(heap, page);
         return;
     }
+    b->key = free_key(page);
     block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
     do {
         b->next = head;
@@ -511,7 +523,7 @@ static void heap_abandon(heap_t *heap)
             for (unsigned i = 0; i < c->npages; i++) {
                 page_t *p = &c->pages[i];
                 p->next = p->prev = NULL;
-                p->flags &= (uint8_t)~PAGE_IN_FULL;
+                page_set_flags(p, NULL, p->flags & (uint8_t)~PAGE_IN_FULL); /* no owner now */
                 atomic_store_explicit(&p->in_full, 0, memory_order_relaxed);
             }
             atomic_store_explicit(&c->owner, NULL, memory_order_release);
@@ -606,7 +618,7 @@ void *large_alloc(size_t size, size_t align, bool zero)
     c->large_start = base;
     atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
     if (!registry_set(base, n, c)) {
-        registry_set(base, n, NULL);
+        registry_set(base, n, registry_unused(arena));
         arena_free_chunks(arena, base, n);
         chunk_desc_free(c);
         errno = ENOMEM;
@@ -629,12 +641,12 @@ bool large_resize(chunk_t *c, size_t size)
         if (!arena_grow_chunks(c->arena, c->base, n, want, usable))
             return false;
         if (!registry_set(c->base + (n << CHUNK_SHIFT), want - n, c)) {
-            registry_set(c->base + (n << CHUNK_SHIFT), want - n, NULL);
+            registry_set(c->base + (n << CHUNK_SHIFT), want - n, registry_unused(c->arena));
             arena_free_chunks(c->arena, c->base + (n << CHUNK_SHIFT), want - n);
             return false;
         }
     } else if (want < n) {
-        registry_set(c->base + (want << CHUNK_SHIFT), n - want, NULL);
+        registry_set(c->base + (want << CHUNK_SHIFT), n - want, registry_unused(c->arena));
         arena_free_chunks(c->arena, c->base + (want << CHUNK_SHIFT), n - want);
     } else if ((usable >> CHUNK_SHIFT) != (c->large_size >> CHUNK_SHIFT)) {
         arena_readvise(c->arena, c->base, n, usable); /* a tail became a full piece */
@@ -651,7 +663,7 @@ void large_free(chunk_t *c, void *p)
     uint8_t *base = c->base;
     size_t n = c->nchunks;
     arena_t *arena = c->arena;
-    registry_set(base, n, NULL);
+    registry_set(base, n, registry_unused(arena));
     chunk_desc_free(c);
     arena_free_chunks(arena, base, n);
 }

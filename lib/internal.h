@@ -59,7 +59,14 @@ enum chunk_kind {
 /* Requests above this fail with ENOMEM, as glibc's do (PTRDIFF_MAX). */
 #define ALLOC_MAX ((size_t)PTRDIFF_MAX - CHUNK_SIZE)
 
-typedef struct block { struct block *next; } block_t;
+/* A free block: the list link, and a key that marks it free (see free_key()). Every block
+ * on a free list carries the key; malloc checks it when it pops a block (the line is loaded
+ * for the link anyway) and clears it, so a block freed twice, or a free block overwritten
+ * after free, is caught before it is handed out twice. Every block is at least 16 bytes. */
+typedef struct block {
+    struct block *next;
+    uintptr_t key;
+} block_t;
 typedef struct heap heap_t;
 typedef struct chunk chunk_t;
 typedef struct arena arena_t;
@@ -69,6 +76,9 @@ typedef struct arena arena_t;
  * xthread_free still count); free, local_free, xthread_free and the blocks handed out
  * partition the first `capacity` blocks; capacity <= reserved. */
 typedef struct page {
+    /* The owning heap while the page takes the fast free path (owned, flags == 0), else
+     * NULL: free compares it with its own heap, one load for ownership and flags. */
+    _Atomic(heap_t *) fast_owner;
     block_t *free;       /* the owner allocates from here */
     block_t *local_free; /* the owner's frees; becomes `free` when that runs dry */
     uint32_t used;
@@ -83,7 +93,32 @@ typedef struct page {
     struct page *next, *prev;        /* in a heap queue */
     uint8_t *start;
     chunk_t *chunk;
-} page_t;
+    uint64_t div_check; /* ceil(2^64 / block_size): off % block_size == 0 iff off*div_check < div_check */
+} __attribute__((aligned(128))) page_t; /* a power of two: the page index is a shift */
+
+/* Sets the owner-only flags and, with them, whether frees take the fast path. */
+static inline void page_set_flags(page_t *page, heap_t *owner, uint8_t flags)
+{
+    page->flags = flags;
+    atomic_store_explicit(&page->fast_owner, flags ? NULL : owner, memory_order_relaxed);
+}
+
+/* The key a free block of this page carries in its second word: the page descriptor's
+ * address (at hand on every path; user data rarely holds a pointer into our metadata, and
+ * when it does a free only costs a list walk). */
+static inline uintptr_t free_key(const page_t *page)
+{
+    return (uintptr_t)page;
+}
+
+/* true when p is not the start of a block of page (an interior or stray pointer): one
+ * multiplication (Lemire, Kaser, Kurz: divisibility by direct computation; exact for
+ * offsets and block sizes below 2^32). */
+static inline bool block_misaligned(const page_t *page, const void *p)
+{
+    uint64_t off = (uint64_t)((const uint8_t *)p - page->start);
+    return off * page->div_check >= page->div_check;
+}
 #define PAGE_HAS_ALIGNED 1 /* interior (aligned) pointers may be freed */
 #define PAGE_IN_FULL 2     /* on the heap's full list (owner's copy of in_full) */
 
@@ -110,20 +145,29 @@ struct chunk {
 #define REG_ADDR_BITS 47
 #define REG_LEAF_BITS 13
 #define REG_ROOT_BITS (REG_ADDR_BITS - CHUNK_SHIFT - REG_LEAF_BITS)
-extern HIDDEN _Atomic(chunk_t **) registry_root[1u << REG_ROOT_BITS];
+/* Root entries are offsets from registry_empty_leaf (a leaf of NULLs in .bss, never
+ * written), so that a lookup has no NULL test for a missing leaf: 0 means "empty". */
+extern HIDDEN _Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
+extern HIDDEN chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
 
+/* The descriptor of the chunk holding p, the unused-chunk marker, or NULL (not ours; also
+ * for NULL itself). */
 static inline chunk_t *registry_lookup(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     if (unlikely(a >> REG_ADDR_BITS))
         return NULL;
-    chunk_t **leaf = atomic_load_explicit(&registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)],
-                                          memory_order_acquire);
-    if (unlikely(!leaf))
-        return NULL;
+    uintptr_t off = atomic_load_explicit(&registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)],
+                                         memory_order_acquire);
+    chunk_t **leaf = (chunk_t **)((uintptr_t)registry_empty_leaf + off);
     return leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)];
 }
 HIDDEN bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc);
+/* What the registry holds for a chunk of an arena that is not in use: a marker, so that a
+ * double free or a stray pointer into our address space is caught instead of being handed
+ * to glibc. Dedicated mappings are unmapped on free: nothing (the space may be reused). */
+extern HIDDEN chunk_t chunk_unused;
+static inline chunk_t *registry_unused(const arena_t *a);
 
 /* ---- arena: address space reserved in big pieces, handed out in chunk runs ---------- */
 #define ARENA_MAX_CHUNKS 512
@@ -173,6 +217,11 @@ HIDDEN void arena_fork_prepare(void);
 HIDDEN void arena_fork_parent(void);
 HIDDEN void arena_fork_child(void);
 
+static inline chunk_t *registry_unused(const arena_t *a)
+{
+    return a->dedicated ? NULL : &chunk_unused;
+}
+
 /* ---- meta: descriptors (chunks, heaps) from a private pool, never through malloc ---- */
 HIDDEN void *meta_alloc(size_t size);
 HIDDEN chunk_t *chunk_desc_alloc(void);
@@ -203,6 +252,10 @@ extern HIDDEN page_t page_empty;
 
 HIDDEN void *heap_malloc_slow(heap_t *heap, size_t size, bool zero);
 HIDDEN void free_slow(chunk_t *c, page_t *page, void *p);
+/* A freed-looking block is freed again: abort if it really is on the page's free lists. */
+HIDDEN void free_check_double(page_t *page, void *p);
+/* malloc popped a block without the free key: a double free or a write after free. */
+HIDDEN void malloc_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
 HIDDEN void page_retire(heap_t *heap, page_t *page);
 HIDDEN void heap_thread_exit(void *heap);
 HIDDEN void heap_fork_prepare(void);
@@ -235,7 +288,7 @@ extern HIDDEN pthread_t probe_thread;
 /* init */
 HIDDEN void thp_process_init(void);
 HIDDEN bool thp_is_dormant(void);
-HIDDEN void thp_fatal(const char *msg, const void *p);
+HIDDEN void thp_fatal(const char *msg, const void *p) __attribute__((noreturn, cold));
 
 /* foreign pointers: glibc's own functions */
 extern void __libc_free(void *);

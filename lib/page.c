@@ -13,7 +13,7 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
     page->local_free = NULL;
     page->used = 0;
     page->block_size = (uint32_t)sc_block_size(cls);
-    page->flags = 0;
+    page_set_flags(page, atomic_load_explicit(&c->owner, memory_order_relaxed), 0);
     page->in_use = 1;
     page->cls = (uint8_t)cls;
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
@@ -23,6 +23,7 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
     page->next = page->prev = NULL;
     page->start = c->base + ((size_t)idx << c->page_shift);
     page->chunk = c;
+    page->div_check = UINT64_MAX / page->block_size + 1;
     THP_ASSERT(page->reserved >= 1);
 }
 
@@ -39,9 +40,13 @@ void page_extend(page_t *page)
         n = page->reserved - page->capacity;
     uint8_t *first = page->start + (size_t)page->capacity * bsize;
     uint8_t *p = first;
-    for (uint32_t i = 0; i + 1 < n; i++, p += bsize)
+    uintptr_t key = free_key(page);
+    for (uint32_t i = 0; i + 1 < n; i++, p += bsize) {
         ((block_t *)p)->next = (block_t *)(p + bsize);
+        ((block_t *)p)->key = key;
+    }
     ((block_t *)p)->next = NULL;
+    ((block_t *)p)->key = key;
     page->free = (block_t *)first;
     page->capacity += n;
 }
@@ -71,6 +76,26 @@ uint32_t page_collect(page_t *page)
         page->local_free = NULL;
     }
     return n;
+}
+
+void free_check_double(page_t *page, void *p)
+{
+    /* Bounded walks: a list that already holds a block twice has a cycle. */
+    uint32_t n = 0;
+    for (block_t *b = page->free; b && n <= page->capacity; b = b->next, n++)
+        if (b == p)
+            thp_fatal("free(): double free detected", p);
+    n = 0;
+    for (block_t *b = page->local_free; b && n <= page->capacity; b = b->next, n++)
+        if (b == p)
+            thp_fatal("free(): double free detected", p);
+    /* Not on the owner's lists: user data that happened to look like a key. */
+}
+
+void malloc_corrupt(page_t *page, void *b)
+{
+    (void)page;
+    thp_fatal("malloc(): free block corrupted (double free or write after free)", b);
 }
 
 /* The block that contains p (p may be an aligned interior pointer). */
