@@ -1,0 +1,100 @@
+#!/bin/sh
+# thp-status: command line (usage errors exit 2, --help, --version), every view's --json
+# parses, a PID that does not exist or exits while being read is reported, not a crash,
+# and --all survives processes coming and going. Both builds (plain, ASan+UBSan).
+. "$TESTS_SRCDIR/status-lib.sh"
+
+# A PID that does not exist: above every live one.
+nopid=$(($(cat /proc/sys/kernel/pid_max) - 1))
+while [ -d "/proc/$nopid" ]; do nopid=$((nopid - 1)); done
+
+printf '[global]\nthp = large\n' >"$SCRATCH/good.conf"
+chmod 644 "$SCRATCH/good.conf"
+
+for T in $TOOLS; do
+    t=$(basename "$T")
+    if [ ! -x "$T" ]; then
+        ok 1 "$t: built"
+        continue
+    fi
+    for bad in "--bogus" "-x" "abc" "0" "12abc" "--explain" "--all 1" "--json --prometheus" \
+        "--unit web.service" "--root /nonexistent/dir" "--prometheus 1" "--check --all" \
+        "--prometheus --check"; do
+        # shellcheck disable=SC2086
+        run "$T" $bad
+        ok $([ "$RC" -eq 2 ] && grep -q "thp-status" "$ERR" && [ ! -s "$OUT" ]; echo $?) \
+            "$t: '$bad' exits 2 with a message on stderr (rc $RC)"
+    done
+
+    run "$T" --help
+    ok $([ "$RC" -eq 0 ] && grep -q '^Usage:' "$OUT" && grep -q -- '--explain' "$OUT" && [ ! -s "$ERR" ]; echo $?) \
+        "$t: --help to stdout, exit 0"
+    run "$T" --version
+    ok $([ "$RC" -eq 0 ] && grep -q '^thp-status from thpalloc [0-9]' "$OUT"; echo $?) "$t: --version"
+
+    # Every view's --json parses.
+    run "$T" --json
+    ok $([ "$RC" -eq 0 ] && json_valid "$OUT"; echo $?) "$t: system --json parses"
+    run "$T" --json $$
+    ok $([ "$RC" -eq 0 ] && json_valid "$OUT" && [ "$(json "$OUT" 'd["processes"][0]["pid"]')" = $$ ]; echo $?) \
+        "$t: PID --json parses and names the PID"
+    run "$T" --json --all
+    ok $([ "$RC" -eq 0 ] && json_valid "$OUT"; echo $?) "$t: --all --json parses"
+    run "$T" --json --check "$SCRATCH/good.conf"
+    ok $([ "$RC" -eq 0 ] && json_valid "$OUT" && [ "$(json "$OUT" 'd["check"]["ok"]')" = true ]; echo $?) \
+        "$t: --check --json parses"
+    run "$T" --json --explain some-program --unit x.service
+    ok $([ "$RC" -eq 0 ] && json_valid "$OUT" && [ "$(json "$OUT" 'd["explain"]["unit"]')" = x.service ]; echo $?) \
+        "$t: --explain --json parses"
+
+    # A PID that does not exist.
+    run "$T" "$nopid"
+    ok $([ "$RC" -eq 1 ] && grep -q "no such process" "$OUT" && grep -q "$nopid" "$ERR"; echo $?) \
+        "$t: a PID that does not exist: reported, exit 1"
+    run "$T" --json "$nopid"
+    ok $([ "$RC" -eq 1 ] && [ "$(json "$OUT" 'd["processes"][0]["exists"]')" = false ]; echo $?) \
+        "$t: ... and in JSON, exists false"
+
+    # A process that exits while being read, at each step of the reading.
+    for step in smaps_rollup maps introspect smaps; do
+        if ! start_holder 1; then
+            ok 1 "$t: status-holder starts"
+            continue
+        fi
+        victim=$HOLDER_PID
+        THP_STATUS_TEST_PAUSE="$step:1500" "$T" "$victim" >"$OUT" 2>"$ERR" &
+        tpid=$!
+        i=0
+        while ! grep -q "test pause before $step" "$ERR" && [ $i -lt 200 ]; do
+            sleep 0.05
+            i=$((i + 1))
+        done
+        kill -9 "$victim"
+        wait "$victim" 2>/dev/null
+        wait "$tpid"
+        RC=$?
+        grep -qE 'Sanitizer|runtime error:' "$ERR" && cat "$ERR" >>"$SANLOG"
+        ok $(not_crashed "$RC" && [ "$RC" -eq 1 ] && grep -q "exited while being read" "$OUT" \
+            && grep -q "PID $victim" "$OUT"; echo $?) \
+            "$t: the process exits before $step is read: said, exit 1, no crash (rc $RC)"
+    done
+
+    # --all while processes come and go.
+    (while :; do /bin/true; done) &
+    churn1=$!
+    (while :; do sh -c 'sleep 0.01' ; done) &
+    churn2=$!
+    allrc=0
+    for i in 1 2 3 4 5; do
+        run "$T" --all
+        [ "$RC" -eq 0 ] && grep -q 'processes shown' "$OUT" || allrc=1
+        run "$T" --all --json
+        [ "$RC" -eq 0 ] && json_valid "$OUT" || allrc=1
+    done
+    kill "$churn1" "$churn2"
+    wait "$churn1" "$churn2" 2>/dev/null
+    ok $allrc "$t: --all and --all --json while processes come and go"
+
+    sanitizer_clean "$t"
+done
+done_testing

@@ -1,0 +1,111 @@
+# Shared by tests/status-*.sh (sourced): TAP output, the two builds of thp-status, and
+# helpers to read the kernel's own figures. Needs TESTS_BUILDDIR and TESTS_SRCDIR (make
+# check exports them) and python3 for JSON.
+set -u
+: "${TESTS_BUILDDIR:?run through make check}" "${TESTS_SRCDIR:?run through make check}"
+TOP_BUILDDIR=$(cd "$TESTS_BUILDDIR/.." && pwd)
+TOP_SRCDIR=$(cd "$TESTS_SRCDIR/.." && pwd)
+# The tool as installed, and the same sources under ASan + UBSan.
+TOOLS="$TOP_BUILDDIR/tools/thp-status $TESTS_BUILDDIR/status-thp-status-asan"
+HOLDER=$TESTS_BUILDDIR/status-holder
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:exitcode=99}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=98}
+PYTHON=${PYTHON:-python3}
+
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/thp-status-test.XXXXXX")
+chmod 755 "$SCRATCH"
+SANLOG=$SCRATCH/sanitizer.log
+: >"$SANLOG"
+CLEANUP_PIDS=
+cleanup() {
+    for p in $CLEANUP_PIDS; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$SCRATCH"
+}
+trap cleanup EXIT
+
+tap_n=0
+tap_failed=0
+ok() { # ok STATUS DESCRIPTION: STATUS 0 passes
+    tap_n=$((tap_n + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $tap_n - $2"
+    else
+        echo "not ok $tap_n - $2"
+        tap_failed=$((tap_failed + 1))
+    fi
+}
+is() { # is GOT WANT DESCRIPTION
+    if [ "$1" = "$2" ]; then ok 0 "$3"; else
+        ok 1 "$3"
+        echo "#   got:  '$1'"
+        echo "#   want: '$2'"
+    fi
+}
+skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; }
+diag() { echo "# $*"; }
+done_testing() {
+    echo "1..$tap_n"
+    [ "$tap_failed" -eq 0 ]
+    exit $?
+}
+
+# run TOOL ARGS...: stdout in $OUT, stderr in $ERR, status in $RC. Sanitizer reports are
+# collected for sanitizer_clean.
+OUT=$SCRATCH/out
+ERR=$SCRATCH/err
+run() {
+    "$@" >"$OUT" 2>"$ERR"
+    RC=$?
+    if grep -qE 'Sanitizer|runtime error:' "$ERR"; then
+        { echo "== $*"; cat "$ERR"; } >>"$SANLOG"
+    fi
+    return 0
+}
+sanitizer_clean() { # one assertion per tool build
+    if [ -s "$SANLOG" ]; then
+        ok 1 "$1: no ASan/UBSan report"
+        sed 's/^/#   /' "$SANLOG" | head -40
+    else
+        ok 0 "$1: no ASan/UBSan report"
+    fi
+    : >"$SANLOG"
+}
+# "crashed" = killed by a signal or a sanitizer exit status
+not_crashed() { [ "$1" -lt 98 ] || [ "$1" -gt 99 ] && [ "$1" -lt 128 ]; }
+
+# json FILE PYTHON-EXPRESSION-OVER-d: prints the value (JSON for containers)
+json() {
+    "$PYTHON" - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = eval(sys.argv[2])
+print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)
+PY
+}
+json_valid() { "$PYTHON" -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
+
+sysfs_selected() { sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$1"; }
+meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
+vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+rollup() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/smaps_rollup"; }
+
+# start_holder [N] [ENV...]: a status-holder under thpalloc; sets HOLDER_PID, HOLDER_OUT.
+start_holder() {
+    n=${1:-4}
+    shift || true
+    HOLDER_SEQ=$((${HOLDER_SEQ:-0} + 1))
+    HOLDER_OUT=$SCRATCH/holder.$HOLDER_SEQ
+    env "$@" LD_PRELOAD="$THPALLOC_LIB" "$HOLDER" "$n" >"$HOLDER_OUT" 2>&1 &
+    HOLDER_PID=$!
+    CLEANUP_PIDS="$CLEANUP_PIDS $HOLDER_PID"
+    i=0
+    while ! grep -q '^ready' "$HOLDER_OUT" 2>/dev/null; do
+        i=$((i + 1))
+        if [ $i -gt 300 ] || ! kill -0 "$HOLDER_PID" 2>/dev/null; then
+            diag "status-holder did not start:"
+            sed 's/^/#   /' "$HOLDER_OUT"
+            return 1
+        fi
+        sleep 0.05
+    done
+}

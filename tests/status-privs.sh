@@ -1,0 +1,75 @@
+#!/bin/sh
+# thp-status and privileges: an unprivileged user (setpriv --reuid=65534) asking about a
+# root process gets a clear message, a non-zero exit and the rest of the output; run as
+# root, the tool keeps only CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and CAP_PERFMON (read from
+# its own /proc/PID/status while it is paused) and can still read a root process.
+. "$TESTS_SRCDIR/status-lib.sh"
+
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null; then
+    skip "privileges" "needs root and setpriv"
+    done_testing
+fi
+NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+
+sleep 600 &
+ROOTP=$!
+CLEANUP_PIDS="$CLEANUP_PIDS $ROOTP"
+
+# The capabilities the tool should end with: ours, masked to the three it keeps.
+last=$(cat /proc/sys/kernel/cap_last_cap)
+keep=$(((1 << 2) | (1 << 19)))
+[ "$last" -ge 38 ] && keep=$((keep | (1 << 38)))
+capof() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+my_prm=$((0x$(capof $$ CapPrm)))
+my_bnd=$((0x$(capof $$ CapBnd)))
+want_prm=$((my_prm & keep))
+want_bnd=$((my_bnd & keep))
+has_setpcap=$(((0x$(capof $$ CapEff) >> 8) & 1))
+
+for T in $TOOLS; do
+    t=$(basename "$T")
+
+    # Unprivileged, about a root process.
+    run $NOBODY "$T" "$ROOTP"
+    ok $([ "$RC" -eq 1 ]; echo $?) "$t: as uid 65534 about a root process: exit 1 (rc $RC)"
+    ok $(grep -q "cannot read /proc/$ROOTP/smaps_rollup: permission denied" "$OUT" \
+        && grep -q 'CAP_SYS_PTRACE' "$OUT" && grep -q 'root' "$OUT"; echo $?) \
+        "$t: says which file, why, and what would allow it (root, CAP_SYS_PTRACE)"
+    ok $(grep -q "^PID $ROOTP  sleep\$" "$OUT" && grep -qE '^  THP_enabled +[01] ' "$OUT" \
+        && grep -qE '^  uid +0$' "$OUT"; echo $?) "$t: the rest is still printed (name, uid, THP_enabled)"
+    ok $(grep -q "^thp-status: $ROOTP: " "$ERR"; echo $?) "$t: a line on stderr"
+    run $NOBODY "$T" --json "$ROOTP"
+    is "$(json "$OUT" "d['processes'][0]['readable'], d['processes'][0]['memory_kb'], d['processes'][0]['name'], sorted(set(e['errno'] for e in d['processes'][0]['errors']))")" \
+        "(False, None, 'sleep', ['EACCES'])" "$t: JSON: readable false, memory null, name, EACCES"
+
+    # Unprivileged: the system view and --all still work.
+    run $NOBODY "$T"
+    ok $([ "$RC" -eq 0 ] && grep -q '^Huge pages in use' "$OUT"; echo $?) "$t: as uid 65534: the system view"
+    run $NOBODY "$T" --all --json
+    ok $([ "$RC" -eq 0 ] && [ "$(json "$OUT" "d['unreadable'] >= 1")" = true ]; echo $?) \
+        "$t: as uid 65534: --all counts the unreadable processes"
+    run $NOBODY "$T" --all
+    ok $([ "$RC" -eq 0 ] && grep -qE 'processes shown, [0-9]+ could not be read \(permission denied' "$OUT"; echo $?) \
+        "$t: as uid 65534: --all says how many could not be read and why"
+
+    # As root: the capabilities left while it works, and a root process is still readable.
+    THP_STATUS_TEST_PAUSE="smaps_rollup:1500" "$T" "$ROOTP" >"$OUT" 2>"$ERR" &
+    tpid=$!
+    i=0
+    while ! grep -q 'test pause' "$ERR" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    prm=$((0x$(capof $tpid CapPrm))) eff=$((0x$(capof $tpid CapEff))) inh=$((0x$(capof $tpid CapInh)))
+    bnd=$((0x$(capof $tpid CapBnd))) amb=$((0x$(capof $tpid CapAmb)))
+    wait $tpid
+    RC=$?
+    is "$(printf '%x %x %x %x' $prm $eff $inh $amb)" "$(printf '%x %x 0 0' $want_prm $want_prm)" \
+        "$t: permitted = effective = {DAC_READ_SEARCH, SYS_PTRACE, PERFMON} of ours; none inheritable or ambient"
+    if [ "$has_setpcap" -eq 1 ]; then
+        is "$(printf '%x' $bnd)" "$(printf '%x' $want_bnd)" "$t: the bounding set is reduced to the same"
+    else
+        skip "$t: bounding set" "no CAP_SETPCAP here"
+    fi
+    ok $([ "$RC" -eq 0 ] && grep -qE '^    Rss +[0-9]+ kB$' "$OUT"; echo $?) \
+        "$t: as root with only those capabilities, a root process is read (rc $RC)"
+    sanitizer_clean "$t"
+done
+done_testing

@@ -1,0 +1,208 @@
+#!/bin/sh
+# thp-status (the system view): every figure equals the kernel's own, in text, JSON and
+# Prometheus output: sysfs settings, /proc/meminfo (read until it holds still around the
+# tool's read), /proc/vmstat counters (between a read before and one after), and the
+# preload and policy from a scratch --root. Nothing machine-wide is changed.
+. "$TESTS_SRCDIR/status-lib.sh"
+
+THP=/sys/kernel/mm/transparent_hugepage
+
+# A scratch root: ld.so.preload with a thpalloc entry that exists, one that does not, a
+# 0600 file, and a policy file.
+mkroot() { # mkroot NAME PRELOAD-CONTENT [MODE]
+    mkdir -p "$SCRATCH/$1/etc" "$SCRATCH/$1/usr/lib/x86_64-linux-gnu"
+    : >"$SCRATCH/$1/usr/lib/x86_64-linux-gnu/libthpalloc.so.1"
+    printf '%s\n' "$2" >"$SCRATCH/$1/etc/ld.so.preload"
+    chmod "${3:-644}" "$SCRATCH/$1/etc/ld.so.preload"
+}
+mkroot good '/usr/$LIB/libthpalloc.so.1'
+mkroot missing '/usr/lib/nowhere/libthpalloc.so.1'
+mkroot private '/usr/$LIB/libthpalloc.so.1' 600
+mkroot other '/usr/lib/libsomethingelse.so'
+# The configuration lives in ROOT/SYSCONFDIR (the library's own place, /etc on Debian):
+# the tool says where (--check --json lists the files it reads).
+set -- $TOOLS
+"$1" --root "$SCRATCH/good" --check --json >"$SCRATCH/paths.json"
+GOODCONF=$(json "$SCRATCH/paths.json" "d['check']['files'][0]")
+case $GOODCONF in "$SCRATCH"/good/*) ;; *) echo "Bail out! config path '$GOODCONF' not under the scratch root"; exit 1 ;; esac
+mkdir -p "$(dirname "$GOODCONF")"
+printf '# test policy\n[global]\nthp = never\npurge_delay = 250ms\n' >"$GOODCONF"
+chmod 644 "$GOODCONF"
+
+for T in $TOOLS; do
+    t=$(basename "$T")
+    run "$T"
+    ok $([ "$RC" -eq 0 ]; echo $?) "$t: exit 0"
+    cp "$OUT" "$SCRATCH/text"
+
+    if [ ! -d "$THP" ]; then
+        skip "$t: THP settings" "this kernel has no $THP"
+    else
+        # Top-level choice files and numbers, as text and JSON.
+        run "$T" --json
+        cp "$OUT" "$SCRATCH/json"
+        bad=
+        for k in enabled defrag shmem_enabled; do
+            [ -r "$THP/$k" ] || continue
+            want=$(sysfs_selected "$THP/$k")
+            grep -qE "^  $k +$want " "$SCRATCH/text" || bad="$bad text:$k"
+            [ "$(json "$SCRATCH/json" "d['system']['thp']['$k']")" = "$want" ] || bad="$bad json:$k"
+        done
+        for k in use_zero_page hpage_pmd_size; do
+            [ -r "$THP/$k" ] || continue
+            want=$(cat "$THP/$k")
+            grep -qE "^  $k +$want\$" "$SCRATCH/text" || bad="$bad text:$k"
+            [ "$(json "$SCRATCH/json" "d['system']['thp']['$k']")" = "$want" ] || bad="$bad json:$k"
+        done
+        ok $([ -z "$bad" ]; echo $?) "$t: enabled, defrag, shmem_enabled, use_zero_page, hpage_pmd_size equal sysfs${bad:+ (wrong:$bad)}"
+
+        bad=
+        for f in "$THP"/khugepaged/*; do
+            k=$(basename "$f")
+            case $k in full_scans | pages_collapsed) continue ;; esac # moving counters
+            want=$(cat "$f")
+            grep -qE "^  $k +$want\$" "$SCRATCH/text" || bad="$bad text:$k"
+            [ "$(json "$SCRATCH/json" "d['system']['thp']['khugepaged']['$k']")" = "$want" ] || bad="$bad json:$k"
+        done
+        ok $([ -z "$bad" ]; echo $?) "$t: every khugepaged setting equals sysfs${bad:+ (wrong:$bad)}"
+
+        bad=
+        nsizes=0
+        for d in "$THP"/hugepages-*kB; do
+            [ -d "$d" ] || continue
+            kb=${d##*hugepages-}
+            kb=${kb%kB}
+            nsizes=$((nsizes + 1))
+            if [ -r "$d/enabled" ]; then
+                want=$(sysfs_selected "$d/enabled")
+                got=$(json "$SCRATCH/json" "[s['enabled'] for s in d['system']['thp']['sizes'] if s['size_kb'] == $kb][0]")
+                [ "$got" = "$want" ] || bad="$bad $kb:$got/$want"
+            fi
+        done
+        got=$(json "$SCRATCH/json" "len(d['system']['thp']['sizes'])")
+        ok $([ -z "$bad" ] && [ "$got" = "$nsizes" ]; echo $?) \
+            "$t: all $nsizes per-size (mTHP) settings equal sysfs${bad:+ (wrong:$bad)}"
+    fi
+
+    # meminfo: read until the kernel's figure holds still around the tool's read.
+    for k in AnonHugePages ShmemHugePages FileHugePages; do
+        tries=0
+        while :; do
+            before=$(meminfo $k)
+            run "$T" --json
+            after=$(meminfo $k)
+            got=$(json "$OUT" "d['system']['meminfo_kb']['$k']")
+            tries=$((tries + 1))
+            [ "$before" = "$after" ] && break
+            [ $tries -ge 20 ] && break
+            sleep 0.1
+        done
+        if [ "$before" = "$after" ]; then
+            is "$got" "$before" "$t: $k in JSON equals /proc/meminfo ($before kB)"
+        else
+            lo=$before hi=$after
+            [ "$lo" -gt "$hi" ] && lo=$after hi=$before
+            ok $([ "$got" -ge "$lo" ] && [ "$got" -le "$hi" ]; echo $?) \
+                "$t: $k in JSON ($got) between /proc/meminfo before and after ($before, $after: never still)"
+        fi
+    done
+    tries=0
+    while :; do
+        before=$(meminfo AnonHugePages)
+        run "$T"
+        after=$(meminfo AnonHugePages)
+        got=$(awk '$1 == "AnonHugePages" && $3 == "kB" { print $2 }' "$OUT")
+        tries=$((tries + 1))
+        { [ "$before" = "$after" ] || [ $tries -ge 20 ]; } && break
+        sleep 0.1
+    done
+    if [ "$before" = "$after" ]; then
+        is "$got" "$before" "$t: AnonHugePages in the text view equals /proc/meminfo ($before kB)"
+    else
+        lo=$before hi=$after
+        [ "$lo" -gt "$hi" ] && lo=$after hi=$before
+        ok $([ -n "$got" ] && [ "$got" -ge "$lo" ] && [ "$got" -le "$hi" ]; echo $?) \
+            "$t: AnonHugePages in the text view ($got) between /proc/meminfo before and after ($before, $after)"
+    fi
+
+    # vmstat counters only grow: before <= tool <= after.
+    vmstat_before=$SCRATCH/vm.before
+    grep '^thp_' /proc/vmstat >"$vmstat_before"
+    run "$T" --json
+    cp "$OUT" "$SCRATCH/json2"
+    bad=
+    n=0
+    while read -r k b; do
+        a=$(vmstat "$k")
+        g=$(json "$SCRATCH/json2" "d['system']['vmstat'].get('$k', -1)")
+        n=$((n + 1))
+        [ "$g" -ge "$b" ] && [ "$g" -le "$a" ] || bad="$bad $k:$b<=$g<=$a"
+    done <"$vmstat_before"
+    ok $([ -z "$bad" ] && [ $n -gt 0 ]; echo $?) "$t: all $n thp_* counters of /proc/vmstat in JSON${bad:+ (wrong:$bad)}"
+    ratio_ok=$("$PYTHON" - "$SCRATCH/json2" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["system"]
+a, f = s["vmstat"].get("thp_fault_alloc", 0), s["vmstat"].get("thp_fault_fallback", 0)
+r = s["fault_fallback_ratio"]
+print("yes" if (r is None and a + f == 0) or (r is not None and abs(r - f / (a + f)) < 1e-5) else "no")
+PY
+)
+    is "$ratio_ok" yes "$t: fault_fallback_ratio = thp_fault_fallback / (thp_fault_alloc + thp_fault_fallback)"
+
+    # Prometheus: well-formed, one HELP/TYPE per family, the same settings.
+    run "$T" --prometheus
+    cp "$OUT" "$SCRATCH/prom"
+    prom_ok=$("$PYTHON" - "$SCRATCH/prom" <<'PY'
+import re, sys
+sample = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\.)*",?)*\})? -?[0-9.eE+-]+$')
+helps, types, seen, bad = {}, {}, set(), []
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    if line.startswith("# HELP "):
+        n = line.split()[2]; helps[n] = helps.get(n, 0) + 1
+    elif line.startswith("# TYPE "):
+        n = line.split()[2]; types[n] = types.get(n, 0) + 1
+    elif not sample.match(line):
+        bad.append(line)
+    else:
+        seen.add(sample.match(line).group(1))
+bad += [n for n in seen if helps.get(n) != 1 or types.get(n) != 1]
+print("yes" if not bad and seen else "no: %r" % bad[:3])
+PY
+)
+    is "$prom_ok" yes "$t: --prometheus is valid text format, one HELP and TYPE per family"
+    if [ -r "$THP/enabled" ]; then
+        want=$(sysfs_selected "$THP/enabled")
+        ok $(grep -qx "thp_setting_info{knob=\"enabled\",value=\"$want\"} 1" "$SCRATCH/prom"; echo $?) \
+            "$t: --prometheus carries enabled = $want"
+    fi
+    ok $(grep -q '^thp_vmstat{counter="thp_fault_alloc"} [0-9]' "$SCRATCH/prom"; echo $?) \
+        "$t: --prometheus carries the vmstat counters"
+
+    # Preload and policy from a scratch root.
+    run "$T" --root "$SCRATCH/good"
+    ok $([ "$RC" -eq 0 ] && grep -q 'system-wide preload *yes: /usr/\$LIB/libthpalloc.so.1 (present)' "$OUT"; echo $?) \
+        "$t: --root: a thpalloc entry in etc/ld.so.preload is shown"
+    ok $(grep -qE "^ +thp +never +$GOODCONF:3 \[global\]" "$OUT" \
+        && grep -qE "^ +purge_delay +250ms +$GOODCONF:4 \[global\]" "$OUT"; echo $?) \
+        "$t: --root: the global policy comes from etc/thpalloc.conf with file:line"
+    run "$T" --json --root "$SCRATCH/good"
+    is "$(json "$OUT" "d['system']['preload']['thpalloc'], d['system']['policy'][0]['value'], d['system']['policy'][0]['line']")" \
+        "(True, 'never', 3)" "$t: --root --json: preload and policy"
+    run "$T" --root "$SCRATCH/missing"
+    ok $(grep -q 'MISSING' "$OUT" && grep -q '! .*does not exist: every program' "$OUT"; echo $?) \
+        "$t: a preload entry whose file is missing is a warning"
+    run "$T" --root "$SCRATCH/private"
+    ok $(grep -q '! .*has mode 0600' "$OUT"; echo $?) "$t: a 0600 ld.so.preload is a warning"
+    run "$T" --root "$SCRATCH/other"
+    ok $(grep -q 'system-wide preload *no (no thpalloc entry' "$OUT"; echo $?) \
+        "$t: a preload file without thpalloc: no"
+    en=$(sysfs_selected "$THP/enabled" 2>/dev/null)
+    if [ "$en" = never ]; then
+        ok $(grep -q '! enabled = never' "$SCRATCH/text"; echo $?) "$t: warns: enabled = never"
+    else
+        ok $(! grep -q '! enabled = never' "$SCRATCH/text"; echo $?) "$t: no enabled = never warning (enabled = $en)"
+    fi
+    sanitizer_clean "$t"
+done
+done_testing

@@ -1,0 +1,250 @@
+/* thp-status: the policy (--check, --explain, and the policy tables of the other views).
+ * Everything goes through the library's own resolver (lib/config.c), so the tool and the
+ * library cannot disagree. */
+#include "thp-status.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+void ts_problems_add(void *ctx, const char *file, int line, const char *msg)
+{
+    struct ts_problems *p = ctx;
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? p->cap * 2 : 16;
+        struct ts_problem *nv = realloc(p->v, nc * sizeof *nv);
+        if (!nv)
+            return;
+        p->v = nv;
+        p->cap = nc;
+    }
+    struct ts_problem *e = &p->v[p->n++];
+    snprintf(e->file, sizeof e->file, "%s", file ? file : "");
+    e->line = line;
+    snprintf(e->msg, sizeof e->msg, "%s", msg ? msg : "");
+}
+
+void ts_problems_free(struct ts_problems *p)
+{
+    free(p->v);
+    p->v = NULL;
+    p->n = p->cap = 0;
+}
+
+void ts_conf_paths(char *file, size_t fcap, char *dir, size_t dcap)
+{
+    ts_rooted(file, fcap, SYSCONFDIR "/thpalloc.conf");
+    ts_rooted(dir, dcap, SYSCONFDIR "/thpalloc.d");
+}
+
+void ts_where_text(const struct cfg_where *w, char *buf, size_t cap)
+{
+    switch (w->origin) {
+    case CFG_FROM_FILE:
+        snprintf(buf, cap, "%s:%d [%s]", w->file, w->line, w->section);
+        break;
+    case CFG_FROM_ENV:
+        snprintf(buf, cap, "environment %s", w->file);
+        break;
+    default:
+        snprintf(buf, cap, "default");
+    }
+}
+
+static const char *origin_name(enum cfg_origin o)
+{
+    return o == CFG_FROM_FILE ? "file" : o == CFG_FROM_ENV ? "environment" : "default";
+}
+
+void ts_policy_text(const struct cfg_settings *s, const char *indent)
+{
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        char val[64], where[512];
+        cfg_format_value(s, (enum cfg_key)k, val, sizeof val);
+        ts_where_text(&s->where[k], where, sizeof where);
+        printf("%s%-14s %-9s %s\n", indent, cfg_key_name((enum cfg_key)k), val, where);
+    }
+}
+
+void ts_policy_json(const char *key, const struct cfg_settings *s)
+{
+    j_arr(key);
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        const struct cfg_where *w = &s->where[k];
+        char val[64];
+        cfg_format_value(s, (enum cfg_key)k, val, sizeof val);
+        j_obj(NULL);
+        j_str("key", cfg_key_name((enum cfg_key)k));
+        j_str("value", val);
+        j_str("origin", origin_name(w->origin));
+        if (w->origin == CFG_FROM_FILE) {
+            j_str("file", w->file);
+            j_int("line", w->line);
+            j_str("section", w->section);
+        } else if (w->origin == CFG_FROM_ENV) {
+            j_str("variable", w->file);
+        }
+        j_end();
+    }
+    j_end();
+}
+
+int ts_check(char **files, int nfiles)
+{
+    char conf[PATH_MAX], dir[PATH_MAX];
+    ts_conf_paths(conf, sizeof conf, dir, sizeof dir);
+    const char **list = NULL;
+    if (nfiles > 0) {
+        list = calloc((size_t)nfiles + 1, sizeof *list);
+        if (!list) {
+            fprintf(stderr, "thp-status: out of memory\n");
+            return 1;
+        }
+        for (int i = 0; i < nfiles; i++)
+            list[i] = files[i];
+    }
+    struct cfg_inputs in = {
+        .conf_file = conf,
+        .conf_dir = dir,
+        .files = list,
+        .exe = "",
+        .program = "",
+        .unit = "",
+        .ruid = getuid(),
+        .check_all = true,
+    };
+    struct cfg_settings s;
+    struct ts_problems probs = {0};
+    cfg_resolve(&s, &in, ts_problems_add, &probs);
+    int rc = probs.n ? 1 : 0;
+
+    if (ts_opt.format == TS_JSON) {
+        j_obj(NULL);
+        j_str("schema", TS_SCHEMA);
+        j_obj("check");
+        j_arr("files");
+        if (nfiles > 0) {
+            for (int i = 0; i < nfiles; i++)
+                j_str(NULL, files[i]);
+        } else {
+            j_str(NULL, conf);
+            j_str(NULL, dir);
+        }
+        j_end();
+        j_bool("ok", probs.n == 0);
+        j_arr("problems");
+        for (size_t i = 0; i < probs.n; i++) {
+            j_obj(NULL);
+            j_str("file", probs.v[i].file);
+            j_int("line", probs.v[i].line);
+            j_str("message", probs.v[i].msg);
+            j_end();
+        }
+        j_end();
+        j_end();
+        j_end();
+        j_finish();
+    } else {
+        for (size_t i = 0; i < probs.n; i++) {
+            if (probs.v[i].line > 0)
+                printf("%s:%d: %s\n", probs.v[i].file, probs.v[i].line, probs.v[i].msg);
+            else
+                printf("%s: %s\n", probs.v[i].file, probs.v[i].msg);
+        }
+        if (nfiles > 0)
+            printf("%zu problem%s in %d file%s\n", probs.n, probs.n == 1 ? "" : "s", nfiles,
+                   nfiles == 1 ? "" : "s");
+        else
+            printf("%zu problem%s in %s and %s/*.conf\n", probs.n, probs.n == 1 ? "" : "s",
+                   conf, dir);
+    }
+    ts_problems_free(&probs);
+    free(list);
+    return rc;
+}
+
+/* PROGRAM as a path or a name looked up in PATH; the executable as the kernel would
+ * report it (/proc/PID/exe: symbolic links resolved). */
+static void find_exe(const char *program, char *exe, size_t cap)
+{
+    exe[0] = '\0';
+    char cand[PATH_MAX];
+    if (strchr(program, '/')) {
+        if (!realpath(program, exe))
+            snprintf(exe, cap, "%s", program);
+        return;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    for (const char *p = path; *p;) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n > 0 && n < sizeof cand - strlen(program) - 2) {
+            snprintf(cand, sizeof cand, "%.*s/%s", (int)n, p, program);
+            struct stat st;
+            if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+                char real[PATH_MAX];
+                snprintf(exe, cap, "%s", realpath(cand, real) ? real : cand);
+                return;
+            }
+        }
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+}
+
+int ts_explain(const char *program, const char *unit, bool with_env)
+{
+    char conf[PATH_MAX], dir[PATH_MAX], exe[PATH_MAX];
+    ts_conf_paths(conf, sizeof conf, dir, sizeof dir);
+    find_exe(program, exe, sizeof exe);
+    const char *base = strrchr(program, '/') ? strrchr(program, '/') + 1 : program;
+    /* A path names the program by its own basename, as /proc/PID/exe would. */
+    const char *name = strchr(program, '/') && exe[0] ? strrchr(exe, '/') + 1 : base;
+    struct cfg_inputs in = {
+        .conf_file = conf,
+        .conf_dir = dir,
+        .exe = exe,
+        .program = name,
+        .unit = unit ? unit : "",
+        .envp = with_env ? environ : NULL,
+        .ruid = 0, /* the files a service started by root would trust */
+    };
+    struct cfg_settings s;
+    struct ts_problems probs = {0};
+    cfg_resolve(&s, &in, ts_problems_add, &probs);
+
+    if (ts_opt.format == TS_JSON) {
+        j_obj(NULL);
+        j_str("schema", TS_SCHEMA);
+        j_obj("explain");
+        j_str("program", name);
+        j_str("exe", exe[0] ? exe : NULL);
+        j_str("unit", unit && *unit ? unit : NULL);
+        j_bool("environment", with_env);
+        ts_policy_json("policy", &s);
+        j_int("problems", (long long)probs.n);
+        j_end();
+        j_end();
+        j_finish();
+    } else {
+        printf("program      %s\n", name);
+        printf("executable   %s\n", exe[0] ? exe : "(not found in PATH: [path ...] sections cannot match)");
+        printf("unit         %s\n", unit && *unit ? unit : "(none)");
+        printf("environment  %s\n", with_env ? "THPALLOC_* of this shell" : "not considered (--environment to add this shell's THPALLOC_*)");
+        printf("policy\n");
+        ts_policy_text(&s, "  ");
+        if (probs.n)
+            printf("note: the configuration has %zu problem%s (skipped above): run thp-status --check\n",
+                   probs.n, probs.n == 1 ? "" : "s");
+    }
+    ts_problems_free(&probs);
+    return 0;
+}

@@ -1,0 +1,641 @@
+/* thp-status: the process view (thp-status PID...) and --all.
+ *
+ * Every file is opened relative to a descriptor of /proc/PID taken first, so a PID that
+ * is reused while we read cannot mix two processes: reads of an exited process fail with
+ * ESRCH (or come back empty), and we say "exited while being read".
+ *
+ * Attribution to thpalloc: the library exports `thpalloc_introspect` (lib/thpalloc.h), a
+ * table of its address-space reservations. We find the library in /proc/PID/maps, the
+ * symbol's offset in the .dynsym of the mapped file, read the table with
+ * process_vm_readv, and sum the smaps figures of the VMAs inside the ranges versus the
+ * rest. Where that fails, mappings named [anon:thpalloc ...] are used instead.
+ * The output (text, JSON, Prometheus) is in thp-status-procview.c. */
+#include "thp-status.h"
+#include "thpalloc.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "thp-status-proc.h"
+
+static void add_err(struct proc *p, const char *what, int err)
+{
+    if (p->nerr < 8)
+        p->errs[p->nerr++] = (struct perr){what, err};
+}
+
+static char *slurp_at(int dirfd, const char *name, size_t *len, int *err)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        *err = errno;
+        return NULL;
+    }
+    char *t = ts_slurp_fd(fd, len, err);
+    close(fd);
+    return t;
+}
+
+static void read_status(struct proc *p)
+{
+    int err;
+    char *t = slurp_at(p->dirfd, "status", NULL, &err);
+    if (!t) {
+        add_err(p, "status", err);
+        return;
+    }
+    p->thp_enabled = -1;
+    bool has_vm = false;
+    for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n")) {
+        if (!strncmp(l, "Name:", 5)) {
+            char *v = l + 5;
+            while (*v == '\t' || *v == ' ')
+                v++;
+            snprintf(p->name, sizeof p->name, "%s", v);
+        } else if (!strncmp(l, "Uid:", 4)) {
+            unsigned r, e;
+            if (sscanf(l + 4, "%u %u", &r, &e) == 2) {
+                p->ruid = r;
+                p->euid = e;
+            }
+        } else if (!strncmp(l, "State:", 6)) {
+            char *v = l + 6;
+            while (*v == '\t' || *v == ' ')
+                v++;
+            p->zombie = *v == 'Z' || *v == 'X';
+        } else if (!strncmp(l, "THP_enabled:", 12)) {
+            p->thp_enabled = atoi(l + 12);
+        } else if (!strncmp(l, "Kthread:", 8)) {
+            p->kthread = atoi(l + 8) == 1;
+        } else if (!strncmp(l, "VmSize:", 7)) {
+            has_vm = true;
+        }
+    }
+    if (!has_vm && !p->zombie)
+        p->kthread = true;
+    free(t);
+}
+
+static void read_starttime(int dirfd, char *out, size_t cap)
+{
+    int err;
+    out[0] = '\0';
+    char *t = slurp_at(dirfd, "stat", NULL, &err);
+    if (!t)
+        return;
+    char *r = strrchr(t, ')');
+    if (r) {
+        /* fields after the comm: state is field 3; starttime is field 22 */
+        int field = 2;
+        for (char *q = r + 1; *q; q++) {
+            if (*q == ' ') {
+                field++;
+                if (field == 22) {
+                    size_t n = strcspn(q + 1, " ");
+                    snprintf(out, cap, "%.*s", (int)n, q + 1);
+                    break;
+                }
+            }
+        }
+    }
+    free(t);
+}
+
+static void read_identity(struct proc *p)
+{
+    ssize_t n = readlinkat(p->dirfd, "exe", p->exe, sizeof p->exe - 1);
+    if (n >= 0)
+        p->exe[n] = '\0';
+    else {
+        p->exe[0] = '\0';
+        if (!p->kthread && errno != ENOENT)
+            add_err(p, "exe", errno);
+    }
+    int err;
+    size_t len;
+    char *t = slurp_at(p->dirfd, "cmdline", &len, &err);
+    if (t) {
+        const char *b = strrchr(t, '/') ? strrchr(t, '/') + 1 : t;
+        snprintf(p->cmd0, sizeof p->cmd0, "%s", b);
+        free(t);
+    }
+    t = slurp_at(p->dirfd, "cgroup", NULL, &err);
+    if (t) {
+        p->unit_read = true;
+        if (!cfg_unit_from_cgroup(t, p->unit, sizeof p->unit))
+            p->unit[0] = '\0';
+        free(t);
+    }
+}
+
+static void read_rollup(struct proc *p)
+{
+    int err;
+    size_t len;
+    ts_test_pause("smaps_rollup");
+    char *t = slurp_at(p->dirfd, "smaps_rollup", &len, &err);
+    if (!t) {
+        add_err(p, "smaps_rollup", err);
+        return;
+    }
+    if (len == 0) { /* no mm: a kernel thread, or the process has just exited */
+        free(t);
+        if (!p->kthread)
+            add_err(p, "smaps_rollup", ESRCH);
+        return;
+    }
+    p->rollup_ok = ts_kv_kb(t, "Rss", &p->rss_kb);
+    ts_kv_kb(t, "Pss", &p->pss_kb);
+    ts_kv_kb(t, "Anonymous", &p->anon_kb);
+    ts_kv_kb(t, "AnonHugePages", &p->huge_kb);
+    ts_kv_kb(t, "ShmemPmdMapped", &p->shmem_pmd_kb);
+    ts_kv_kb(t, "FilePmdMapped", &p->file_pmd_kb);
+    ts_kv_kb(t, "Swap", &p->swap_kb);
+    free(t);
+}
+
+static bool is_thpalloc_path(const char *path)
+{
+    const char *b = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    return strncmp(b, "libthpalloc.so", 14) == 0;
+}
+
+static void read_maps(struct proc *p)
+{
+    int err;
+    size_t len;
+    ts_test_pause("maps");
+    char *t = slurp_at(p->dirfd, "maps", &len, &err);
+    if (!t) {
+        add_err(p, "maps", err);
+        return;
+    }
+    if (len == 0 && !p->kthread) {
+        free(t);
+        add_err(p, "maps", ESRCH);
+        return;
+    }
+    p->maps_ok = true;
+    for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n")) {
+        unsigned long long start, end, off, ino;
+        unsigned maj, mnr;
+        char perms[8];
+        int pos = 0;
+        if (sscanf(l, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &mnr,
+                   &ino, &pos) < 7 || pos == 0)
+            continue;
+        const char *path = l + pos;
+        if (path[0] != '/' || !is_thpalloc_path(path))
+            continue;
+        if (!p->loaded || (off == 0 && start < p->lib_start)) {
+            if (off != 0 && p->loaded)
+                continue;
+            p->loaded = true;
+            snprintf(p->lib_path, sizeof p->lib_path, "%s", path);
+            p->lib_start = start;
+            p->lib_end_first = end;
+            p->lib_dev = makedev(maj, mnr);
+            p->lib_ino = (ino_t)ino;
+        }
+    }
+    free(t);
+}
+
+/* ---- ELF: the offset of thpalloc_introspect in the library file ---------------------- */
+
+static bool pread_all(int fd, void *buf, size_t n, off_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
+/* Returns the symbol's value minus the first PT_LOAD's page-aligned vaddr (the offset
+ * from the load base), or 0 with msg set. */
+static uint64_t elf_symbol_offset(int fd, const char *name, char *msg, size_t cap)
+{
+    Elf64_Ehdr eh;
+    if (!pread_all(fd, &eh, sizeof eh, 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        snprintf(msg, cap, "not an ELF file");
+        return 0;
+    }
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+        eh.e_phentsize != sizeof(Elf64_Phdr)) {
+        snprintf(msg, cap, "not a 64-bit ELF library (32-bit processes are not supported)");
+        return 0;
+    }
+    uint64_t first_load = UINT64_MAX;
+    for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
+        Elf64_Phdr ph;
+        if (!pread_all(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)))
+            break;
+        if (ph.p_type == PT_LOAD) {
+            first_load = ph.p_vaddr & ~(uint64_t)4095;
+            break;
+        }
+    }
+    if (first_load == UINT64_MAX || eh.e_shnum == 0 || eh.e_shnum > 4096) {
+        snprintf(msg, cap, "no section headers or program headers to find the symbol in");
+        return 0;
+    }
+    Elf64_Shdr *sh = calloc(eh.e_shnum, sizeof *sh);
+    if (!sh || !pread_all(fd, sh, eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff)) {
+        free(sh);
+        snprintf(msg, cap, "cannot read the section headers");
+        return 0;
+    }
+    uint64_t result = 0;
+    snprintf(msg, cap, "the library has no symbol %s (an older thpalloc?)", name);
+    for (unsigned i = 0; i < eh.e_shnum && !result; i++) {
+        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh.e_shnum ||
+            sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_size > (64u << 20))
+            continue;
+        const Elf64_Shdr *ss = &sh[sh[i].sh_link];
+        if (ss->sh_size > (64u << 20))
+            continue;
+        Elf64_Sym *syms = malloc(sh[i].sh_size ? sh[i].sh_size : 1);
+        char *str = malloc(ss->sh_size + 1);
+        if (syms && str && pread_all(fd, syms, sh[i].sh_size, (off_t)sh[i].sh_offset) &&
+            pread_all(fd, str, ss->sh_size, (off_t)ss->sh_offset)) {
+            str[ss->sh_size] = '\0';
+            size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
+            for (size_t k = 0; k < n; k++) {
+                if (syms[k].st_name >= ss->sh_size || syms[k].st_shndx == SHN_UNDEF)
+                    continue;
+                if (ELF64_ST_TYPE(syms[k].st_info) != STT_OBJECT)
+                    continue;
+                if (strcmp(str + syms[k].st_name, name) == 0) {
+                    result = syms[k].st_value - first_load;
+                    if (!result)
+                        snprintf(msg, cap, "symbol %s at offset 0", name);
+                    break;
+                }
+            }
+        }
+        free(syms);
+        free(str);
+    }
+    free(sh);
+    return result;
+}
+
+static int open_library(struct proc *p)
+{
+    /* The file the process mapped: through its root (another mount namespace, a file
+     * replaced by an upgrade is still the right inode there only if not deleted), else our
+     * own view of the path. The inode is checked against maps. */
+    char path[PATH_MAX + 16];
+    const char *lp = p->lib_path;
+    char clean[PATH_MAX];
+    snprintf(clean, sizeof clean, "%s", lp);
+    char *del = strstr(clean, " (deleted)");
+    if (del)
+        *del = '\0';
+    snprintf(path, sizeof path, "root%s", clean);
+    int fd = openat(p->dirfd, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        fd = open(clean, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (st.st_ino != p->lib_ino)) {
+        /* Replaced since the process loaded it: the symbol may have moved. The magic
+         * number read below still guards against reading the wrong bytes. */
+        snprintf(p->intro_msg, sizeof p->intro_msg,
+                 "the library file was replaced since the process loaded it");
+    }
+    return fd;
+}
+
+static void read_introspect(struct proc *p)
+{
+    int fd = open_library(p);
+    if (fd < 0) {
+        snprintf(p->intro_msg, sizeof p->intro_msg, "cannot open %.160s: %.60s", p->lib_path,
+                 strerror(errno));
+        return;
+    }
+    char msg[200];
+    uint64_t off = elf_symbol_offset(fd, "thpalloc_introspect", msg, sizeof msg);
+    close(fd);
+    if (!off) {
+        snprintf(p->intro_msg, sizeof p->intro_msg, "%s", msg);
+        return;
+    }
+    uint64_t addr = p->lib_start + off;
+    struct thpalloc_introspect *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(p->intro_msg, sizeof p->intro_msg, "out of memory");
+        return;
+    }
+    ts_test_pause("introspect");
+    size_t head = offsetof(struct thpalloc_introspect, range);
+    struct iovec local = {t, head}, remote = {(void *)(uintptr_t)addr, head};
+    ssize_t n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
+    if (n != (ssize_t)head) {
+        int e = n < 0 ? errno : EIO;
+        char why[300];
+        ts_caps_advice(e, p->ruid, why, sizeof why);
+        snprintf(p->intro_msg, sizeof p->intro_msg, "process_vm_readv: %.220s", why);
+        if (e == ESRCH)
+            p->vanished = true;
+        free(t);
+        return;
+    }
+    if (t->magic != THPALLOC_INTROSPECT_MAGIC || t->version < 1 || t->size < head) {
+        snprintf(p->intro_msg, sizeof p->intro_msg,
+                 "no valid introspection block at the symbol's address (magic %#" PRIx64 ")",
+                 t->magic);
+        free(t);
+        return;
+    }
+    size_t want = t->size < sizeof *t ? t->size : sizeof *t;
+    local.iov_len = remote.iov_len = want;
+    n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
+    if (n != (ssize_t)want) {
+        snprintf(p->intro_msg, sizeof p->intro_msg, "process_vm_readv: %s",
+                 strerror(n < 0 ? errno : EIO));
+        free(t);
+        return;
+    }
+    uint64_t used = t->ranges_used < THPALLOC_RANGES_MAX ? t->ranges_used : THPALLOC_RANGES_MAX;
+    size_t have = (want - head) / sizeof(struct thpalloc_range);
+    if (used > have)
+        used = have;
+    t->ranges_used = used;
+    for (uint64_t i = 0; i < used; i++)
+        if (t->range[i].size) {
+            p->reserved_bytes += t->range[i].size;
+            p->nranges++;
+        }
+    p->intro = t;
+    p->intro_ok = true;
+}
+
+/* ---- smaps: per-VMA attribution -------------------------------------------------------- */
+
+static uint64_t overlap(const struct proc *p, uint64_t s, uint64_t e)
+{
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < p->intro->ranges_used; i++) {
+        const struct thpalloc_range *r = &p->intro->range[i];
+        if (!r->size)
+            continue;
+        uint64_t a = r->base > s ? r->base : s, b = r->base + r->size < e ? r->base + r->size : e;
+        if (b > a)
+            total += b - a;
+    }
+    return total;
+}
+
+struct vma {
+    uint64_t start, end;
+    bool named_thpalloc, hg;
+    uint64_t rss, anon, huge;
+    bool valid;
+};
+
+static void vma_account(struct proc *p, const struct vma *v)
+{
+    if (!v->valid)
+        return;
+    uint64_t len = v->end - v->start, in;
+    if (p->intro_ok)
+        in = overlap(p, v->start, v->end);
+    else
+        in = v->named_thpalloc ? len : 0;
+    if (in == 0) {
+        p->out.rss_kb += v->rss;
+        p->out.anon_kb += v->anon;
+        p->out.huge_kb += v->huge;
+        if (v->hg)
+            p->out.advised_kb += len / 1024;
+        return;
+    }
+    if (in >= len) {
+        p->in.rss_kb += v->rss;
+        p->in.anon_kb += v->anon;
+        p->in.huge_kb += v->huge;
+        if (v->hg)
+            p->in.advised_kb += len / 1024;
+        return;
+    }
+    /* A VMA that is only partly ours (the kernel merged our reservation with a neighbour):
+     * share its figures in proportion, huge pages in whole 2 MiB units. */
+    p->partial_vmas++;
+    double f = (double)in / (double)len;
+    uint64_t rss = (uint64_t)((double)v->rss * f), anon = (uint64_t)((double)v->anon * f);
+    uint64_t huge = ((uint64_t)((double)v->huge * f) / 2048) * 2048;
+    p->in.rss_kb += rss;
+    p->in.anon_kb += anon;
+    p->in.huge_kb += huge;
+    p->out.rss_kb += v->rss - rss;
+    p->out.anon_kb += v->anon - anon;
+    p->out.huge_kb += v->huge - huge;
+    if (v->hg) {
+        p->in.advised_kb += in / 1024;
+        p->out.advised_kb += (len - in) / 1024;
+    }
+}
+
+static void read_smaps(struct proc *p)
+{
+    int err;
+    size_t len;
+    ts_test_pause("smaps");
+    char *t = slurp_at(p->dirfd, "smaps", &len, &err);
+    if (!t) {
+        add_err(p, "smaps", err);
+        return;
+    }
+    if (len == 0) {
+        free(t);
+        add_err(p, "smaps", ESRCH);
+        return;
+    }
+    struct vma v = {0};
+    for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n")) {
+        unsigned long long s, e;
+        int pos = 0;
+        if (isxdigit((unsigned char)l[0]) && sscanf(l, "%llx-%llx %n", &s, &e, &pos) == 2 && pos) {
+            vma_account(p, &v);
+            memset(&v, 0, sizeof v);
+            v.valid = true;
+            v.start = s;
+            v.end = e;
+            v.named_thpalloc = strstr(l, "[anon:thpalloc") != NULL;
+            continue;
+        }
+        uint64_t kb;
+        if (!strncmp(l, "Rss:", 4) && ts_kv_kb(l, "Rss", &kb))
+            v.rss = kb;
+        else if (!strncmp(l, "Anonymous:", 10) && ts_kv_kb(l, "Anonymous", &kb))
+            v.anon = kb;
+        else if (!strncmp(l, "AnonHugePages:", 14) && ts_kv_kb(l, "AnonHugePages", &kb))
+            v.huge = kb;
+        else if (!strncmp(l, "VmFlags:", 8))
+            v.hg = strstr(l, " hg") != NULL;
+    }
+    vma_account(p, &v);
+    free(t);
+    p->attr_ok = true;
+    p->attr_method = p->intro_ok ? "introspect" : "names";
+}
+
+/* ---- policy ---------------------------------------------------------------------------- */
+
+static void read_env_aux(struct proc *p)
+{
+    int err;
+    size_t len;
+    char *t = slurp_at(p->dirfd, "environ", &len, &err);
+    if (t) {
+        p->env_read = true;
+        int n = 0;
+        for (size_t i = 0; i < len; i += strlen(t + i) + 1)
+            if (!strncmp(t + i, "THPALLOC_", 9))
+                n++;
+        p->env = calloc((size_t)n + 1, sizeof *p->env);
+        if (p->env)
+            for (size_t i = 0; i < len; i += strlen(t + i) + 1)
+                if (!strncmp(t + i, "THPALLOC_", 9))
+                    p->env[p->nenv++] = strdup(t + i);
+        free(t);
+    } else if (err != ENOENT && err != ESRCH) {
+        add_err(p, "environ", err);
+    }
+    p->secure = -1;
+    t = slurp_at(p->dirfd, "auxv", &len, &err);
+    if (t) {
+        const Elf64_auxv_t *a = (const Elf64_auxv_t *)(const void *)t;
+        for (size_t i = 0; i + 1 <= len / sizeof *a; i++) {
+            if (a[i].a_type == AT_NULL)
+                break;
+            if (a[i].a_type == AT_SECURE)
+                p->secure = a[i].a_un.a_val != 0;
+        }
+        free(t);
+    }
+}
+
+static void resolve_policy(struct proc *p)
+{
+    char conf[PATH_MAX], dir[PATH_MAX];
+    ts_conf_paths(conf, sizeof conf, dir, sizeof dir);
+    /* A process in another mount namespace (a container) reads its own /etc. */
+    struct stat a, b;
+    if (!ts_opt.root[0] && fstatat(p->dirfd, "root/", &a, 0) == 0 && stat("/", &b) == 0 &&
+        (a.st_dev != b.st_dev || a.st_ino != b.st_ino)) {
+        snprintf(conf, sizeof conf, "/proc/%d/root" SYSCONFDIR "/thpalloc.conf", (int)p->pid);
+        snprintf(dir, sizeof dir, "/proc/%d/root" SYSCONFDIR "/thpalloc.d", (int)p->pid);
+    }
+    const char *prog = p->exe[0] ? (strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe)
+                       : p->cmd0[0] ? p->cmd0 : p->name;
+    char exe[PATH_MAX];
+    snprintf(exe, sizeof exe, "%s", p->exe);
+    char *del = strstr(exe, " (deleted)");
+    if (del)
+        *del = '\0';
+    struct cfg_inputs in = {
+        .conf_file = conf,
+        .conf_dir = dir,
+        .exe = exe,
+        .program = prog,
+        .unit = p->unit,
+        .envp = p->env_read ? p->env : NULL,
+        .secure = p->secure == 1,
+        .ruid = p->ruid,
+    };
+    struct ts_problems probs = {0};
+    cfg_resolve(&p->pol, &in, ts_problems_add, &probs);
+    p->pol_problems = probs.n;
+    ts_problems_free(&probs);
+    p->pol_ok = true;
+}
+
+/* ---- collection ----------------------------------------------------------------------- */
+
+void proc_free(struct proc *p)
+{
+    if (p->dirfd >= 0)
+        close(p->dirfd);
+    p->dirfd = -1;
+    free(p->intro);
+    p->intro = NULL;
+    for (int i = 0; i < p->nenv; i++)
+        free(p->env[i]);
+    free(p->env);
+    p->env = NULL;
+}
+
+void proc_collect(struct proc *p, pid_t pid, bool full)
+{
+    memset(p, 0, sizeof *p);
+    p->pid = pid;
+    p->thp_enabled = -1;
+    p->secure = -1;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    p->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (p->dirfd < 0)
+        return;
+    p->exists = true;
+    read_starttime(p->dirfd, p->starttime, sizeof p->starttime);
+    read_status(p);
+    if (p->nerr) { /* cannot even read status: gone */
+        p->vanished = true;
+        return;
+    }
+    read_identity(p);
+    if (!p->kthread) {
+        read_rollup(p);
+        read_maps(p);
+        if (p->loaded)
+            read_introspect(p);
+        if (p->loaded && p->maps_ok)
+            read_smaps(p);
+        if (full) {
+            read_env_aux(p);
+            resolve_policy(p);
+        }
+    }
+    /* Did it exit while we read? */
+    char again[32];
+    read_starttime(p->dirfd, again, sizeof again);
+    int err;
+    char *st = slurp_at(p->dirfd, "status", NULL, &err);
+    if (!st || !again[0] || strcmp(again, p->starttime) != 0 || strstr(st, "State:\tZ") ||
+        strstr(st, "State:\tX"))
+        p->vanished = true;
+    free(st);
+    for (int i = 0; i < p->nerr; i++)
+        if (p->errs[i].err == ESRCH || p->errs[i].err == ENOENT)
+            p->vanished = true;
+}
+
+bool proc_permission_denied(const struct proc *p)
+{
+    for (int i = 0; i < p->nerr; i++)
+        if (p->errs[i].err == EACCES || p->errs[i].err == EPERM)
+            return true;
+    return false;
+}

@@ -1,0 +1,66 @@
+/* thp-status: what the process view reads about one process (thp-status-proc.c) and
+ * prints (thp-status-procview.c). */
+#ifndef THP_STATUS_PROC_H
+#define THP_STATUS_PROC_H
+
+#include <limits.h>
+#include <sys/types.h>
+
+#include "thp-status.h"
+#include "thpalloc.h"
+
+struct mem {
+    uint64_t rss_kb, anon_kb, huge_kb, advised_kb;
+};
+
+struct perr {
+    const char *what;
+    int err;
+};
+
+struct proc {
+    pid_t pid;
+    int dirfd;
+    bool exists, vanished, kthread, zombie;
+    char name[64];
+    uid_t ruid, euid;
+    int thp_enabled; /* -1 unknown */
+    char starttime[32];
+    char exe[PATH_MAX];
+    char cmd0[256]; /* basename of argv[0], when exe is unreadable */
+    char unit[256];
+    bool unit_read;
+    bool rollup_ok;
+    uint64_t rss_kb, pss_kb, anon_kb, huge_kb, shmem_pmd_kb, file_pmd_kb, swap_kb;
+    bool maps_ok;
+    bool loaded;
+    char lib_path[PATH_MAX];
+    uint64_t lib_start, lib_end_first;
+    dev_t lib_dev;
+    ino_t lib_ino;
+    bool intro_ok;
+    char intro_msg[256];
+    struct thpalloc_introspect *intro;
+    uint64_t reserved_bytes;
+    unsigned nranges;
+    bool attr_ok;
+    const char *attr_method;
+    struct mem in, out;
+    unsigned partial_vmas;
+    bool env_read;
+    char **env;
+    int nenv;
+    int secure; /* -1 unknown */
+    bool pol_ok;
+    struct cfg_settings pol;
+    size_t pol_problems;
+    struct perr errs[8];
+    int nerr;
+};
+
+/* Reads everything about pid into p (full: also the environment and the policy). */
+void proc_collect(struct proc *p, pid_t pid, bool full);
+void proc_free(struct proc *p);
+bool proc_permission_denied(const struct proc *p);
+
+#endif

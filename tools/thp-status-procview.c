@@ -1,0 +1,448 @@
+/* thp-status: the process view and --all: text, JSON and Prometheus output of what
+ * thp-status-proc.c read. */
+#include "thp-status-proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- output: one process ------------------------------------------------------------- */
+
+static const char *mode_name(int32_t m)
+{
+    return m >= 0 && m <= 3 ? thp_mode_name((enum thp_mode)m) : "?";
+}
+
+static const char *active_name(uint32_t a)
+{
+    return a == 1 ? "in charge" : a == 0 ? "dormant (another allocator owns malloc)"
+                                         : "not initialised yet";
+}
+
+static void text_errors(const struct proc *p)
+{
+    for (int i = 0; i < p->nerr; i++) {
+        char why[400];
+        ts_caps_advice(p->errs[i].err, p->ruid, why, sizeof why);
+        if (p->vanished && (p->errs[i].err == ESRCH || p->errs[i].err == ENOENT))
+            continue;
+        printf("  ! cannot read /proc/%d/%s: %s\n", (int)p->pid, p->errs[i].what, why);
+    }
+}
+
+static void proc_text(const struct proc *p)
+{
+    if (!p->exists) {
+        printf("PID %d: no such process\n", (int)p->pid);
+        return;
+    }
+    printf("PID %d  %s\n", (int)p->pid, p->name[0] ? p->name : "?");
+    if (p->vanished)
+        printf("  ! the process exited while being read: the figures below are incomplete\n");
+    if (p->kthread) {
+        printf("  kernel thread (no user memory)\n");
+        return;
+    }
+    printf("  %-16s %s\n", "executable", p->exe[0] ? p->exe : "(unreadable)");
+    printf("  %-16s %u\n", "uid", (unsigned)p->ruid);
+    printf("  %-16s %s\n", "unit", p->unit[0] ? p->unit : p->unit_read ? "(none)" : "(unknown)");
+    printf("  %-16s %s\n", "THP_enabled",
+           p->thp_enabled < 0 ? "(unknown: kernel without THP_enabled)"
+           : p->thp_enabled ? "1 (huge pages allowed)" : "0 (disabled by prctl PR_SET_THP_DISABLE)");
+    if (p->rollup_ok) {
+        printf("  memory (smaps_rollup)\n");
+        printf("    %-14s %" PRIu64 " kB\n", "Rss", p->rss_kb);
+        printf("    %-14s %" PRIu64 " kB\n", "Pss", p->pss_kb);
+        printf("    %-14s %" PRIu64 " kB\n", "Anonymous", p->anon_kb);
+        printf("    %-14s %" PRIu64 " kB\n", "AnonHugePages", p->huge_kb);
+        printf("    %-14s %" PRIu64 " kB\n", "ShmemPmdMapped", p->shmem_pmd_kb);
+        printf("    %-14s %" PRIu64 " kB\n", "FilePmdMapped", p->file_pmd_kb);
+        printf("    %-14s %" PRIu64 " kB\n", "Swap", p->swap_kb);
+    }
+    if (!p->maps_ok)
+        printf("  %-16s unknown (maps unreadable)\n", "thpalloc");
+    else if (!p->loaded)
+        printf("  %-16s not loaded\n", "thpalloc");
+    else {
+        printf("  %-16s loaded: %s\n", "thpalloc", p->lib_path);
+        if (p->intro_ok) {
+            const struct thpalloc_introspect *t = p->intro;
+            printf("    %-14s %s\n", "state", active_name(t->active));
+            printf("    %-14s %u range%s, %" PRIu64 " MiB reserved%s\n", "arenas", p->nranges,
+                   p->nranges == 1 ? "" : "s", p->reserved_bytes >> 20,
+                   t->ranges_overflow ? " (table full: some not recorded)" : "");
+            if (t->policy_loaded) {
+                struct cfg_settings f;
+                cfg_defaults(&f);
+                f.thp = (enum thp_mode)t->thp_mode;
+                f.thp_threshold = t->thp_threshold;
+                f.arena_size = t->arena_size;
+                f.purge_delay_ms = t->purge_delay_ms;
+                f.purge = t->purge ? OS_PURGE_FREE : OS_PURGE_DONTNEED;
+                printf("    %-14s", "in force");
+                for (int k = 0; k < CFG_STATS; k++) {
+                    char val[64];
+                    cfg_format_value(&f, (enum cfg_key)k, val, sizeof val);
+                    printf(" %s=%s", cfg_key_name((enum cfg_key)k), val);
+                }
+                printf("\n");
+            } else
+                printf("    %-14s not resolved yet (no chunk allocated)\n", "in force");
+        } else
+            printf("    %-14s unavailable: %s\n", "arena table", p->intro_msg);
+    }
+    if (p->attr_ok) {
+        printf("  memory by owner (smaps, %s)\n",
+               !strcmp(p->attr_method, "introspect") ? "thpalloc's arena table"
+                                                      : "[anon:thpalloc] mapping names");
+        printf("    %-16s %12s %12s %14s %12s\n", "", "Rss", "Anonymous", "AnonHugePages",
+               "hg-advised");
+        printf("    %-16s %9" PRIu64 " kB %9" PRIu64 " kB %11" PRIu64 " kB %9" PRIu64 " kB\n",
+               "thpalloc arenas", p->in.rss_kb, p->in.anon_kb, p->in.huge_kb, p->in.advised_kb);
+        printf("    %-16s %9" PRIu64 " kB %9" PRIu64 " kB %11" PRIu64 " kB %9" PRIu64 " kB\n", "rest",
+               p->out.rss_kb, p->out.anon_kb, p->out.huge_kb, p->out.advised_kb);
+        if (p->partial_vmas)
+            printf("    (%u mapping%s only partly inside the arenas: shared in proportion)\n",
+                   p->partial_vmas, p->partial_vmas == 1 ? "" : "s");
+    }
+    if (p->pol_ok) {
+        printf("  policy (what the configuration says for this process, and why)\n");
+        ts_policy_text(&p->pol, "    ");
+        if (!p->env_read)
+            printf("    (environment unreadable: THPALLOC_* overrides not known)\n");
+        else if (p->secure == 1)
+            printf("    (secure execution: THPALLOC_* variables are ignored)\n");
+        if (p->pol_problems)
+            printf("    (the configuration has %zu problem%s: run thp-status --check)\n",
+                   p->pol_problems, p->pol_problems == 1 ? "" : "s");
+        if (p->intro_ok && p->intro->policy_loaded && p->intro->thp_mode != (int32_t)p->pol.thp)
+            printf("    ! the process runs with thp=%s: the configuration changed since it "
+                   "started, or it was started with other settings\n",
+                   mode_name(p->intro->thp_mode));
+    }
+    text_errors(p);
+}
+
+static void json_mem(const char *key, const struct mem *m)
+{
+    j_obj(key);
+    j_u64("rss_kb", m->rss_kb);
+    j_u64("anonymous_kb", m->anon_kb);
+    j_u64("anon_huge_kb", m->huge_kb);
+    j_u64("huge_advised_kb", m->advised_kb);
+    j_end();
+}
+
+static void proc_json(const struct proc *p, bool full)
+{
+    j_obj(NULL);
+    j_int("pid", p->pid);
+    j_bool("exists", p->exists);
+    if (!p->exists) {
+        j_end();
+        return;
+    }
+    j_bool("exited_during_read", p->vanished);
+    j_str("name", p->name);
+    j_int("uid", (long long)p->ruid);
+    j_bool("kernel_thread", p->kthread);
+    j_str("exe", p->exe[0] ? p->exe : NULL);
+    j_str("unit", p->unit[0] ? p->unit : NULL);
+    if (p->thp_enabled >= 0)
+        j_bool("thp_enabled", p->thp_enabled);
+    else
+        j_null("thp_enabled");
+    j_bool("readable", p->rollup_ok && !proc_permission_denied(p));
+    if (p->rollup_ok) {
+        j_obj("memory_kb");
+        j_u64("rss", p->rss_kb);
+        j_u64("pss", p->pss_kb);
+        j_u64("anonymous", p->anon_kb);
+        j_u64("anon_huge", p->huge_kb);
+        j_u64("shmem_pmd", p->shmem_pmd_kb);
+        j_u64("file_pmd", p->file_pmd_kb);
+        j_u64("swap", p->swap_kb);
+        j_end();
+    } else
+        j_null("memory_kb");
+    j_obj("thpalloc");
+    if (p->maps_ok)
+        j_bool("loaded", p->loaded);
+    else
+        j_null("loaded");
+    j_str("library", p->loaded ? p->lib_path : NULL);
+    if (p->intro_ok) {
+        const struct thpalloc_introspect *t = p->intro;
+        j_obj("introspect");
+        j_str("state", t->active == 1 ? "active" : t->active == 0 ? "dormant" : "uninitialised");
+        j_bool("policy_loaded", t->policy_loaded);
+        j_str("thp", mode_name(t->thp_mode));
+        j_u64("thp_threshold", t->thp_threshold);
+        j_u64("arena_size", t->arena_size);
+        j_int("purge_delay_ms", t->purge_delay_ms);
+        j_str("purge", t->purge ? "free" : "dontneed");
+        j_int("ranges", p->nranges);
+        j_u64("reserved_bytes", p->reserved_bytes);
+        j_u64("ranges_overflow", t->ranges_overflow);
+        j_end();
+    } else
+        j_null("introspect");
+    j_str("introspect_error", !p->intro_ok && p->loaded ? p->intro_msg : NULL);
+    if (p->attr_ok) {
+        j_obj("attribution");
+        j_str("method", p->attr_method);
+        json_mem("arenas", &p->in);
+        json_mem("rest", &p->out);
+        j_int("partial_mappings", p->partial_vmas);
+        j_end();
+    } else
+        j_null("attribution");
+    j_end();
+    if (full && p->pol_ok) {
+        j_obj("policy");
+        ts_policy_json("settings", &p->pol);
+        j_bool("environment_read", p->env_read);
+        if (p->secure >= 0)
+            j_bool("secure", p->secure);
+        else
+            j_null("secure");
+        j_int("problems", (long long)p->pol_problems);
+        j_end();
+    }
+    j_arr("errors");
+    for (int i = 0; i < p->nerr; i++) {
+        char why[400];
+        ts_caps_advice(p->errs[i].err, p->ruid, why, sizeof why);
+        j_obj(NULL);
+        j_str("file", p->errs[i].what);
+        j_str("errno", ts_errname(p->errs[i].err));
+        j_str("message", why);
+        j_end();
+    }
+    j_end();
+    j_end();
+}
+
+int ts_procs(char **pids, int npids)
+{
+    int rc = 0;
+    if (ts_opt.format == TS_JSON) {
+        j_obj(NULL);
+        j_str("schema", TS_SCHEMA);
+        j_arr("processes");
+    }
+    struct proc *p = malloc(sizeof *p);
+    if (!p) {
+        fprintf(stderr, "thp-status: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < npids; i++) {
+        char *end;
+        long v = strtol(pids[i], &end, 10);
+        proc_collect(p, (pid_t)v, true);
+        if (!p->exists) {
+            fprintf(stderr, "thp-status: %ld: no such process\n", v);
+            rc = 1;
+        } else if (p->vanished) {
+            fprintf(stderr, "thp-status: %ld: the process exited while being read\n", v);
+            rc = 1;
+        } else if (p->nerr) {
+            fprintf(stderr, "thp-status: %ld: parts of the process could not be read (said in the output)\n", v);
+            rc = 1;
+        }
+        if (ts_opt.format == TS_JSON)
+            proc_json(p, true);
+        else {
+            if (i)
+                putchar('\n');
+            proc_text(p);
+        }
+        fflush(stdout);
+        proc_free(p);
+    }
+    free(p);
+    if (ts_opt.format == TS_JSON) {
+        j_end();
+        j_end();
+        j_finish();
+    }
+    return rc;
+}
+
+/* ---- --all --------------------------------------------------------------------------- */
+
+static int cmp_huge(const void *a, const void *b)
+{
+    const struct proc *x = a, *y = b;
+    if (x->huge_kb != y->huge_kb)
+        return x->huge_kb > y->huge_kb ? -1 : 1;
+    if (x->rss_kb != y->rss_kb)
+        return x->rss_kb > y->rss_kb ? -1 : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static void user_name(uid_t uid, char *buf, size_t cap)
+{
+    struct passwd *pw = getpwuid(uid);
+    if (pw && strlen(pw->pw_name) < 9)
+        snprintf(buf, cap, "%s", pw->pw_name);
+    else
+        snprintf(buf, cap, "%u", (unsigned)uid);
+}
+
+static void mib(uint64_t kb, char *buf, size_t cap)
+{
+    if (kb >= 10 * 1024 * 1024)
+        snprintf(buf, cap, "%.1fG", (double)kb / (1024.0 * 1024));
+    else
+        snprintf(buf, cap, "%.1fM", (double)kb / 1024.0);
+}
+
+int ts_all(void)
+{
+    DIR *d = opendir("/proc");
+    if (!d) {
+        fprintf(stderr, "thp-status: /proc: %s\n", strerror(errno));
+        return 1;
+    }
+    struct proc *v = NULL;
+    size_t n = 0, cap = 0;
+    unsigned unreadable = 0, vanished = 0, kthreads = 0, total = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 256;
+            struct proc *nv = realloc(v, nc * sizeof *nv);
+            if (!nv)
+                break;
+            v = nv;
+            cap = nc;
+        }
+        struct proc *p = &v[n];
+        proc_collect(p, (pid_t)pid, false);
+        if (p->dirfd >= 0) {
+            close(p->dirfd);
+            p->dirfd = -1;
+        }
+        if (!p->exists)
+            continue;
+        if (p->kthread) {
+            kthreads++;
+            proc_free(p);
+            continue;
+        }
+        total++;
+        if (p->vanished && !p->rollup_ok) {
+            vanished++;
+            proc_free(p);
+            continue;
+        }
+        if (!p->rollup_ok || proc_permission_denied(p))
+            unreadable++;
+        n++;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_huge);
+
+    if (ts_opt.format == TS_JSON) {
+        j_obj(NULL);
+        j_str("schema", TS_SCHEMA);
+        j_arr("processes");
+        for (size_t i = 0; i < n; i++)
+            proc_json(&v[i], false);
+        j_end();
+        j_int("total", total);
+        j_int("unreadable", unreadable);
+        j_int("exited_during_read", vanished);
+        j_int("kernel_threads", kthreads);
+        j_end();
+        j_finish();
+    } else if (ts_opt.format == TS_PROM) {
+        static const struct {
+            const char *name, *help;
+            int field;
+        } fam[] = {
+            {"thp_process_rss_bytes", "Resident memory of the process (smaps_rollup Rss).", 0},
+            {"thp_process_anon_bytes", "Anonymous memory (smaps_rollup Anonymous).", 1},
+            {"thp_process_anon_huge_bytes", "Anonymous huge pages (smaps_rollup AnonHugePages).", 2},
+            {"thp_process_thpalloc_arena_rss_bytes", "Resident memory in thpalloc's arenas.", 3},
+            {"thp_process_thpalloc_arena_huge_bytes", "Huge pages in thpalloc's arenas.", 4},
+        };
+        for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+            for (size_t i = 0; i < n; i++) {
+                const struct proc *p = &v[i];
+                if (!p->rollup_ok || (fam[f].field >= 3 && !p->attr_ok))
+                    continue;
+                uint64_t kb = fam[f].field == 0 ? p->rss_kb : fam[f].field == 1 ? p->anon_kb
+                              : fam[f].field == 2 ? p->huge_kb : fam[f].field == 3 ? p->in.rss_kb
+                                                                                  : p->in.huge_kb;
+                char pid[16];
+                snprintf(pid, sizeof pid, "%d", (int)p->pid);
+                p_family(fam[f].name, "gauge", fam[f].help);
+                p_sample(fam[f].name, (double)kb * 1024, "pid", pid, "comm", p->name, NULL);
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            const struct proc *p = &v[i];
+            if (!p->maps_ok)
+                continue;
+            char pid[16];
+            snprintf(pid, sizeof pid, "%d", (int)p->pid);
+            p_family("thp_process_thpalloc_loaded", "gauge", "1 when libthpalloc is mapped.");
+            p_sample("thp_process_thpalloc_loaded", p->loaded, "pid", pid, "comm", p->name, NULL);
+        }
+        p_family("thp_processes", "gauge", "Processes seen (not kernel threads).");
+        p_sample("thp_processes", total, NULL);
+        p_family("thp_processes_unreadable", "gauge",
+                 "Processes whose memory could not be read (permission).");
+        p_sample("thp_processes_unreadable", unreadable, NULL);
+    } else {
+        printf("%7s %-8s %-15s %9s %9s %9s %-4s %9s\n", "PID", "USER", "COMMAND", "RSS", "ANON",
+               "HUGE", "THPA", "ARENAHUGE");
+        unsigned shown = 0;
+        for (size_t i = 0; i < n; i++) {
+            const struct proc *p = &v[i];
+            if (!p->rollup_ok)
+                continue;
+            char user[16], rss[16], anon[16], huge[16], ah[16];
+            user_name(p->ruid, user, sizeof user);
+            mib(p->rss_kb, rss, sizeof rss);
+            mib(p->anon_kb, anon, sizeof anon);
+            mib(p->huge_kb, huge, sizeof huge);
+            if (p->attr_ok)
+                mib(p->in.huge_kb, ah, sizeof ah);
+            else
+                snprintf(ah, sizeof ah, "-");
+            printf("%7d %-8s %-15.15s %9s %9s %9s %-4s %9s\n", (int)p->pid, user, p->name, rss,
+                   anon, huge, !p->maps_ok ? "?" : p->loaded ? "yes" : "no", ah);
+            shown++;
+        }
+        printf("%u processes shown", shown);
+        if (unreadable)
+            printf(", %u could not be read (permission denied: run as root or with "
+                   "CAP_SYS_PTRACE)", unreadable);
+        if (vanished)
+            printf(", %u exited while being read", vanished);
+        printf("\n");
+        if (ts_opt.verbose && unreadable) {
+            printf("unreadable:");
+            for (size_t i = 0; i < n; i++)
+                if (!v[i].rollup_ok || proc_permission_denied(&v[i]))
+                    printf(" %d(%s)", (int)v[i].pid, v[i].name);
+            printf("\n");
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        proc_free(&v[i]);
+    free(v);
+    return 0;
+}

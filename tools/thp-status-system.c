@@ -1,0 +1,545 @@
+/* thp-status: the system view. Every THP knob in sysfs (top level, khugepaged, per-size
+ * mTHP), huge pages in use (/proc/meminfo), fault and collapse counters (/proc/vmstat),
+ * the system-wide preload, the global policy, and the warnings a person needs. */
+#include "thp-status.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define THP_DIR "/sys/kernel/mm/transparent_hugepage"
+
+static const char *const top_knobs[] = {"enabled", "defrag", "shmem_enabled", "use_zero_page",
+                                        "hpage_pmd_size", "shrink_underused"};
+#define N_TOP (sizeof top_knobs / sizeof top_knobs[0])
+static const char *const khp_knobs[] = {"defrag",        "max_ptes_none",   "max_ptes_shared",
+                                        "max_ptes_swap", "pages_to_scan",   "scan_sleep_millisecs",
+                                        "alloc_sleep_millisecs", "full_scans", "pages_collapsed"};
+#define N_KHP (sizeof khp_knobs / sizeof khp_knobs[0])
+static const char *const meminfo_keys[] = {"AnonHugePages", "ShmemHugePages", "ShmemPmdMapped",
+                                           "FileHugePages", "FilePmdMapped", "HugePages_Total",
+                                           "Hugetlb", "MemTotal", "AnonPages"};
+#define N_MEMINFO (sizeof meminfo_keys / sizeof meminfo_keys[0])
+
+struct knob {
+    char raw[256];      /* as read */
+    char val[64];       /* selected word or the number */
+    bool present;
+};
+
+struct mthp {
+    unsigned long size_kb;
+    struct knob enabled, shmem;
+    struct {
+        char name[40];
+        uint64_t v;
+    } stat[24];
+    int nstat;
+};
+
+struct sysview {
+    bool thp_present;
+    struct knob top[N_TOP], khp[N_KHP];
+    struct mthp *m;
+    int nm;
+    bool meminfo_ok;
+    uint64_t meminfo[N_MEMINFO];
+    bool meminfo_has[N_MEMINFO];
+    struct {
+        char name[64];
+        uint64_t v;
+    } *vm;
+    int nvm;
+    double fallback_rate, collapse_fail_rate; /* < 0: no events yet */
+    /* preload */
+    char preload_path[PATH_MAX];
+    int preload_err; /* errno reading it; ENOENT: no file */
+    mode_t preload_mode;
+    char preload_entry[PATH_MAX]; /* the thpalloc token, "" if none */
+    bool preload_entry_exists;
+    /* policy */
+    struct cfg_settings pol;
+    size_t policy_problems;
+    char warn[16][400];
+    int nwarn;
+};
+
+static void knob_read(struct knob *k, const char *path)
+{
+    k->present = ts_read_small(path, k->raw, sizeof k->raw) == 0;
+    if (k->present)
+        ts_selected(k->raw, k->val, sizeof k->val);
+}
+
+static int cmp_mthp(const void *a, const void *b)
+{
+    const struct mthp *x = a, *y = b;
+    return x->size_kb < y->size_kb ? -1 : x->size_kb > y->size_kb;
+}
+
+static void read_mthp(struct sysview *v)
+{
+    DIR *d = opendir(THP_DIR);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        unsigned long kb;
+        char tail[8];
+        if (sscanf(e->d_name, "hugepages-%lukB%7s", &kb, tail) != 1)
+            continue;
+        struct mthp *nm = realloc(v->m, (size_t)(v->nm + 1) * sizeof *nm);
+        if (!nm)
+            break;
+        v->m = nm;
+        struct mthp *m = &v->m[v->nm++];
+        memset(m, 0, sizeof *m);
+        m->size_kb = kb;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, THP_DIR "/%s/enabled", e->d_name);
+        knob_read(&m->enabled, path);
+        snprintf(path, sizeof path, THP_DIR "/%s/shmem_enabled", e->d_name);
+        knob_read(&m->shmem, path);
+        snprintf(path, sizeof path, THP_DIR "/%s/stats", e->d_name);
+        DIR *sd = opendir(path);
+        if (!sd)
+            continue;
+        struct dirent *s;
+        while ((s = readdir(sd)) && m->nstat < 24) {
+            if (s->d_name[0] == '.')
+                continue;
+            char sp[PATH_MAX + 300], buf[64];
+            snprintf(sp, sizeof sp, "%s/%s", path, s->d_name);
+            if (ts_read_small(sp, buf, sizeof buf) == 0) {
+                snprintf(m->stat[m->nstat].name, sizeof m->stat[0].name, "%.39s", s->d_name);
+                m->stat[m->nstat++].v = strtoull(buf, NULL, 10);
+            }
+        }
+        closedir(sd);
+        /* stable order for the output */
+        for (int i = 1; i < m->nstat; i++)
+            for (int j = i; j > 0 && strcmp(m->stat[j - 1].name, m->stat[j].name) > 0; j--) {
+                __typeof__(m->stat[0]) t = m->stat[j];
+                m->stat[j] = m->stat[j - 1];
+                m->stat[j - 1] = t;
+            }
+    }
+    closedir(d);
+    if (v->nm > 1)
+        qsort(v->m, (size_t)v->nm, sizeof *v->m, cmp_mthp);
+}
+
+static uint64_t vm_get(const struct sysview *v, const char *name, bool *found)
+{
+    for (int i = 0; i < v->nvm; i++)
+        if (strcmp(v->vm[i].name, name) == 0) {
+            if (found)
+                *found = true;
+            return v->vm[i].v;
+        }
+    if (found)
+        *found = false;
+    return 0;
+}
+
+static void read_vmstat(struct sysview *v)
+{
+    int err;
+    char *t = ts_slurp("/proc/vmstat", NULL, &err);
+    if (!t)
+        return;
+    for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[64];
+        unsigned long long val;
+        if (sscanf(line, "%63s %llu", name, &val) != 2)
+            continue;
+        if (strncmp(name, "thp_", 4) && strstr(name, "huge") == NULL)
+            continue;
+        __typeof__(v->vm) nv = realloc(v->vm, (size_t)(v->nvm + 1) * sizeof *nv);
+        if (!nv)
+            break;
+        v->vm = nv;
+        snprintf(v->vm[v->nvm].name, sizeof v->vm[0].name, "%s", name);
+        v->vm[v->nvm++].v = val;
+    }
+    free(t);
+    uint64_t a = vm_get(v, "thp_fault_alloc", NULL), f = vm_get(v, "thp_fault_fallback", NULL);
+    v->fallback_rate = a + f ? (double)f / (double)(a + f) : -1;
+    uint64_t ca = vm_get(v, "thp_collapse_alloc", NULL),
+             cf = vm_get(v, "thp_collapse_alloc_failed", NULL);
+    v->collapse_fail_rate = ca + cf ? (double)cf / (double)(ca + cf) : -1;
+}
+
+/* /etc/ld.so.preload: tokens separated by white space or ':' (as ld.so reads it). */
+static void read_preload(struct sysview *v)
+{
+    ts_rooted(v->preload_path, sizeof v->preload_path, "/etc/ld.so.preload");
+    struct stat st;
+    if (stat(v->preload_path, &st) == 0)
+        v->preload_mode = st.st_mode & 07777;
+    char *t = ts_slurp(v->preload_path, NULL, &v->preload_err);
+    if (!t)
+        return;
+    for (char *tok = strtok(t, " \t\n:"); tok; tok = strtok(NULL, " \t\n:")) {
+        if (tok[0] == '#') /* not ld.so syntax, but people write them: skip the word */
+            continue;
+        const char *b = strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok;
+        if (strncmp(b, "libthpalloc.so", 14) != 0)
+            continue;
+        snprintf(v->preload_entry, sizeof v->preload_entry, "%s", tok);
+        /* $LIB / ${LIB}: try the usual expansions */
+        static const char *const libs[] = {"lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu",
+                                           "lib64", "lib", NULL};
+        char *lp = strstr(tok, "$LIB"), *lb = strstr(tok, "${LIB}");
+        for (int i = 0; libs[i]; i++) {
+            char exp[PATH_MAX], full[PATH_MAX];
+            if (lb)
+                snprintf(exp, sizeof exp, "%.*s%s%s", (int)(lb - tok), tok, libs[i], lb + 6);
+            else if (lp)
+                snprintf(exp, sizeof exp, "%.*s%s%s", (int)(lp - tok), tok, libs[i], lp + 4);
+            else
+                snprintf(exp, sizeof exp, "%s", tok);
+            ts_rooted(full, sizeof full, exp);
+            if (access(full, R_OK) == 0) {
+                v->preload_entry_exists = true;
+                break;
+            }
+            if (!lp && !lb)
+                break;
+        }
+        break;
+    }
+    free(t);
+}
+
+static void warn(struct sysview *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct sysview *v, const char *fmt, ...)
+{
+    if (v->nwarn >= 16)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->warn[v->nwarn++], sizeof v->warn[0], fmt, ap);
+    va_end(ap);
+}
+
+static void warnings(struct sysview *v)
+{
+    const char *en = v->top[0].val, *df = v->top[1].val, *sh = v->top[2].val;
+    if (!v->thp_present) {
+        warn(v, "this kernel has no transparent huge pages (%s missing): thpalloc's THP policy "
+                "has no effect", THP_DIR);
+        return;
+    }
+    if (strcmp(df, "always") == 0 && strcmp(en, "never") != 0)
+        warn(v, "defrag = always: every huge-page fault may stall in direct reclaim and "
+                "compaction (latency spikes); defer+madvise or madvise is the usual choice");
+    uint64_t mpn = strtoull(v->khp[1].val, NULL, 10);
+    if (strcmp(en, "always") == 0 && v->khp[1].present && mpn >= 511)
+        warn(v, "max_ptes_none = %" PRIu64 " with enabled = always: khugepaged re-inflates "
+                "memory that allocators purged (a 2 MiB page from a single touched 4 KiB "
+                "page); lower it (e.g. 64) or use enabled = madvise", mpn);
+    if (strcmp(en, "never") == 0 && (v->pol.thp == THP_MODE_LARGE || v->pol.thp == THP_MODE_ALWAYS))
+        warn(v, "enabled = never: thpalloc's thp = %s gets no huge pages (MADV_HUGEPAGE is "
+                "ignored); set enabled to madvise to let it work", thp_mode_name(v->pol.thp));
+    if (strcmp(sh, "force") == 0)
+        warn(v, "shmem_enabled = force: every shmem/tmpfs mapping uses huge pages (a testing "
+                "setting)");
+    if (v->fallback_rate > 0.10)
+        warn(v, "%.1f %% of huge-page faults fell back to 4 KiB pages: memory is fragmented "
+                "or the memory cgroup is at its limit", v->fallback_rate * 100);
+    if (v->preload_entry[0] && !v->preload_entry_exists)
+        warn(v, "%s names %s, which does not exist: every program prints an error at start "
+                "(reinstall thpalloc-preload or remove the entry)",
+             v->preload_path, v->preload_entry);
+    if (v->preload_err == 0 && (v->preload_mode & 0044) != 0044)
+        warn(v, "%s has mode %04o: non-root programs cannot read it, so they run without "
+                "the preloaded libraries (chmod 0644)", v->preload_path, (unsigned)v->preload_mode);
+    if (v->policy_problems)
+        warn(v, "the configuration has %zu problem%s (ignored settings): run thp-status --check",
+             v->policy_problems, v->policy_problems == 1 ? "" : "s");
+}
+
+static void collect(struct sysview *v)
+{
+    struct stat st;
+    v->thp_present = stat(THP_DIR, &st) == 0;
+    char path[PATH_MAX];
+    for (size_t i = 0; i < N_TOP; i++) {
+        snprintf(path, sizeof path, THP_DIR "/%s", top_knobs[i]);
+        knob_read(&v->top[i], path);
+    }
+    for (size_t i = 0; i < N_KHP; i++) {
+        snprintf(path, sizeof path, THP_DIR "/khugepaged/%s", khp_knobs[i]);
+        knob_read(&v->khp[i], path);
+    }
+    read_mthp(v);
+    int err;
+    char *mi = ts_slurp("/proc/meminfo", NULL, &err);
+    if (mi) {
+        v->meminfo_ok = true;
+        for (size_t i = 0; i < N_MEMINFO; i++)
+            v->meminfo_has[i] = ts_kv_kb(mi, meminfo_keys[i], &v->meminfo[i]);
+        free(mi);
+    }
+    read_vmstat(v);
+    read_preload(v);
+    char conf[PATH_MAX], dir[PATH_MAX];
+    ts_conf_paths(conf, sizeof conf, dir, sizeof dir);
+    struct cfg_inputs in = {.conf_file = conf, .conf_dir = dir, .exe = "", .program = "",
+                            .unit = "", .ruid = 0};
+    struct ts_problems probs = {0};
+    cfg_resolve(&v->pol, &in, ts_problems_add, &probs);
+    v->policy_problems = probs.n;
+    ts_problems_free(&probs);
+    warnings(v);
+}
+
+static void mthp_label(unsigned long kb, char *buf, size_t cap)
+{
+    ts_human_bytes((uint64_t)kb * 1024, buf, cap);
+}
+
+static void out_text(const struct sysview *v)
+{
+    printf("Transparent huge pages (%s)\n", THP_DIR);
+    if (!v->thp_present)
+        printf("  not available in this kernel\n");
+    for (size_t i = 0; i < N_TOP; i++) {
+        if (!v->top[i].present)
+            continue;
+        if (strchr(v->top[i].raw, '['))
+            printf("  %-22s %-14s (%s)\n", top_knobs[i], v->top[i].val, v->top[i].raw);
+        else
+            printf("  %-22s %s\n", top_knobs[i], v->top[i].val);
+    }
+    printf("khugepaged\n");
+    for (size_t i = 0; i < N_KHP; i++)
+        if (v->khp[i].present)
+            printf("  %-22s %s\n", khp_knobs[i], v->khp[i].val);
+    if (v->nm) {
+        printf("Per-size THP (mTHP)\n");
+        printf("  %-6s %-9s %-9s %12s %12s %10s\n", "size", "enabled", "shmem", "fault_alloc",
+               "fallback", "nr_anon");
+        for (int i = 0; i < v->nm; i++) {
+            const struct mthp *m = &v->m[i];
+            char lbl[16];
+            uint64_t fa = 0, fb = 0, na = 0;
+            for (int s = 0; s < m->nstat; s++) {
+                if (!strcmp(m->stat[s].name, "anon_fault_alloc")) fa = m->stat[s].v;
+                if (!strcmp(m->stat[s].name, "anon_fault_fallback")) fb = m->stat[s].v;
+                if (!strcmp(m->stat[s].name, "nr_anon")) na = m->stat[s].v;
+            }
+            mthp_label(m->size_kb, lbl, sizeof lbl);
+            printf("  %-6s %-9s %-9s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 "\n", lbl,
+                   m->enabled.present ? m->enabled.val : "-", m->shmem.present ? m->shmem.val : "-",
+                   fa, fb, na);
+        }
+    }
+    printf("Huge pages in use (/proc/meminfo)\n");
+    for (size_t i = 0; i < N_MEMINFO; i++)
+        if (v->meminfo_has[i] && strcmp(meminfo_keys[i], "HugePages_Total") != 0)
+            printf("  %-22s %" PRIu64 " kB\n", meminfo_keys[i], v->meminfo[i]);
+        else if (v->meminfo_has[i])
+            printf("  %-22s %" PRIu64 "\n", meminfo_keys[i], v->meminfo[i]);
+    if (!v->meminfo_ok)
+        printf("  /proc/meminfo unreadable\n");
+    printf("Counters (/proc/vmstat)\n");
+    for (int i = 0; i < v->nvm; i++)
+        if (!strncmp(v->vm[i].name, "thp_", 4) || !strcmp(v->vm[i].name, "nr_anon_transparent_hugepages"))
+            printf("  %-30s %" PRIu64 "\n", v->vm[i].name, v->vm[i].v);
+    if (v->fallback_rate >= 0)
+        printf("  %-30s %.2f %%\n", "fault fallback rate", v->fallback_rate * 100);
+    else
+        printf("  %-30s - (no huge-page faults yet)\n", "fault fallback rate");
+    if (v->collapse_fail_rate >= 0)
+        printf("  %-30s %.2f %%\n", "collapse failure rate", v->collapse_fail_rate * 100);
+    printf("thpalloc\n");
+    if (v->preload_entry[0])
+        printf("  %-22s yes: %s (%s)\n", "system-wide preload", v->preload_entry,
+               v->preload_entry_exists ? "present" : "MISSING");
+    else if (v->preload_err == ENOENT)
+        printf("  %-22s no (%s does not exist)\n", "system-wide preload", v->preload_path);
+    else if (v->preload_err)
+        printf("  %-22s unknown (%s: %s)\n", "system-wide preload", v->preload_path,
+               strerror(v->preload_err));
+    else
+        printf("  %-22s no (no thpalloc entry in %s)\n", "system-wide preload", v->preload_path);
+    printf("  global policy (before [program], [path] and [unit] sections)\n");
+    ts_policy_text(&v->pol, "    ");
+    if (v->nwarn) {
+        printf("Warnings\n");
+        for (int i = 0; i < v->nwarn; i++)
+            printf("  ! %s\n", v->warn[i]);
+    }
+}
+
+static void json_knob(const char *key, const struct knob *k)
+{
+    if (!k->present) {
+        j_null(key);
+        return;
+    }
+    char *end;
+    unsigned long long n = strtoull(k->val, &end, 10);
+    if (k->val[0] && *end == '\0' && !strchr(k->raw, '['))
+        j_u64(key, n);
+    else
+        j_str(key, k->val);
+}
+
+static void out_json(const struct sysview *v)
+{
+    j_obj(NULL);
+    j_str("schema", TS_SCHEMA);
+    j_obj("system");
+    j_obj("thp");
+    j_bool("available", v->thp_present);
+    for (size_t i = 0; i < N_TOP; i++)
+        json_knob(top_knobs[i], &v->top[i]);
+    j_obj("khugepaged");
+    for (size_t i = 0; i < N_KHP; i++)
+        json_knob(khp_knobs[i], &v->khp[i]);
+    j_end();
+    j_arr("sizes");
+    for (int i = 0; i < v->nm; i++) {
+        j_obj(NULL);
+        j_u64("size_kb", v->m[i].size_kb);
+        json_knob("enabled", &v->m[i].enabled);
+        json_knob("shmem_enabled", &v->m[i].shmem);
+        j_obj("stats");
+        for (int s = 0; s < v->m[i].nstat; s++)
+            j_u64(v->m[i].stat[s].name, v->m[i].stat[s].v);
+        j_end();
+        j_end();
+    }
+    j_end();
+    j_end(); /* thp */
+    j_obj("meminfo_kb");
+    for (size_t i = 0; i < N_MEMINFO; i++)
+        if (v->meminfo_has[i])
+            j_u64(meminfo_keys[i], v->meminfo[i]);
+    j_end();
+    j_obj("vmstat");
+    for (int i = 0; i < v->nvm; i++)
+        j_u64(v->vm[i].name, v->vm[i].v);
+    j_end();
+    if (v->fallback_rate >= 0)
+        j_num("fault_fallback_ratio", v->fallback_rate);
+    else
+        j_null("fault_fallback_ratio");
+    if (v->collapse_fail_rate >= 0)
+        j_num("collapse_failure_ratio", v->collapse_fail_rate);
+    else
+        j_null("collapse_failure_ratio");
+    j_obj("preload");
+    j_str("file", v->preload_path);
+    j_bool("file_exists", v->preload_err != ENOENT);
+    j_bool("thpalloc", v->preload_entry[0] != 0);
+    j_str("entry", v->preload_entry[0] ? v->preload_entry : NULL);
+    j_bool("entry_exists", v->preload_entry_exists);
+    j_end();
+    ts_policy_json("policy", &v->pol);
+    j_int("policy_problems", (long long)v->policy_problems);
+    j_arr("warnings");
+    for (int i = 0; i < v->nwarn; i++)
+        j_str(NULL, v->warn[i]);
+    j_end();
+    j_end(); /* system */
+    j_end();
+    j_finish();
+}
+
+static void out_prom(const struct sysview *v)
+{
+    for (size_t i = 0; i < N_TOP; i++) {
+        if (!v->top[i].present)
+            continue;
+        if (strchr(v->top[i].raw, '[')) {
+            p_family("thp_setting_info", "gauge", "Selected value of a THP sysfs choice (1).");
+            p_sample("thp_setting_info", 1, "knob", top_knobs[i], "value", v->top[i].val, NULL);
+        }
+    }
+    for (size_t i = 0; i < N_TOP; i++)
+        if (v->top[i].present && !strchr(v->top[i].raw, '[')) {
+            p_family("thp_setting", "gauge", "Numeric THP sysfs setting.");
+            p_sample("thp_setting", strtod(v->top[i].val, NULL), "knob", top_knobs[i], NULL);
+        }
+    for (size_t i = 0; i < N_KHP; i++)
+        if (v->khp[i].present) {
+            p_family("thp_khugepaged", "gauge", "khugepaged setting or counter from sysfs.");
+            p_sample("thp_khugepaged", strtod(v->khp[i].val, NULL), "knob", khp_knobs[i], NULL);
+        }
+    for (int i = 0; i < v->nm; i++) {
+        char lbl[16];
+        mthp_label(v->m[i].size_kb, lbl, sizeof lbl);
+        if (v->m[i].enabled.present) {
+            p_family("thp_mthp_enabled_info", "gauge", "Per-size THP (mTHP) enabled setting (1).");
+            p_sample("thp_mthp_enabled_info", 1, "size", lbl, "value", v->m[i].enabled.val, NULL);
+        }
+    }
+    for (int i = 0; i < v->nm; i++) {
+        char lbl[16];
+        mthp_label(v->m[i].size_kb, lbl, sizeof lbl);
+        for (int s = 0; s < v->m[i].nstat; s++) {
+            p_family("thp_mthp_stat", "gauge", "Per-size THP statistics from sysfs stats/.");
+            p_sample("thp_mthp_stat", (double)v->m[i].stat[s].v, "size", lbl, "stat",
+                     v->m[i].stat[s].name, NULL);
+        }
+    }
+    for (size_t i = 0; i < N_MEMINFO; i++)
+        if (v->meminfo_has[i] && strcmp(meminfo_keys[i], "HugePages_Total") != 0) {
+            p_family("thp_meminfo_bytes", "gauge", "Huge-page figures from /proc/meminfo, bytes.");
+            p_sample("thp_meminfo_bytes", (double)v->meminfo[i] * 1024, "field", meminfo_keys[i],
+                     NULL);
+        }
+    for (int i = 0; i < v->nvm; i++) {
+        p_family("thp_vmstat", "counter", "THP counters from /proc/vmstat.");
+        p_sample("thp_vmstat", (double)v->vm[i].v, "counter", v->vm[i].name, NULL);
+    }
+    if (v->fallback_rate >= 0) {
+        p_family("thp_fault_fallback_ratio", "gauge",
+                 "thp_fault_fallback / (thp_fault_alloc + thp_fault_fallback).");
+        p_sample("thp_fault_fallback_ratio", v->fallback_rate, NULL);
+    }
+    p_family("thp_thpalloc_preload", "gauge", "1 when /etc/ld.so.preload has a thpalloc entry.");
+    p_sample("thp_thpalloc_preload", v->preload_entry[0] ? 1 : 0, NULL);
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        char val[64], where[512];
+        cfg_format_value(&v->pol, (enum cfg_key)k, val, sizeof val);
+        ts_where_text(&v->pol.where[k], where, sizeof where);
+        p_family("thp_thpalloc_policy_info", "gauge", "The global thpalloc policy (1).");
+        p_sample("thp_thpalloc_policy_info", 1, "key", cfg_key_name((enum cfg_key)k), "value",
+                 val, "origin", where, NULL);
+    }
+    p_family("thp_thpalloc_config_problems", "gauge", "Problems found in the thpalloc configuration.");
+    p_sample("thp_thpalloc_config_problems", (double)v->policy_problems, NULL);
+    p_family("thp_warnings", "gauge", "Warnings thp-status prints for this system.");
+    p_sample("thp_warnings", v->nwarn, NULL);
+}
+
+int ts_system(void)
+{
+    struct sysview *v = calloc(1, sizeof *v);
+    if (!v) {
+        fprintf(stderr, "thp-status: out of memory\n");
+        return 1;
+    }
+    collect(v);
+    if (ts_opt.format == TS_JSON)
+        out_json(v);
+    else if (ts_opt.format == TS_PROM)
+        out_prom(v);
+    else
+        out_text(v);
+    free(v->m);
+    free(v->vm);
+    free(v);
+    return 0;
+}

@@ -1,0 +1,149 @@
+/* thp-status: the administrator's view of transparent huge pages, system-wide and per
+ * process, and of what thpalloc does inside each process and why. See thp-status(8). */
+#include "thp-status.h"
+#include "thpalloc.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void usage(FILE *out)
+{
+    fputs("Usage:\n"
+          " thp-status [options]                      the system\n"
+          " thp-status [options] PID...               processes\n"
+          " thp-status [options] --all                every process, by huge-page RSS\n"
+          " thp-status [options] --check [FILE...]    validate the thpalloc configuration\n"
+          " thp-status [options] --explain PROGRAM [--unit UNIT]\n"
+          "                                           the policy PROGRAM would get\n"
+          "\nShow what transparent huge pages do on this system and in each process,\n"
+          "and what thpalloc does and why.\n"
+          "\nOptions:\n"
+          " -a, --all              every process, sorted by AnonHugePages\n"
+          " -c, --check            validate the configuration (default: the system's)\n"
+          " -e, --explain PROGRAM  the policy PROGRAM (a name or a path) would get\n"
+          " -u, --unit UNIT        with --explain: as if running in systemd unit UNIT\n"
+          "     --environment      with --explain: apply this shell's THPALLOC_* variables\n"
+          " -j, --json             JSON output (schema \"" TS_SCHEMA "\", see thp-status(8))\n"
+          " -p, --prometheus       Prometheus text format (system view and --all)\n"
+          " -r, --root DIR         read etc/thpalloc.conf, etc/thpalloc.d and\n"
+          "                        etc/ld.so.preload under DIR instead of /\n"
+          " -v, --verbose          more detail (--all: list unreadable processes)\n"
+          " -h, --help             display this help\n"
+          " -V, --version          display version\n"
+          "\nFor more details see thp-status(8).\n",
+          out);
+}
+
+static void bad_usage(const char *fmt, const char *arg)
+{
+    fputs("thp-status: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nTry 'thp-status --help' for more information.\n", stderr);
+    exit(2);
+}
+
+enum { OPT_ENV = 256 };
+
+int main(int argc, char **argv)
+{
+    /* First of all: keep only the capabilities that reading processes needs. */
+    ts_caps_drop();
+
+    static const struct option longopts[] = {
+        {"all", no_argument, NULL, 'a'},
+        {"check", no_argument, NULL, 'c'},
+        {"explain", required_argument, NULL, 'e'},
+        {"unit", required_argument, NULL, 'u'},
+        {"environment", no_argument, NULL, OPT_ENV},
+        {"json", no_argument, NULL, 'j'},
+        {"prometheus", no_argument, NULL, 'p'},
+        {"root", required_argument, NULL, 'r'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    bool all = false, check = false, with_env = false, json = false, prom = false;
+    const char *explain = NULL, *unit = NULL;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+ace:u:jpr:vhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'a': all = true; break;
+        case 'c': check = true; break;
+        case 'e': explain = optarg; break;
+        case 'u': unit = optarg; break;
+        case OPT_ENV: with_env = true; break;
+        case 'j': json = true; break;
+        case 'p': prom = true; break;
+        case 'r': ts_opt.root = optarg; break;
+        case 'v': ts_opt.verbose = true; break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("thp-status from thpalloc %s\n", THPALLOC_VERSION_STRING);
+            return 0;
+        case ':':
+            bad_usage("option '%s' requires an argument", argv[optind - 1]);
+            break;
+        default:
+            if (optopt && optopt != '?') {
+                char o[3] = {'-', (char)optopt, '\0'};
+                bad_usage("invalid option '%s'", o);
+            }
+            bad_usage("unrecognized option '%s'", argv[optind - 1]);
+        }
+    }
+    int nargs = argc - optind;
+    char **args = argv + optind;
+
+    int modes = all + check + (explain != NULL);
+    if (modes > 1)
+        bad_usage("%s", "--all, --check and --explain cannot be combined");
+    if (json && prom)
+        bad_usage("%s", "--json and --prometheus cannot be combined");
+    if ((unit || with_env) && !explain)
+        bad_usage("%s", "--unit and --environment go with --explain");
+    if ((all || explain) && nargs > 0)
+        bad_usage("unexpected argument '%s'", args[0]);
+    if (prom && (check || explain || nargs > 0))
+        bad_usage("%s", "--prometheus is for the system view and --all");
+    if (!check)
+        for (int i = 0; i < nargs; i++) {
+            char *end;
+            errno = 0;
+            long v = strtol(args[i], &end, 10);
+            if (!*args[i] || *end || v <= 0 || v > 0x3fffffff || errno)
+                bad_usage("not a process ID: '%s'", args[i]);
+        }
+    if (ts_opt.root[0]) {
+        struct stat st;
+        if (stat(ts_opt.root, &st) != 0 || !S_ISDIR(st.st_mode))
+            bad_usage("--root: not a directory: '%s'", ts_opt.root);
+    }
+    ts_opt.format = json ? TS_JSON : prom ? TS_PROM : TS_TEXT;
+
+    int rc;
+    if (check)
+        rc = ts_check(args, nargs);
+    else if (explain)
+        rc = ts_explain(explain, unit, with_env);
+    else if (all)
+        rc = ts_all();
+    else if (nargs > 0)
+        rc = ts_procs(args, nargs);
+    else
+        rc = ts_system();
+    if (ts_opt.verbose && ts_caps.note[0])
+        fprintf(stderr, "thp-status: capabilities: %s\n", ts_caps.note);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "thp-status: write error: %s\n", strerror(errno));
+        return 1;
+    }
+    return rc;
+}

@@ -1,0 +1,123 @@
+/* thp-status: shared declarations of the tool's parts (see thp-status(8)).
+ *
+ *   thp-status.c         options, dispatch, exit status
+ *   thp-status-util.c    reading /proc and /sys, JSON and Prometheus writers, formatting
+ *   thp-status-system.c  the system view (sysfs, meminfo, vmstat, ld.so.preload, policy)
+ *   thp-status-proc.c    reading one process (smaps, ELF .dynsym, process_vm_readv, policy)
+ *   thp-status-procview.c  the process view and --all: text, JSON, Prometheus
+ *   thp-status-policy.c  --check, --explain and the policy tables shared by the views
+ *   thp-status-caps.c    libcap: keep only what reading other processes needs
+ */
+#ifndef THP_STATUS_H
+#define THP_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "config.h"
+
+#define TS_SCHEMA "thp-status/1"
+
+enum ts_format { TS_TEXT = 0, TS_JSON, TS_PROM };
+
+struct ts_options {
+    enum ts_format format;
+    const char *root; /* "" or a directory that stands for / when reading etc/ files */
+    bool verbose;
+};
+extern struct ts_options ts_opt;
+
+/* ---- util ---------------------------------------------------------------------------- */
+
+/* Reads a whole file (any size) into a NUL-terminated malloc'd buffer. NULL with *err set
+ * to an errno value on failure. An empty file gives "" (len 0). */
+char *ts_slurp(const char *path, size_t *len, int *err);
+char *ts_slurp_fd(int fd, size_t *len, int *err);
+/* Reads a small file into buf (NUL-terminated, trailing newline removed). Returns 0 or
+ * an errno value. */
+int ts_read_small(const char *path, char *buf, size_t cap);
+/* A path under --root: "etc/ld.so.preload" -> ROOT "/etc/ld.so.preload". */
+void ts_rooted(char *out, size_t cap, const char *abs_path);
+/* The word in brackets of a sysfs choice file ("always [madvise] never" -> "madvise");
+ * the whole text when there are no brackets. */
+void ts_selected(const char *text, char *out, size_t cap);
+/* "Key:   123 kB" lines: the number after key (kB as written), false when absent. */
+bool ts_kv_kb(const char *text, const char *key, uint64_t *out);
+/* "key 123" lines (vmstat). */
+bool ts_kv_space(const char *text, const char *key, uint64_t *out);
+/* 2097152 -> "2M", 4096 -> "4K" */
+void ts_human_bytes(uint64_t bytes, char *buf, size_t cap);
+const char *ts_errname(int err);
+
+/* JSON writer to stdout: key is NULL inside arrays. */
+void j_obj(const char *key);
+void j_end(void); /* closes the innermost object or array */
+void j_arr(const char *key);
+void j_str(const char *key, const char *val); /* NULL: null */
+void j_int(const char *key, long long v);
+void j_u64(const char *key, uint64_t v);
+void j_bool(const char *key, bool v);
+void j_null(const char *key);
+void j_num(const char *key, double v); /* finite only; use j_null otherwise */
+void j_finish(void);                 /* newline after the top-level value */
+
+/* Prometheus text format: prints # HELP / # TYPE the first time a family is seen. */
+void p_family(const char *name, const char *type, const char *help);
+/* labels: "k1", "v1", "k2", "v2", ..., NULL */
+void p_sample(const char *name, double value, ...);
+void p_reset(void);
+
+/* ---- policy -------------------------------------------------------------------------- */
+
+struct ts_problem {
+    char file[256];
+    int line;
+    char msg[512];
+};
+struct ts_problems {
+    struct ts_problem *v;
+    size_t n, cap;
+};
+void ts_problems_add(void *ctx, const char *file, int line, const char *msg);
+void ts_problems_free(struct ts_problems *p);
+
+/* The system configuration files under --root. */
+void ts_conf_paths(char *file, size_t fcap, char *dir, size_t dcap);
+/* Policy rows: text table or JSON array "policy". */
+void ts_policy_text(const struct cfg_settings *s, const char *indent);
+void ts_policy_json(const char *key, const struct cfg_settings *s);
+void ts_where_text(const struct cfg_where *w, char *buf, size_t cap);
+
+int ts_check(char **files, int nfiles);
+int ts_explain(const char *program, const char *unit, bool with_env);
+
+/* ---- system view --------------------------------------------------------------------- */
+
+int ts_system(void);
+
+/* ---- process view -------------------------------------------------------------------- */
+
+int ts_procs(char **pids, int npids);
+int ts_all(void);
+
+/* Test hook: THP_STATUS_TEST_PAUSE=STEP:MS sleeps MS milliseconds before STEP (e.g.
+ * "smaps:2000"), after saying so on stderr, so that a test can kill the process then. */
+void ts_test_pause(const char *step);
+
+/* ---- capabilities -------------------------------------------------------------------- */
+
+struct ts_caps {
+    bool sys_ptrace, dac_read_search, perfmon; /* effective after the drop */
+    bool perfmon_known;                        /* the kernel has CAP_PERFMON */
+    bool bound_dropped;                        /* the bounding set was reduced */
+    char note[256];                            /* what went wrong, if anything */
+};
+extern struct ts_caps ts_caps;
+void ts_caps_drop(void);
+/* What would allow reading a process that refused us with err. */
+void ts_caps_advice(int err, uid_t owner, char *buf, size_t cap);
+
+#endif
