@@ -62,9 +62,9 @@ elif trace alone "$fake" && trace both "$fake:$THPALLOC_LIB"; then
         not_ok "dormant thpalloc adds no mmap/munmap/madvise/prctl/brk/openat calls"
         diff "$tap_tmp/alone.calls" "$tap_tmp/both.calls" | head -n 30 | sed 's/^/# /'
     fi
-    if grep -E 'thpalloc|transparent_hugepage' "$tap_tmp/both.calls" >/dev/null; then
+    if grep -E 'thpalloc\.conf|thpalloc\.d|transparent_hugepage' "$tap_tmp/both.calls" >/dev/null; then
         not_ok "dormant thpalloc reads no configuration or THP settings"
-        grep -E 'thpalloc|transparent_hugepage' "$tap_tmp/both.calls" | head -n 5 | sed 's/^/# /'
+        grep -E 'thpalloc\.conf|thpalloc\.d|transparent_hugepage' "$tap_tmp/both.calls" | head -n 5 | sed 's/^/# /'
     else
         ok "dormant thpalloc reads no configuration or THP settings"
     fi

@@ -34,9 +34,17 @@ chmod 644 "$tmp/evil.conf"
 # mounting the fake tree over both /etc and that directory.
 sysconf=$(strings "$THPALLOC_LIB" | sed -n 's|/thpalloc\.conf$||p' | head -1)
 inner="mount --bind $tmp/etc /etc"
+made=
 if [ -n "$sysconf" ] && [ "$sysconf" != /etc ]; then
+    # e.g. a distcheck prefix that is not installed yet; removed again at the end
+    if [ ! -d "$sysconf" ]; then
+        made=$sysconf
+        while [ ! -d "$(dirname "$made")" ]; do made=$(dirname "$made"); done
+        mkdir -p "$sysconf" || made=
+    fi
     [ -d "$sysconf" ] && inner="$inner && mount --bind $tmp/etc $sysconf"
 fi
+trap 'rm -rf "$tmp"; [ -z "$made" ] || rm -r "$made"' EXIT
 run() { # as nobody, with hostile environment, optionally under strace (as root: setuid kept)
     unshare -m --propagation private sh -c "$inner && exec \"\$@\"" sh "$@"
 }

@@ -1,0 +1,304 @@
+#!/bin/bash
+# The Debian packages, end to end (issue 5, item 9). Not part of `make check`: CI runs it as
+# root. Steps:
+#   1. dpkg-buildpackage -us -uc -b in a clean copy of the tree (DEB_BUILD_OPTIONS=nocheck:
+#      make check has run already);
+#   2. lintian on the .changes: no E: and no W: line;
+#   3. a Debian 12 minbase chroot (mmdebstrap, else debootstrap), cached as a tarball under
+#      /var/cache/thpalloc-ci/ and unpacked fresh for each run;
+#   4. in the chroot: install libthpalloc1 + thpalloc, snapshot /etc, install
+#      thpalloc-preload, run programs with its /etc/ld.so.preload in force, remove and purge,
+#      compare /etc with the snapshot; the same with a pre-existing /etc/ld.so.preload that
+#      holds a comment (kept byte for byte); a forced removal of the tool first (the
+#      maintainer scripts' fallback); finally purge everything and compare /etc with the
+#      pristine chroot.
+# The machine's own /etc/ld.so.preload is never touched (checked at the end).
+# Output: TAP lines; exit 0 when all passed. When no chroot can be made (no mirror, no
+# mmdebstrap/debootstrap, no root) steps 3-4 are skipped with a message, exit 0, unless
+# --require-chroot (then exit 1).
+# Options: --require-chroot, --keep (leave the work directory), --refresh (rebuild the
+# cached chroot).
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+require_chroot=0 keep=0 refresh=0
+for a in "$@"; do
+    case $a in
+    --require-chroot) require_chroot=1 ;;
+    --keep) keep=1 ;;
+    --refresh) refresh=1 ;;
+    *) echo "usage: $0 [--require-chroot] [--keep] [--refresh]" >&2; exit 2 ;;
+    esac
+done
+
+CACHE=${THPALLOC_CI_CACHE:-/var/cache/thpalloc-ci}
+SUITE=bookworm
+MAXAGE_DAYS=${THPALLOC_CHROOT_MAXAGE:-14}
+start=$(date +%s)
+n=0
+failed=0
+ok() {
+    n=$((n + 1))
+    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
+}
+note() { echo "# $*"; }
+finish() {
+    echo "1..$n"
+    note "pkg-chroot: $((n - failed)) of $n passed in $(($(date +%s) - start)) s"
+    [ "$failed" -eq 0 ] && exit 0
+    exit 1
+}
+
+host_preload_before=$(if [ -e /etc/ld.so.preload ]; then sha256sum </etc/ld.so.preload; stat -c %a /etc/ld.so.preload; else echo absent; fi)
+
+work=$(mktemp -d /var/tmp/thpalloc-pkg.XXXXXX) || exit 99
+chroot_dir=$work/chroot
+mounted=()
+cleanup() {
+    local i
+    for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null; done
+    if [ "$keep" -eq 1 ]; then echo "# kept $work"; else rm -rf --one-file-system "$work"; fi
+}
+trap cleanup EXIT
+
+# ---- 1. build -------------------------------------------------------------------------
+version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version 2>/dev/null | sed 's/-[^-]*$//')
+src=$work/thpalloc-${version:-0}
+mkdir -p "$src"
+if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+    # tracked and untracked-but-not-ignored files: no build products of the host's build
+    (cd "$top" && git ls-files -z -co --exclude-standard |
+        tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -xf - -C "$src"
+else
+    cp -a "$top/." "$src/" && (cd "$src" && { [ ! -f Makefile ] || make -s distclean >/dev/null 2>&1; })
+fi
+note "building the packages in $src"
+(cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" DEB_BUILD_PROFILES=nocheck \
+    dpkg-buildpackage -us -uc -b >"$work/build.log" 2>&1)
+rc=$?
+[ $rc -ne 0 ] && tail -40 "$work/build.log" | sed 's/^/# build: /'
+ok $rc "dpkg-buildpackage -us -uc -b"
+changes=$(ls "$work"/thpalloc_*.changes 2>/dev/null | head -1)
+debs=()
+for p in libthpalloc1 libthpalloc-dev thpalloc thpalloc-preload; do
+    d=$(ls "$work/${p}_"*.deb 2>/dev/null | head -1)
+    [ -n "$d" ]
+    ok $? "built $p (${d##*/})"
+    [ -n "$d" ] && debs+=("$d")
+done
+[ -n "$changes" ] && [ ${#debs[@]} -eq 4 ] || finish
+grep -E '^dpkg-gensymbols: warning' "$work/build.log" | sed 's/^/# /'
+! grep -q '^dpkg-gensymbols: warning: some new symbols' "$work/build.log"
+ok $? "the symbols file lists every exported symbol"
+for d in "${debs[@]}"; do note "$(dpkg-deb -c "$d" | awk '{print $6}' | grep -v '/$' | tr '\n' ' ')"; done
+
+# Contents that matter.
+dpkg-deb -c "$work"/libthpalloc1_*.deb | grep -q "\./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libthpalloc\.so\.1"
+ok $? "libthpalloc1 has the library in /usr/lib/<multiarch>/"
+dpkg-deb -I "$work"/thpalloc_*.deb conffiles 2>/dev/null | grep -qx /etc/thpalloc.conf
+ok $? "thpalloc: /etc/thpalloc.conf is a conffile"
+dpkg-deb -c "$work"/thpalloc-preload_*.deb | grep -q 'ld\.so\.preload'
+[ $? -ne 0 ]
+ok $? "no package ships /etc/ld.so.preload"
+
+# ---- 2. lintian -----------------------------------------------------------------------
+if command -v lintian >/dev/null 2>&1; then
+    lintian --tag-display-limit 0 "$changes" >"$work/lintian.log" 2>&1
+    sed 's/^/# lintian: /' "$work/lintian.log"
+    ! grep -qE '^[EW]: ' "$work/lintian.log"
+    ok $? "lintian: no error and no warning"
+else
+    ok 1 "lintian is not installed (tools/install-build-deps)"
+fi
+
+# ---- 3. the chroot --------------------------------------------------------------------
+skip_chroot() {
+    note "SKIP chroot: $*"
+    if [ "$require_chroot" -eq 1 ]; then ok 1 "a Debian 12 chroot ($*)"; fi
+    finish
+}
+[ "$(id -u)" -eq 0 ] || skip_chroot "needs root"
+
+# The mirror: the first Debian (not security) URI that apt's sources name for bookworm.
+mirror=$(
+    {
+        cat /etc/apt/sources.list 2>/dev/null | awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i, $(i+1); break } }'
+        for f in /etc/apt/sources.list.d/*.sources; do
+            [ -f "$f" ] || continue
+            awk 'BEGIN{RS=""} /Suites:[^\n]*bookworm/ { if (match($0, /URIs:[ \t]*[^ \t\n]+/)) { u = substr($0, RSTART, RLENGTH); sub(/URIs:[ \t]*/, "", u); print u, "bookworm" } }' "$f"
+        done
+        for f in /etc/apt/sources.list.d/*.list; do
+            [ -f "$f" ] && awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i, $(i+1); break } }' "$f"
+        done
+    } | awk '$2 ~ /^bookworm$/ && $1 ~ /\/debian\/?$/ { print $1; exit }'
+)
+mirror=${THPALLOC_MIRROR:-${mirror:-http://deb.debian.org/debian}}
+arch=$(dpkg --print-architecture)
+mkdir -p "$CACHE" || skip_chroot "cannot create $CACHE"
+incl=libcap2,python3
+tarball=$CACHE/$SUITE-minbase-$arch-$(echo "$incl" | tr -c 'a-z0-9\n' _).tar
+if [ -f "$tarball" ] && [ "$refresh" -eq 0 ] &&
+    [ -z "$(find "$tarball" -mtime +"$MAXAGE_DAYS" 2>/dev/null)" ]; then
+    note "reusing the cached chroot $tarball ($(date -r "$tarball" +%F))"
+else
+    note "making a $SUITE minbase chroot from $mirror"
+    made=0
+    if command -v mmdebstrap >/dev/null 2>&1; then
+        timeout 480 mmdebstrap --quiet --variant=minbase --include="$incl" --mode=root \
+            --format=tar "$SUITE" "$tarball.new" "$mirror" >"$work/mkchroot.log" 2>&1 && made=1
+    fi
+    if [ "$made" -eq 0 ] && command -v debootstrap >/dev/null 2>&1; then
+        rm -rf "$work/ds" && timeout 480 debootstrap --variant=minbase --include="$incl" \
+            "$SUITE" "$work/ds" "$mirror" >>"$work/mkchroot.log" 2>&1 &&
+            tar -C "$work/ds" -cf "$tarball.new" . && made=1
+        rm -rf --one-file-system "$work/ds"
+    fi
+    if [ "$made" -eq 1 ]; then
+        mv -f "$tarball.new" "$tarball"
+    else
+        rm -f "$tarball.new"
+        tail -5 "$work/mkchroot.log" 2>/dev/null | sed 's/^/# mkchroot: /'
+        if [ -f "$tarball" ]; then
+            note "could not refresh the chroot: using the older $tarball"
+        else
+            skip_chroot "neither mmdebstrap nor debootstrap could make a $SUITE chroot from $mirror"
+        fi
+    fi
+fi
+mkdir -p "$chroot_dir" && tar -C "$chroot_dir" -xf "$tarball" 2>/dev/null
+ok $? "a fresh $SUITE minbase chroot ($(du -sm "$chroot_dir" | cut -f1) MiB)"
+
+# /proc (the library reads /proc/self/exe for [program] sections) and /dev.
+if mount -t proc proc "$chroot_dir/proc" 2>/dev/null; then mounted+=("$chroot_dir/proc"); else note "no /proc in the chroot"; fi
+if mount --bind /dev "$chroot_dir/dev" 2>/dev/null; then mounted+=("$chroot_dir/dev"); fi
+
+in_chroot() { chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+    LC_ALL=C DEBIAN_FRONTEND=noninteractive "$@"; }
+# snapshot FILE: every entry of the chroot's /etc with type, mode, owner, size and checksum
+snapshot() {
+    (cd "$chroot_dir" && find etc -printf '%p %y %m %u:%g %s %l\n' | LC_ALL=C sort &&
+        find etc -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) >"$1"
+}
+mkdir -p "$chroot_dir/tmp/debs" && cp "${debs[@]}" "$chroot_dir/tmp/debs/"
+deb() { echo "/tmp/debs/$(cd "$chroot_dir/tmp/debs" && ls "$1"_*.deb | head -1)"; }
+D_LIB=$(deb libthpalloc1) D_TOOLS=$(deb thpalloc) D_PRE=$(deb thpalloc-preload)
+snapshot "$work/etc.pristine"
+
+# ---- 4. install, preload, remove, purge -----------------------------------------------
+echo "# --- transcript ---"
+t() { # t COMMAND...: run in the chroot, transcript on stdout as '# ' lines
+    echo "# chroot\$ $*"
+    in_chroot "$@" >"$work/t.out" 2>&1
+    local rc=$?
+    awk '{ print "#   " $0 }' "$work/t.out"
+    return $rc
+}
+t dpkg -i "$D_LIB" "$D_TOOLS"
+ok $? "dpkg -i libthpalloc1 thpalloc"
+snapshot "$work/etc.before"
+
+t dpkg -i "$D_PRE"
+ok $? "dpkg -i thpalloc-preload (postinst: thpalloc-preload enable)"
+t cat /etc/ld.so.preload
+[ "$(cat "$chroot_dir/etc/ld.so.preload" 2>/dev/null)" = '/usr/$LIB/libthpalloc.so.1' ]
+ok $? "the chroot's /etc/ld.so.preload holds exactly /usr/\$LIB/libthpalloc.so.1"
+[ "$(stat -c '%a %u' "$chroot_dir/etc/ld.so.preload" 2>/dev/null)" = "644 0" ]
+ok $? "/etc/ld.so.preload: mode 0644, owned by root"
+t thpalloc-preload status && [ "$(cat "$work/t.out")" = enabled ]
+ok $? "thpalloc-preload status: enabled"
+
+# Programs with the preload in force: exit 0, nothing on stderr, thpalloc loaded.
+for cmd in "/bin/true" "ls -la /" "echo hello" "sort /etc/passwd | head -3" \
+    "perl -e 'print join(q(,), map { \$_ * 2 } 1..5)'" "apt-cache policy" "dpkg -l libthpalloc1"; do
+    in_chroot /bin/sh -c "$cmd" >"$work/out" 2>"$work/err"
+    rc=$?
+    [ $rc -eq 0 ] && [ ! -s "$work/err" ]
+    good=$?
+    [ $good -eq 0 ] || sed 's/^/# stderr: /' "$work/err" | head -5
+    ok $good "in the chroot, under /etc/ld.so.preload: $cmd (rc=$rc)"
+done
+in_chroot env LD_DEBUG=libs /bin/true 2>&1 | grep -q 'calling init: .*/libthpalloc\.so\.1'
+ok $? "ld.so loads /usr/lib/<multiarch>/libthpalloc.so.1 into /bin/true"
+if in_chroot python3 -c 'import ctypes' >/dev/null 2>&1; then
+    t python3 -c 'import ctypes; l = ctypes.CDLL(None); b = bytearray(32 << 20); print("thpalloc_active", l.thpalloc_active())'
+    grep -qx 'thpalloc_active 1' "$work/t.out"
+    ok $? "python3 in the chroot runs on thpalloc (from /etc/ld.so.preload)"
+fi
+if [ -d "$chroot_dir/proc/self" ]; then
+    in_chroot /bin/sh -c 'grep -c libthpalloc /proc/self/maps' >"$work/out" 2>&1
+    [ "$(cat "$work/out")" -gt 0 ] 2>/dev/null
+    ok $? "/proc/self/maps of a shell in the chroot shows libthpalloc.so.1"
+fi
+t thp-status
+ok $? "thp-status runs in the chroot"
+t thp-status --check
+ok $? "thp-status --check: the shipped policy is valid"
+
+t dpkg -r thpalloc-preload
+ok $? "dpkg -r thpalloc-preload (prerm: thpalloc-preload disable)"
+[ ! -e "$chroot_dir/etc/ld.so.preload" ]
+ok $? "/etc/ld.so.preload is gone (the entry was all it held)"
+in_chroot /bin/true >/dev/null 2>"$work/err" && [ ! -s "$work/err" ]
+ok $? "programs run cleanly after the removal"
+t dpkg -P thpalloc-preload
+ok $? "dpkg -P thpalloc-preload"
+snapshot "$work/etc.after"
+diff "$work/etc.before" "$work/etc.after" | sed 's/^/# diff: /'
+cmp -s "$work/etc.before" "$work/etc.after"
+ok $? "/etc after install + remove + purge of thpalloc-preload is as before"
+
+# A pre-existing /etc/ld.so.preload (a comment, no final newline) is kept byte for byte.
+printf '# local preloads: none yet' >"$chroot_dir/etc/ld.so.preload"
+chmod 644 "$chroot_dir/etc/ld.so.preload"
+snapshot "$work/etc.before2"
+t dpkg -i "$D_PRE"
+ok $? "dpkg -i thpalloc-preload over an existing /etc/ld.so.preload"
+t cat /etc/ld.so.preload
+printf '# local preloads: none yet\n/usr/$LIB/libthpalloc.so.1' | cmp -s - "$chroot_dir/etc/ld.so.preload"
+ok $? "the entry is added on a line of its own, the comment kept"
+in_chroot /bin/ls / >/dev/null 2>"$work/err" && [ ! -s "$work/err" ]
+ok $? "programs run cleanly"
+t dpkg -P thpalloc-preload
+ok $? "dpkg -P thpalloc-preload"
+snapshot "$work/etc.after2"
+diff "$work/etc.before2" "$work/etc.after2" | sed 's/^/# diff: /'
+cmp -s "$work/etc.before2" "$work/etc.after2"
+ok $? "/etc/ld.so.preload and /etc are as they were (the comment, byte for byte)"
+rm -f "$chroot_dir/etc/ld.so.preload"
+
+# The tool gone (a forced removal of thpalloc): the maintainer scripts still take the entry out.
+t dpkg -i "$D_PRE" >/dev/null
+t dpkg --remove --force-depends thpalloc
+ok $? "dpkg --remove --force-depends thpalloc (thpalloc-preload stays, its tool is gone)"
+t dpkg -P thpalloc-preload
+ok $? "dpkg -P thpalloc-preload without the thpalloc-preload tool (fallback)"
+[ ! -e "$chroot_dir/etc/ld.so.preload" ]
+ok $? "the fallback took the entry out and removed the file"
+
+# A library that does not load: enable refuses and the file stays as it was.
+t dpkg -i "$D_TOOLS" >/dev/null
+lib=$(ls "$chroot_dir"/usr/lib/*/libthpalloc.so.1.* 2>/dev/null | head -1)
+[ -n "$lib" ] && cp "$lib" "$work/lib.good" && echo junk >"$lib"
+t dpkg -i "$D_PRE"
+rc=$?
+[ -n "$lib" ] && [ $rc -ne 0 ] && [ ! -e "$chroot_dir/etc/ld.so.preload" ]
+ok $? "with a broken library, configuring thpalloc-preload fails and /etc/ld.so.preload is not written"
+in_chroot /bin/true 2>"$work/err" && [ ! -s "$work/err" ]
+ok $? "the system still works"
+[ -n "$lib" ] && cp "$work/lib.good" "$lib"
+t dpkg -P thpalloc-preload
+ok $? "dpkg -P thpalloc-preload (unconfigured)"
+
+# Everything out: /etc as in the pristine chroot.
+t dpkg -P thpalloc libthpalloc1
+ok $? "dpkg -P thpalloc libthpalloc1"
+rm -rf "$chroot_dir/tmp/debs"
+snapshot "$work/etc.final"
+diff "$work/etc.pristine" "$work/etc.final" | sed 's/^/# diff: /'
+cmp -s "$work/etc.pristine" "$work/etc.final"
+ok $? "after purging every package /etc is as in the pristine chroot"
+
+host_preload_after=$(if [ -e /etc/ld.so.preload ]; then sha256sum </etc/ld.so.preload; stat -c %a /etc/ld.so.preload; else echo absent; fi)
+[ "$host_preload_before" = "$host_preload_after" ]
+ok $? "the machine's own /etc/ld.so.preload is untouched"
+finish

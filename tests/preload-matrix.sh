@@ -1,0 +1,287 @@
+#!/bin/bash
+# thpalloc-preload on scratch roots (mktemp -d): the edge-case matrix of issue 5. Each case
+# writes DIR/etc/ld.so.preload, runs enable / disable / status with --root DIR and compares
+# the file byte for byte (and its mode) with what it must be. Never touches /etc.
+set -u
+
+BUILD=${TESTS_BUILDDIR:-$(cd "$(dirname "$0")" && pwd)}
+TOOL=${THPALLOC_PRELOAD_TOOL:-$BUILD/../tools/thpalloc-preload}
+LIB=${THPALLOC_LIB:-$BUILD/../lib/.libs/libthpalloc.so.1}
+
+n=0
+failed=0
+ok() { # ok RC DESCRIPTION
+    n=$((n + 1))
+    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
+}
+
+if [ ! -x "$TOOL" ] || [ ! -f "$LIB" ]; then
+    echo "1..0 # SKIP thpalloc-preload ($TOOL) or the library ($LIB) is not built"
+    exit 0
+fi
+E=$("$TOOL" --help | sed -n 's/^entry: //p')
+if [ -z "$E" ]; then
+    echo "1..1"
+    echo "not ok 1 - thpalloc-preload --help names its entry"
+    exit 1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-preload.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cp "$LIB" "$tmp/libthpalloc.so.1" && LIB=$tmp/libthpalloc.so.1
+
+# A scratch root with the library where the entry points (inside the root). The entry may
+# hold $LIB, which ld.so expands (lib/x86_64-linux-gnu on Debian amd64, lib64 elsewhere):
+# the library goes to every directory $LIB can name.
+ma=$(${CC:-cc} -print-multiarch 2>/dev/null || gcc -print-multiarch 2>/dev/null || true)
+mkroot() { # mkroot NAME [nolib]: prints the new root
+    local r=$tmp/$1
+    mkdir -p "$r/etc"
+    if [ "${2:-}" != nolib ]; then
+        case $E in
+        *'$LIB'*)
+            for d in ${ma:+lib/$ma} lib64 lib lib32 libx32; do
+                local p=$r${E%%\$LIB*}$d${E#*\$LIB}
+                mkdir -p "$(dirname "$p")" && cp "$LIB" "$p"
+            done
+            ;;
+        *) mkdir -p "$r$(dirname "$E")" && cp "$LIB" "$r$E" ;;
+        esac
+    fi
+    echo "$r"
+}
+
+# The file's content as a printable string, and its mode.
+show() { if [ -e "$1" ]; then od -An -c "$1" | tr -s ' \n' ' '; else echo '<absent>'; fi; }
+mode() { stat -c %a "$1" 2>/dev/null || echo absent; }
+
+# case_ VERB NAME INITIAL EXPECTED [INITIAL_MODE]: with INITIAL as the file's content
+# (the word ABSENT: no file), `thpalloc-preload VERB` must exit 0 and leave EXPECTED
+# (ABSENT: no file) with mode 0644; no temporary file may be left behind.
+R=
+case_() {
+    local verb=$1 name=$2 initial=$3 expected=$4 imode=${5:-644}
+    R=$(mkroot "$verb-$n")
+    local f=$R/etc/ld.so.preload
+    if [ "$initial" != ABSENT ]; then printf '%s' "$initial" >"$f" && chmod "$imode" "$f"; fi
+    local out rc=0
+    out=$(umask 077 && "$TOOL" --root "$R" "$verb" 2>&1) || rc=$?
+    local want good=0
+    if [ "$expected" = ABSENT ]; then
+        [ ! -e "$f" ] || good=1
+    else
+        want=$tmp/want && printf '%s' "$expected" >"$want"
+        cmp -s "$f" "$want" || good=1
+        [ "$(mode "$f")" = 644 ] || good=1
+    fi
+    [ "$rc" -eq 0 ] || good=1
+    [ -z "$(find "$R/etc" -name '.ld.so.preload*')" ] || good=1
+    if [ "$good" -ne 0 ]; then
+        echo "# $verb: rc=$rc output: $out"
+        echo "# got:  $(show "$f") mode $(mode "$f")"
+        [ "$expected" = ABSENT ] && echo "# want: <absent>" || echo "# want: $(show "$want") mode 644"
+    fi
+    ok "$good" "$verb: $name"
+}
+
+# status_ NAME INITIAL WANT: `status` prints WANT (enabled / disabled) and changes nothing.
+status_() {
+    local r f out rc=0 before after good=0
+    r=$(mkroot "status-$n" nolib)
+    f=$r/etc/ld.so.preload
+    [ "$2" = ABSENT ] || printf '%s' "$2" >"$f"
+    before=$(show "$f")
+    out=$("$TOOL" --root "$r" status 2>&1) || rc=$?
+    after=$(show "$f")
+    [ "$rc" -eq 0 ] && [ "$out" = "$3" ] && [ "$before" = "$after" ] || good=1
+    [ "$good" -eq 0 ] || echo "# rc=$rc output: $out"
+    ok "$good" "status: $1 -> $3"
+}
+
+A=/usr/lib/other/libother.so
+B=/opt/lib/libb.so
+NL=$'\n'
+
+echo "# entry: $E"
+
+# --- status: glibc's parsing ---
+status_ "no file" ABSENT disabled
+status_ "empty file" "" disabled
+status_ "our entry only" "$E$NL" enabled
+status_ "our entry, no final newline" "$E" enabled
+status_ "only another entry" "$A$NL" disabled
+status_ "a comment that contains our path" "# $E$NL" disabled
+status_ "our path after an entry's comment" "$A # $E$NL" disabled
+status_ "our entry ended by a comment" "$E#comment$NL" enabled
+status_ "our entry between colons" "$A:$E:$B$NL" enabled
+status_ "our entry after a tab" "$A	$E$NL" enabled
+status_ "a longer path that starts with ours" "${E}x$NL" disabled
+status_ "a path that ends with ours" "/x$E$NL" disabled
+
+# --- enable ---
+case_ enable "no file" ABSENT "$E$NL"
+case_ enable "empty file" "" "$E$NL"
+case_ enable "our entry only: unchanged" "$E$NL" "$E$NL"
+case_ enable "only another entry" "$A$NL" "$A$NL$E$NL"
+case_ enable "no final newline: kept missing" "$A" "$A$NL$E"
+case_ enable "trailing space" "$A $NL" "$A $NL$E$NL"
+case_ enable "trailing tab, no final newline" "$A	" "$A	$NL$E"
+case_ enable "a comment that contains our path" "# $E$NL" "# $E$NL$E$NL"
+case_ enable "a final comment without newline" "$A # $E" "$A # $E$NL$E"
+case_ enable "duplicates of ours: one kept" "$E$NL$A$NL$E$NL" "$E$NL$A$NL"
+case_ enable "duplicates on one line" "$E $E$NL" "$E$NL"
+case_ enable "0600 file: mode 0644 after" "$A$NL" "$A$NL$E$NL" 600
+case_ enable "0600 file with our entry: mode repaired" "$E$NL" "$E$NL" 600
+case_ enable "0640 file" "$A$NL" "$A$NL$E$NL" 640
+case_ enable "blank lines and comments kept" "$NL# local$NL$NL$A$NL  $NL" "$NL# local$NL$NL$A$NL  $NL$E$NL"
+
+# enable twice: the second run changes nothing (not even the inode).
+r=$(mkroot twice-enable)
+printf '%s\n' "$A" >"$r/etc/ld.so.preload"
+"$TOOL" --root "$r" enable >/dev/null 2>&1
+ino1=$(stat -c %i "$r/etc/ld.so.preload")
+out=$("$TOOL" --root "$r" enable 2>&1)
+rc=$?
+ino2=$(stat -c %i "$r/etc/ld.so.preload")
+printf '%s\n%s\n' "$A" "$E" >"$tmp/want"
+[ "$rc" -eq 0 ] && [ "$ino1" = "$ino2" ] && cmp -s "$tmp/want" "$r/etc/ld.so.preload" \
+    && [ "$("$TOOL" --root "$r" status)" = enabled ]
+ok $? "enable twice: one entry, second run a no-op ($out)"
+
+# --- disable ---
+case_ disable "no file" ABSENT ABSENT
+case_ disable "empty file: untouched" "" ""
+case_ disable "our entry only: file removed" "$E$NL" ABSENT
+case_ disable "our entry only, no final newline: file removed" "$E" ABSENT
+case_ disable "our entry with trailing space" "$E $NL" ABSENT
+case_ disable "our entry with trailing tab" "$E	$NL" ABSENT
+case_ disable "our entry, indented, then blank lines" "  $E$NL$NL" ABSENT
+case_ disable "only another entry: untouched" "$A$NL" "$A$NL"
+case_ disable "first" "$E$NL$A$NL$B$NL" "$A$NL$B$NL"
+case_ disable "middle" "$A$NL$E$NL$B$NL" "$A$NL$B$NL"
+case_ disable "last" "$A$NL$B$NL$E$NL" "$A$NL$B$NL"
+case_ disable "last, no final newline" "$A$NL$E" "$A"
+case_ disable "first on a line" "$E $A $B$NL" "$A $B$NL"
+case_ disable "middle of a line" "$A $E $B$NL" "$A $B$NL"
+case_ disable "last on a line" "$A $B $E$NL" "$A $B$NL"
+case_ disable "between colons" "$A:$E:$B$NL" "$A:$B$NL"
+case_ disable "after a tab, no final newline" "$A	$E" "$A"
+case_ disable "duplicates of ours" "$E$NL$A$NL$E$NL" "$A$NL"
+case_ disable "duplicates only" "$E$NL$E $E$NL" ABSENT
+case_ disable "a comment that contains our path: untouched" "# $E$NL" "# $E$NL"
+case_ disable "our entry and a comment about it" "# thpalloc$NL$E$NL" "# thpalloc$NL"
+case_ disable "our entry with a comment on its line" "$E # thpalloc$NL" "# thpalloc$NL"
+case_ disable "our entry ended by a comment" "$E#x$NL$A$NL" "#x$NL$A$NL"
+case_ disable "trailing blanks of other lines kept" "$A $NL$E$NL$B	$NL" "$A $NL$B	$NL"
+case_ disable "0600 file: mode 0644 after" "$A$NL$E$NL" "$A$NL" 600
+# Without our entry, disable writes nothing: a 0600 mode stays (not ours to change).
+r=$(mkroot keep-mode)
+printf '%s\n' "$A" >"$r/etc/ld.so.preload" && chmod 600 "$r/etc/ld.so.preload"
+"$TOOL" --root "$r" disable >/dev/null 2>&1
+[ "$(mode "$r/etc/ld.so.preload")" = 600 ]
+ok $? "disable without our entry does not write (mode 0600 stays)"
+
+# disable twice.
+r=$(mkroot twice-disable)
+printf '%s\n%s\n' "$A" "$E" >"$r/etc/ld.so.preload"
+"$TOOL" --root "$r" disable >/dev/null 2>&1
+rc1=$?
+"$TOOL" --root "$r" disable >/dev/null 2>&1
+rc2=$?
+printf '%s\n' "$A" >"$tmp/want"
+[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && cmp -s "$tmp/want" "$r/etc/ld.so.preload" \
+    && [ "$("$TOOL" --root "$r" status)" = disabled ]
+ok $? "disable twice: second run a no-op"
+
+# Round trips: enable then disable gives back the original bytes.
+for init in "$A$NL" "$A" "$A$NL# c" "# only a comment$NL" "$A	" "$NL$NL$A:$B$NL"; do
+    r=$(mkroot "round-$n")
+    printf '%s' "$init" >"$r/etc/ld.so.preload"
+    cp "$r/etc/ld.so.preload" "$tmp/orig"
+    "$TOOL" --root "$r" enable >/dev/null 2>&1 && "$TOOL" --root "$r" disable >/dev/null 2>&1 \
+        && cmp -s "$tmp/orig" "$r/etc/ld.so.preload"
+    ok $? "enable + disable gives back: $(show "$tmp/orig")"
+done
+r=$(mkroot round-none)
+"$TOOL" --root "$r" enable >/dev/null 2>&1 && "$TOOL" --root "$r" disable >/dev/null 2>&1 \
+    && [ ! -e "$r/etc/ld.so.preload" ]
+ok $? "enable + disable with no file: no file"
+
+# --- refusal: a library that does not load leaves the file untouched ---
+refuse() { # refuse NAME: $r prepared; enable must fail, say why, and not touch the file
+    local f=$r/etc/ld.so.preload before after out rc=0
+    printf '%s\n' "$A" >"$f" && chmod 600 "$f"
+    before=$(stat -c '%i %a %s %Y' "$f")$(show "$f")
+    out=$("$TOOL" --root "$r" enable 2>&1) || rc=$?
+    after=$(stat -c '%i %a %s %Y' "$f")$(show "$f")
+    [ "$rc" -ne 0 ] && [ "$before" = "$after" ] && [ -n "$out" ] \
+        && [ -z "$(find "$r/etc" -name '.ld.so.preload*')" ]
+    local good=$?
+    echo "# $(echo "$out" | head -1)"
+    ok "$good" "enable refused: $1 (rc=$rc, file untouched)"
+}
+r=$(mkroot refuse-missing nolib)
+refuse "library missing"
+r=$(mkroot refuse-junk nolib)
+case $E in
+*'$LIB'*) for d in ${ma:+lib/$ma} lib64 lib; do
+    p=$r${E%%\$LIB*}$d${E#*\$LIB}; mkdir -p "$(dirname "$p")"; echo "not an ELF file" >"$p"; done ;;
+*) mkdir -p "$r$(dirname "$E")"; echo "not an ELF file" >"$r$E" ;;
+esac
+refuse "not a shared object"
+# A library whose constructor writes to stderr (ld.so would print that in every process).
+if command -v "${CC:-cc}" >/dev/null 2>&1; then
+    r=$(mkroot refuse-noisy nolib)
+    printf '%s\n' '#include <unistd.h>' \
+        '__attribute__((constructor)) static void noisy(void) { write(2, "hello\n", 6); }' \
+        >"$tmp/noisy.c"
+    if "${CC:-cc}" -shared -fPIC -o "$tmp/noisy.so" "$tmp/noisy.c" 2>/dev/null; then
+        case $E in
+        *'$LIB'*) for d in ${ma:+lib/$ma} lib64 lib; do
+            p=$r${E%%\$LIB*}$d${E#*\$LIB}; mkdir -p "$(dirname "$p")"; cp "$tmp/noisy.so" "$p"; done ;;
+        *) mkdir -p "$r$(dirname "$E")"; cp "$tmp/noisy.so" "$r$E" ;;
+        esac
+        refuse "a library that writes to stderr"
+    else
+        ok 0 "# SKIP cannot build a test library"
+    fi
+else
+    ok 0 "# SKIP no C compiler for the noisy-library case"
+fi
+
+# A symbolic link is not followed nor replaced.
+r=$(mkroot symlink)
+printf '%s\n' "$A" >"$r/etc/real-preload"
+ln -s real-preload "$r/etc/ld.so.preload"
+"$TOOL" --root "$r" enable >/dev/null 2>&1
+rc=$?
+[ "$rc" -ne 0 ] && [ -L "$r/etc/ld.so.preload" ] && [ "$(cat "$r/etc/real-preload")" = "$A" ]
+ok $? "a symbolic link /etc/ld.so.preload is refused, left as it is"
+
+# --- usage ---
+usage_() { # usage_ DESCRIPTION ARGS...: exit 2, usage on stderr, nothing on stdout
+    local d=$1 out err rc=0
+    shift
+    out=$("$TOOL" "$@" 2>"$tmp/err") || rc=$?
+    err=$(cat "$tmp/err")
+    [ "$rc" -eq 2 ] && [ -z "$out" ] && case $err in *usage:*) true ;; *) false ;; esac
+    ok $? "usage, exit 2: $d (rc=$rc)"
+}
+r=$(mkroot usage)
+usage_ "no verb"
+usage_ "bad verb" --root "$r" frobnicate
+usage_ "bad option" --root "$r" --frob status
+usage_ "two verbs" --root "$r" enable disable
+usage_ "--root without a value" --root
+usage_ "empty --root" --root "" status
+"$TOOL" --root "$tmp/does-not-exist" status >/dev/null 2>&1
+[ $? -eq 1 ]
+ok $? "--root that does not exist: exit 1"
+out=$("$TOOL" --help) && case $out in *usage:*) true ;; *) false ;; esac
+ok $? "--help: usage on stdout, exit 0"
+r=$(mkroot eq)
+"$TOOL" --root="$r" enable >/dev/null 2>&1 && [ "$("$TOOL" status --root "$r")" = enabled ]
+ok $? "--root=DIR and options after the verb"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,684 @@
+/* thpalloc-preload [--root DIR] enable|disable|status: the system-wide entry for thpalloc in
+ * DIR/etc/ld.so.preload (thpalloc-preload(8)).
+ *
+ * The file is parsed as glibc's ld.so parses it (elf/rtld.c): '#' starts a comment that runs
+ * to the end of the line, entries are separated by ' ', '\t', '\n' and ':'. Our entry is
+ * matched as an exact token; every other byte of the file (other entries, comments, blank
+ * lines, a missing final newline) is kept as it was. Writes are atomic: a temporary file in
+ * the same directory, mode 0644 whatever the old mode was, fsync, rename, fsync of the
+ * directory. The file is removed only when our entry was all it held. `enable` first proves
+ * that the library loads and runs (LD_PRELOAD=LIB /bin/true exits 0 and prints nothing on
+ * stderr) and otherwise refuses, saying why, without touching the file. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The entry: /usr/$LIB/libthpalloc.so.1 when the library is installed in the system's
+ * multiarch directory (ld.so expands $LIB to lib/<triplet> on Debian, so one line serves
+ * every architecture), else the literal install path. THPALLOC_LIBDIR and THPALLOC_MULTIARCH
+ * come from the build (tools/scripts.am). */
+#ifndef THPALLOC_LIBDIR
+#define THPALLOC_LIBDIR "/usr/lib"
+#endif
+#ifndef THPALLOC_MULTIARCH
+#define THPALLOC_MULTIARCH ""
+#endif
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0.1.0"
+#endif
+#define LIBNAME "libthpalloc.so.1"
+#define PRELOAD_FILE "/etc/ld.so.preload"
+#define MAX_FILE (1 << 20) /* ld.so.preload is a few lines; refuse anything absurd */
+
+static const char *prog = "thpalloc-preload";
+static char entry[PATH_MAX];
+static size_t entry_len;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [--root DIR] enable|disable|status\n"
+            "  enable   add the entry to DIR/etc/ld.so.preload after a smoke test\n"
+            "  disable  take the entry out (the file goes when nothing else is in it)\n"
+            "  status   print \"enabled\" or \"disabled\"\n"
+            "  --root DIR  edit DIR/etc/ld.so.preload instead of /etc/ld.so.preload\n"
+            "entry: %s\n",
+            prog, entry);
+}
+
+static void set_entry(void)
+{
+    const char *ma = THPALLOC_MULTIARCH;
+    char sys[PATH_MAX];
+    snprintf(sys, sizeof sys, "/usr/lib/%s", ma);
+    if (ma[0] != '\0' && strcmp(THPALLOC_LIBDIR, sys) == 0)
+        snprintf(entry, sizeof entry, "/usr/$LIB/%s", LIBNAME);
+    else
+        snprintf(entry, sizeof entry, "%s/%s", THPALLOC_LIBDIR, LIBNAME);
+    entry_len = strlen(entry);
+}
+
+static bool is_sep(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == ':';
+}
+
+/* --- the file's tokens, as glibc sees them --- */
+
+struct token {
+    size_t start, end; /* [start, end) */
+    bool ours;
+};
+
+struct parsed {
+    struct token *tok;
+    size_t ntok, ours;
+};
+
+static int parse(const char *buf, size_t len, struct parsed *p)
+{
+    size_t cap = 16;
+    p->tok = malloc(cap * sizeof *p->tok);
+    p->ntok = p->ours = 0;
+    if (!p->tok)
+        return -1;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c == '#') { /* comment to the end of the line; the '\n' stays a separator */
+            while (i < len && buf[i] != '\n')
+                i++;
+            continue;
+        }
+        if (is_sep(c)) {
+            i++;
+            continue;
+        }
+        size_t s = i;
+        while (i < len && !is_sep((unsigned char)buf[i]) && buf[i] != '#')
+            i++;
+        if (p->ntok == cap) {
+            cap *= 2;
+            struct token *t = realloc(p->tok, cap * sizeof *t);
+            if (!t)
+                return -1;
+            p->tok = t;
+        }
+        bool ours = (i - s == entry_len && memcmp(buf + s, entry, entry_len) == 0);
+        p->tok[p->ntok++] = (struct token){s, i, ours};
+        p->ours += ours;
+    }
+    return 0;
+}
+
+/* Marks in del[] the bytes to delete so that the tokens with drop[k] set disappear. A line
+ * that holds nothing but dropped tokens and separators goes whole (with its newline, or with
+ * the newline before it when it is the last line and has none); elsewhere a dropped token
+ * takes one adjacent blank or ':' with it, the one after it if there is one on the line,
+ * else the one before. */
+static void mark(const char *buf, size_t len, const struct parsed *p, const bool *drop,
+                 bool *del)
+{
+    size_t k = 0;
+    size_t ls = 0;
+    while (ls < len) {
+        size_t le = ls; /* end of line, exclusive of '\n' */
+        while (le < len && buf[le] != '\n')
+            le++;
+        bool has_comment = memchr(buf + ls, '#', le - ls) != NULL;
+        size_t first = k, n = 0, ndrop = 0;
+        while (k < p->ntok && p->tok[k].start < le) {
+            n++;
+            ndrop += drop[k];
+            k++;
+        }
+        if (ndrop > 0 && ndrop == n && !has_comment) {
+            if (le < len) {
+                memset(del + ls, 1, le + 1 - ls);
+            } else {
+                memset(del + ls, 1, le - ls);
+                if (ls > 0)
+                    del[ls - 1] = 1; /* last line without a newline: the '\n' before it */
+            }
+        } else if (ndrop > 0) {
+            for (size_t j = first; j < first + n; j++) {
+                if (!drop[j])
+                    continue;
+                size_t s = p->tok[j].start, e = p->tok[j].end;
+                memset(del + s, 1, e - s);
+                if (e < le && buf[e] != '#' && is_sep((unsigned char)buf[e]) && !del[e])
+                    del[e] = 1;
+                else if (s > ls && is_sep((unsigned char)buf[s - 1]) && !del[s - 1])
+                    del[s - 1] = 1;
+            }
+        }
+        ls = le + 1;
+    }
+}
+
+/* --- file I/O --- */
+
+static char root[PATH_MAX] = "";
+static char dir[PATH_MAX + 8];   /* ROOT/etc */
+static char path[PATH_MAX + 32]; /* ROOT/etc/ld.so.preload */
+
+/* Reads the file: 1 when it exists (buf/len/st filled), 0 when it does not, -1 on error. */
+static int read_file(char **buf, size_t *len, struct stat *st)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        if (errno == ELOOP)
+            fprintf(stderr, "%s: %s is a symbolic link: edit it by hand\n", prog, path);
+        else
+            fprintf(stderr, "%s: cannot open %s: %s\n", prog, path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        fprintf(stderr, "%s: %s is not a regular file\n", prog, path);
+        close(fd);
+        return -1;
+    }
+    size_t cap = (size_t)st->st_size + 1, n = 0;
+    if (cap > MAX_FILE) {
+        fprintf(stderr, "%s: %s is larger than %d bytes: not touching it\n", prog, path,
+                MAX_FILE);
+        close(fd);
+        return -1;
+    }
+    char *b = malloc(cap + 1);
+    if (!b) {
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        if (n == cap) {
+            if (cap >= MAX_FILE) {
+                fprintf(stderr, "%s: %s grows while being read\n", prog, path);
+                free(b);
+                close(fd);
+                return -1;
+            }
+            cap *= 2;
+            char *nb = realloc(b, cap + 1);
+            if (!nb) {
+                free(b);
+                close(fd);
+                return -1;
+            }
+            b = nb;
+        }
+        ssize_t r = read(fd, b + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            fprintf(stderr, "%s: cannot read %s: %s\n", prog, path, strerror(errno));
+            free(b);
+            close(fd);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    *buf = b;
+    *len = n;
+    return 1;
+}
+
+static int fsync_dir(void)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    int rc = fsync(dfd);
+    close(dfd);
+    return rc;
+}
+
+/* Replaces the file with buf[0..len) atomically, mode 0644. */
+static int write_file(const char *buf, size_t len)
+{
+    char tmp[PATH_MAX + 64];
+    if (snprintf(tmp, sizeof tmp, "%s/.ld.so.preload.thpalloc-XXXXXX", dir) >= (int)sizeof tmp)
+        return -1;
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "%s: cannot create a file in %s: %s\n", prog, dir, strerror(errno));
+        return -1;
+    }
+    const char *what = "write";
+    if (geteuid() == 0 && fchown(fd, 0, 0) != 0) {
+        what = "chown";
+        goto fail;
+    }
+    if (fchmod(fd, 0644) != 0) {
+        what = "chmod";
+        goto fail;
+    }
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, buf + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            goto fail;
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0) {
+        what = "fsync";
+        goto fail;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        what = "close";
+        goto fail;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0) {
+        what = "rename";
+        goto fail;
+    }
+    if (fsync_dir() != 0)
+        fprintf(stderr, "%s: warning: fsync of %s: %s\n", prog, dir, strerror(errno));
+    return 0;
+fail:
+    fprintf(stderr, "%s: cannot %s %s: %s\n", prog, what, tmp, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    return -1;
+}
+
+static int remove_file(void)
+{
+    if (unlink(path) != 0 && errno != ENOENT) {
+        fprintf(stderr, "%s: cannot remove %s: %s\n", prog, path, strerror(errno));
+        return -1;
+    }
+    if (fsync_dir() != 0)
+        fprintf(stderr, "%s: warning: fsync of %s: %s\n", prog, dir, strerror(errno));
+    return 0;
+}
+
+/* Copies the bytes not marked for deletion. */
+static size_t squeeze(const char *buf, size_t len, const bool *del, char *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        if (!del[i])
+            out[n++] = buf[i];
+    return n;
+}
+
+static bool only_separators(const char *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!is_sep((unsigned char)buf[i]))
+            return false;
+    return true;
+}
+
+/* --- the smoke test --- */
+
+/* Runs argv with LD_PRELOAD=lib and a small fixed environment; true when it exits 0 and
+ * writes nothing to stderr. On failure, why[] says what happened. */
+static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap)
+{
+    char pre[2 * PATH_MAX + 16];
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s", lib);
+    char *envp[] = {pre, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        snprintf(why, cap, "pipe: %s", strerror(errno));
+        return false;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, cap, "fork: %s", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        return false;
+    }
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        if (nul >= 0) {
+            dup2(nul, 0);
+            dup2(nul, 1);
+        }
+        dup2(pfd[1], 2);
+        signal(SIGALRM, SIG_DFL);
+        alarm(30); /* a library that hangs fails the test instead of the install */
+        execve(argv[0], argv, envp);
+        dprintf(2, "cannot run %s: %s", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(pfd[1]);
+    char err[1024];
+    size_t n = 0;
+    for (;;) {
+        char tmp[512];
+        ssize_t r = read(pfd[0], tmp, sizeof tmp);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        size_t c = (size_t)r;
+        if (c > sizeof err - 1 - n)
+            c = sizeof err - 1 - n;
+        memcpy(err + n, tmp, c);
+        n += c;
+    }
+    close(pfd[0]);
+    err[n] = '\0';
+    while (n > 0 && (err[n - 1] == '\n' || err[n - 1] == ' '))
+        err[--n] = '\0';
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) {
+            snprintf(why, cap, "waitpid: %s", strerror(errno));
+            return false;
+        }
+    if (WIFSIGNALED(st)) {
+        snprintf(why, cap, "LD_PRELOAD=%s %s was killed by signal %d%s%s", lib, argv[0],
+                 WTERMSIG(st), n ? ": " : "", err);
+        return false;
+    }
+    if (WEXITSTATUS(st) != 0) {
+        snprintf(why, cap, "LD_PRELOAD=%s %s exited with status %d%s%s", lib, argv[0],
+                 WEXITSTATUS(st), n ? ": " : "", err);
+        return false;
+    }
+    if (n > 0) {
+        snprintf(why, cap, "LD_PRELOAD=%s %s wrote to stderr: %s", lib, argv[0], err);
+        return false;
+    }
+    return true;
+}
+
+static bool smoke(char *why, size_t cap)
+{
+    char lib[2 * PATH_MAX];
+    if (snprintf(lib, sizeof lib, "%s%s", root, entry) >= (int)sizeof lib) {
+        snprintf(why, cap, "path too long");
+        return false;
+    }
+    /* LD_PRELOAD splits at blanks and ':'; such a root cannot be tested, so refuse it. */
+    if (strpbrk(root, " \t\n:")) {
+        snprintf(why, cap, "the root %.256s contains a blank or ':', so the library cannot be "
+                           "tried with LD_PRELOAD", root);
+        return false;
+    }
+    char *t[] = {"/bin/true", NULL};
+    if (!smoke_one(lib, t, why, cap))
+        return false;
+    /* A real program that allocates, when there is one. */
+    if (access("/bin/ls", X_OK) == 0) {
+        char *l[] = {"/bin/ls", "-la", "/", NULL};
+        if (!smoke_one(lib, l, why, cap))
+            return false;
+    }
+    return true;
+}
+
+/* --- verbs --- */
+
+static int cmd_status(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    struct stat st;
+    int r = read_file(&buf, &len, &st);
+    if (r < 0)
+        return 1;
+    struct parsed p = {0};
+    if (r > 0 && parse(buf, len, &p) != 0)
+        return 1;
+    puts(r > 0 && p.ours > 0 ? "enabled" : "disabled");
+    free(p.tok);
+    free(buf);
+    return 0;
+}
+
+static int cmd_enable(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    struct stat st;
+    int r = read_file(&buf, &len, &st);
+    if (r < 0)
+        return 1;
+    struct parsed p = {0};
+    if (r > 0 && parse(buf, len, &p) != 0)
+        return 1;
+    int rc = 0;
+    if (r > 0 && p.ours > 0) {
+        /* Already there: only duplicates go, and a mode other than 0644 is repaired (a 0600
+         * file silently disables every preload for users other than root). */
+        bool fix_mode = (st.st_mode & 07777) != 0644;
+        if (p.ours == 1 && !fix_mode) {
+            printf("%s: already enabled (%s in %s)\n", prog, entry, path);
+            goto out;
+        }
+        bool *drop = calloc(p.ntok + 1, sizeof *drop);
+        bool *del = calloc(len + 1, sizeof *del);
+        char *out = malloc(len + 1);
+        if (!drop || !del || !out) {
+            rc = 1;
+            goto out;
+        }
+        bool seen = false;
+        for (size_t k = 0; k < p.ntok; k++)
+            if (p.tok[k].ours) {
+                drop[k] = seen;
+                seen = true;
+            }
+        mark(buf, len, &p, drop, del);
+        size_t n = squeeze(buf, len, del, out);
+        rc = write_file(out, n) == 0 ? 0 : 1;
+        if (rc == 0)
+            printf("%s: already enabled (%s in %s)%s%s\n", prog, entry, path,
+                   p.ours > 1 ? "; duplicates removed" : "",
+                   fix_mode ? "; mode set to 0644" : "");
+        free(drop);
+        free(del);
+        free(out);
+        goto out;
+    }
+    char why[2048];
+    if (!smoke(why, sizeof why)) {
+        fprintf(stderr, "%s: refusing to enable: %s\n", prog, why);
+        fprintf(stderr, "%s: %s left as it was\n", prog, path);
+        rc = 1;
+        goto out;
+    }
+    /* Append on a line of its own; a file without a final newline keeps not having one. */
+    char *out = malloc(len + entry_len + 2);
+    if (!out) {
+        rc = 1;
+        goto out;
+    }
+    size_t n = 0;
+    if (r > 0) {
+        memcpy(out, buf, len);
+        n = len;
+    }
+    if (n == 0 || out[n - 1] == '\n') {
+        memcpy(out + n, entry, entry_len);
+        n += entry_len;
+        out[n++] = '\n';
+    } else {
+        out[n++] = '\n';
+        memcpy(out + n, entry, entry_len);
+        n += entry_len;
+    }
+    rc = write_file(out, n) == 0 ? 0 : 1;
+    if (rc == 0)
+        printf("%s: enabled (%s added to %s)\n", prog, entry, path);
+    free(out);
+out:
+    free(p.tok);
+    free(buf);
+    return rc;
+}
+
+static int cmd_disable(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    struct stat st;
+    int r = read_file(&buf, &len, &st);
+    if (r < 0)
+        return 1;
+    if (r == 0) {
+        printf("%s: already disabled (no %s)\n", prog, path);
+        return 0;
+    }
+    struct parsed p = {0};
+    if (parse(buf, len, &p) != 0)
+        return 1;
+    int rc = 0;
+    if (p.ours == 0) {
+        printf("%s: already disabled (%s not in %s)\n", prog, entry, path);
+        goto out;
+    }
+    bool *drop = calloc(p.ntok + 1, sizeof *drop);
+    bool *del = calloc(len + 1, sizeof *del);
+    char *out = malloc(len + 1);
+    if (!drop || !del || !out) {
+        free(drop);
+        free(del);
+        free(out);
+        rc = 1;
+        goto out;
+    }
+    for (size_t k = 0; k < p.ntok; k++)
+        drop[k] = p.tok[k].ours;
+    mark(buf, len, &p, drop, del);
+    size_t n = squeeze(buf, len, del, out);
+    if (only_separators(out, n)) {
+        rc = remove_file() == 0 ? 0 : 1;
+        if (rc == 0)
+            printf("%s: disabled (%s removed: the entry was all it held)\n", prog, path);
+    } else {
+        rc = write_file(out, n) == 0 ? 0 : 1;
+        if (rc == 0)
+            printf("%s: disabled (%s taken out of %s)\n", prog, entry, path);
+    }
+    free(drop);
+    free(del);
+    free(out);
+out:
+    free(p.tok);
+    free(buf);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    set_entry();
+    const char *rootarg = NULL;
+    const char *verb = NULL;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--root") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "%s: --root needs a directory\n", prog);
+                usage(stderr);
+                return 2;
+            }
+            rootarg = argv[++i];
+        } else if (strncmp(a, "--root=", 7) == 0) {
+            rootarg = a + 7;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("%s %s\n", prog, PACKAGE_VERSION);
+            return 0;
+        } else if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "%s: unknown option %s\n", prog, a);
+            usage(stderr);
+            return 2;
+        } else if (verb == NULL) {
+            verb = a;
+        } else {
+            fprintf(stderr, "%s: one verb only (got %s and %s)\n", prog, verb, a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    for (; i < argc; i++) {
+        if (verb != NULL) {
+            fprintf(stderr, "%s: one verb only (got %s and %s)\n", prog, verb, argv[i]);
+            usage(stderr);
+            return 2;
+        }
+        verb = argv[i];
+    }
+    if (verb == NULL || (strcmp(verb, "enable") != 0 && strcmp(verb, "disable") != 0 &&
+                         strcmp(verb, "status") != 0)) {
+        if (verb)
+            fprintf(stderr, "%s: unknown verb %s\n", prog, verb);
+        usage(stderr);
+        return 2;
+    }
+    if (rootarg != NULL && rootarg[0] == '\0') {
+        fprintf(stderr, "%s: --root needs a directory\n", prog);
+        usage(stderr);
+        return 2;
+    }
+    if (rootarg != NULL) {
+        char *rp = realpath(rootarg, NULL);
+        struct stat st;
+        if (!rp || stat(rp, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "%s: --root %s: not a directory\n", prog, rootarg);
+            free(rp);
+            return 1;
+        }
+        if (strcmp(rp, "/") != 0 && snprintf(root, sizeof root, "%s", rp) >= (int)sizeof root) {
+            free(rp);
+            return 1;
+        }
+        free(rp);
+    }
+    snprintf(dir, sizeof dir, "%s/etc", root);
+    snprintf(path, sizeof path, "%s" PRELOAD_FILE, root);
+
+    if (strcmp(verb, "status") == 0)
+        return cmd_status();
+
+    /* One writer at a time: an exclusive lock on the directory itself. */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        fprintf(stderr, "%s: %s: %s\n", prog, dir, strerror(errno));
+        return 1;
+    }
+    if (flock(dfd, LOCK_EX) != 0) {
+        fprintf(stderr, "%s: cannot lock %s: %s\n", prog, dir, strerror(errno));
+        close(dfd);
+        return 1;
+    }
+    int rc = strcmp(verb, "enable") == 0 ? cmd_enable() : cmd_disable();
+    fflush(stdout);
+    close(dfd);
+    return rc;
+}
