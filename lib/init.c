@@ -15,6 +15,7 @@ bool heap_key_ok; /* false when the process ran out of keys: heaps then outlive 
 
 enum { INIT_NONE = 0, INIT_RUNNING, INIT_DONE };
 static _Atomic int init_state;
+static pthread_t init_thread;
 static bool dormant;
 
 /* Lock order: heaps, abandoned, arena, ranges, meta (the order they nest in). */
@@ -74,10 +75,15 @@ void thp_process_init(void)
         return;
     int expected = INIT_NONE;
     if (!atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING)) {
+        /* Re-entered by the initialising thread itself (pthread_key_create or
+         * pthread_atfork allocating once glibc's static slots are used up): go on. */
+        if (pthread_equal(pthread_self(), init_thread))
+            return;
         while (atomic_load_explicit(&init_state, memory_order_acquire) != INIT_DONE)
             sched_yield();
         return;
     }
+    init_thread = pthread_self();
     dormant = other_allocator_in_charge();
     introspect_set_active(!dormant);
     if (!dormant) {
