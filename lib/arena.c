@@ -28,7 +28,7 @@ static bool purge_armed;       /* some dirty chunk waits for its delay */
 
 /* The background purger: an idle process gets its memory back too. Started lazily, only
  * once PURGER_MIN_PENDING waits for purging, so most processes never see it. */
-#define PURGER_MIN_PENDING ((uint64_t)32 << 20)
+#define PURGER_MIN_PENDING ((uint64_t)16 << 20)
 static bool purger_started, purger_waiting;
 static pthread_cond_t purger_cond = PTHREAD_COND_INITIALIZER;
 
@@ -93,7 +93,8 @@ static inline enum os_advice advice_get(const arena_t *a, size_t i)
 
 /* Gives chunks [first, first+n) of arena the advice their use calls for, one madvise per
  * run of equal advice. Large blocks: the full 2 MiB pieces and the tail differ. */
-static void advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size)
+static void advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size,
+                       bool reuse)
 {
     const struct thp_policy *pol = &thp_policy_in_force.thp;
     size_t pieces = use == THP_USE_SMALL ? 0 : block_size >> CHUNK_SHIFT;
@@ -120,6 +121,11 @@ static void advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, siz
         }
         if (adv != OS_ADVICE_NONE) {
             uint8_t *p = a->base + ((first + i) << CHUNK_SHIFT);
+            /* A chunk that held huge pages and is reused without them: drop its pages first
+             * (MADV_NOHUGEPAGE does not split a huge page that is already there, and a
+             * small-object chunk would pin 2 MiB for a few KiB of use). */
+            if (reuse && adv == OS_ADVICE_NOHUGE && cur == OS_ADVICE_HUGE)
+                os_purge(p, (j - i) << CHUNK_SHIFT, OS_PURGE_DONTNEED);
             if (os_advise(p, (j - i) << CHUNK_SHIFT, adv)) {
                 for (size_t k = i; k < j; k++) {
                     if (cur == OS_ADVICE_HUGE)
@@ -320,7 +326,7 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
         a->nfree -= (uint32_t)n;
     }
     atomic_fetch_add_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
-    advise_run(a, first, n, use, block_size);
+    advise_run(a, first, n, use, block_size, true);
     pthread_mutex_unlock(&arena_lock);
     *arena_out = a;
     *is_zero = zero;
@@ -348,7 +354,7 @@ bool arena_grow_chunks(arena_t *a, uint8_t *base, size_t n, size_t want, size_t 
         a->nfree -= (uint32_t)(want - n);
         atomic_fetch_add_explicit(&stat_committed, (want - n) << CHUNK_SHIFT,
                                   memory_order_relaxed);
-        advise_run(a, first, want, THP_USE_LARGE_PIECE, block_size);
+        advise_run(a, first, want, THP_USE_LARGE_PIECE, block_size, false);
     }
     pthread_mutex_unlock(&arena_lock);
     return ok;
@@ -357,7 +363,8 @@ bool arena_grow_chunks(arena_t *a, uint8_t *base, size_t n, size_t want, size_t 
 void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)
 {
     pthread_mutex_lock(&arena_lock);
-    advise_run(a, (size_t)(base - a->base) >> CHUNK_SHIFT, n, THP_USE_LARGE_PIECE, block_size);
+    advise_run(a, (size_t)(base - a->base) >> CHUNK_SHIFT, n, THP_USE_LARGE_PIECE, block_size,
+               false);
     pthread_mutex_unlock(&arena_lock);
 }
 

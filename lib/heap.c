@@ -212,11 +212,15 @@ static void page_unlink(heap_t *heap, page_t *page)
     }
 }
 
-/* The owner freed the last block of a page. Keep it when it is all its class has (so a
- * loop of malloc/free does not map and unmap); otherwise give it back. */
+/* The owner freed the last block of a page. A small page (64 KiB) is kept when it is all
+ * its class has, so that a loop of malloc/free does not take and return pages; medium and
+ * big pages go back at once, so that their chunks empty out and reach the arena, whose
+ * purge (by the background purger too) returns them to the kernel after purge_delay even
+ * when this thread makes no further call. Kept, they held up to 2 MiB per class and thread
+ * after a busy phase. */
 void page_retire(heap_t *heap, page_t *page)
 {
-    if (!(page->flags & PAGE_IN_FULL)) {
+    if (page->chunk->kind == CHUNK_SMALL && !(page->flags & PAGE_IN_FULL)) {
         page_queue_t *q = &heap->queues[page->cls];
         if (q->first == page && !page->next)
             return;

@@ -1,0 +1,52 @@
+#!/bin/sh
+# rel-misuse: heap misuse is detected and stops the process with a clear message, as glibc
+# does, instead of corrupting the heap silently. For each case of tests/rel-misuse (small,
+# medium and large double free, interior pointer of a small and of a large block, realloc
+# of a freed large block), under LD_PRELOAD=$THPALLOC_LIB: the process dies of SIGABRT; its
+# stderr has a line starting "thpalloc: "; that line names the pointer that was passed.
+# Controls: the misuse-free case exits 0 with an empty stderr; under plain glibc the small
+# double free aborts too (the program really does the misuse).
+. "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
+
+prog=$TESTS_BUILDDIR/rel-misuse
+test -x "$prog" || bail "$prog not built"
+ulimit -c 0 2>/dev/null
+
+# runcase CASE [PRELOAD]: sets rc, out, err
+runcase() {
+    if test -n "${2:-}"; then
+        tap_timeout 30 env LD_PRELOAD="$2" "$prog" "$1" >"$tap_tmp/out" 2>"$tap_tmp/err"
+    else
+        tap_timeout 30 env -u LD_PRELOAD "$prog" "$1" >"$tap_tmp/out" 2>"$tap_tmp/err"
+    fi
+    rc=$?
+}
+
+runcase ok "$THPALLOC_LIB"
+check "control: no misuse exits 0 under thpalloc" test "$rc" -eq 0
+check "control: no misuse prints nothing on stderr" test ! -s "$tap_tmp/err"
+
+runcase small-double ""
+check "control: glibc aborts on the small double free (exit $rc)" test "$rc" -eq 134
+diag "glibc says: $(head -n 1 "$tap_tmp/err")"
+
+for c in small-double medium-double large-double small-interior large-interior large-realloc; do
+    runcase "$c" "$THPALLOC_LIB"
+    ptr=$(sed -n 's/^ptr=//p' "$tap_tmp/out")
+    line=$(grep '^thpalloc: ' "$tap_tmp/err" | head -n 1)
+    case $rc in
+    134) ;;
+    124) diag "$c: timed out (hang?)" ;;
+    *) diag "$c: exit status $rc" ;;
+    esac
+    if test "$rc" -ne 134; then
+        grep -v '^ptr=' "$tap_tmp/out" | sed "s/^/$c: /" | while IFS= read -r l; do diag "$l"; done
+        head -n 3 "$tap_tmp/err" | sed "s/^/$c stderr: /" | while IFS= read -r l; do diag "$l"; done
+    fi
+    check "$c: the process is stopped by SIGABRT (exit $rc)" test "$rc" -eq 134
+    check "$c: stderr has a line starting 'thpalloc: '" test -n "$line"
+    check "$c: the message names the pointer $ptr" \
+        sh -c 'test -n "$1" && case "$2" in *"$1"*) true ;; *) false ;; esac' sh "$ptr" "$line"
+    test -n "$line" && diag "$c: $line"
+done
+done_testing

@@ -1,0 +1,111 @@
+#!/bin/sh
+# rel-python: CPython's own regression tests (Debian's libpython3.11-testsuite) under
+# LD_PRELOAD=$THPALLOC_LIB and under plain glibc, in the same run (the two side by side,
+# each with -j2): for every module, the same result (passed / failed / ...) and the same
+# number of test cases run, failed and skipped (from --junit-xml). Also: thpalloc is the
+# malloc in charge inside Debian's python3.
+#   REL_PY_MODULES="test_x test_y"  other modules;  REL_PY_LONG=1  the long list (check-long)
+. "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
+
+PY=/usr/bin/python3
+if ! test -x "$PY" || ! test -f /usr/lib/python3.11/test/test_dict.py; then
+    echo "1..0 # SKIP needs /usr/bin/python3 and Debian's libpython3.11-testsuite"
+    exit 0
+fi
+# The 20+ modules the CI runs: dicts, unicode, threading, subprocess, io, gc, pickle, mmap,
+# signal, os and the core containers, all of which pass under glibc in a network-less root
+# sandbox.
+ci="test_dict test_unicode test_threading test_subprocess test_io test_gc test_pickle
+test_mmap test_signal test_os test_list test_set test_json test_re test_bytes test_string
+test_sort test_collections test_struct test_array test_deque test_weakref test_itertools
+test_long test_float test_hashlib test_zlib test_memoryview test_functools test_copy"
+long="$ci test_heapq test_tuple test_queue test_bisect test_enum test_statistics
+test_userdict test_csv test_decimal test_fractions test_math test_datetime test_tarfile
+test_zipfile test_sqlite3 test_ctypes test_concurrent_futures test_email test_xml_etree
+test_lzma test_bz2 test_unicodedata test_codecs test_marshal test_shutil test_tempfile
+test_glob test_pathlib test_random test_binascii test_base64 test_textwrap test_format
+test_time test_calendar test_ordered_dict test_dictviews test_genexps test_generators
+test_class test_descr test_exceptions test_bigmem test_capi test_multiprocessing_fork"
+if test -n "${REL_PY_MODULES:-}"; then mods=$REL_PY_MODULES
+elif test "${REL_PY_LONG:-0}" = 1; then mods=$long
+else mods=$ci; fi
+mods=$(echo $mods)
+nmods=$(echo $mods | wc -w)
+
+active=$(env LD_PRELOAD="$THPALLOC_LIB" "$PY" -c \
+    'import ctypes; print(ctypes.CDLL(None).thpalloc_active())' 2>&1)
+check "thpalloc is the malloc in charge in $PY (thpalloc_active() = $active)" test "$active" = 1
+
+# Both runs at once, each in its own directory (regrtest writes its temporary files into
+# the working directory) with its own TMPDIR.
+runpy() { # NAME PRELOAD
+    mkdir -p "$tap_tmp/$1/tmp"
+    (cd "$tap_tmp/$1" && TMPDIR=$tap_tmp/$1/tmp PYTHONDONTWRITEBYTECODE=1 LC_ALL=C.UTF-8 \
+        tap_timeout 1500 env ${2:+LD_PRELOAD=$2} "$PY" -m test -j2 --timeout 600 \
+        --junit-xml "$tap_tmp/$1.xml" $mods >"$tap_tmp/$1.out" 2>&1
+     echo $? >"$tap_tmp/$1.rc")
+}
+start=$(date +%s)
+runpy glibc "" &
+pid_g=$!
+runpy thp "$THPALLOC_LIB" &
+pid_t=$!
+wait $pid_g
+wait $pid_t
+diag "both runs: $(($(date +%s) - start)) s for $nmods modules"
+
+# Per module: the status line regrtest prints, and the junit counts.
+summarise() { # NAME -> $tap_tmp/NAME.sum: "module status tests failures errors skipped"
+    "$PY" - "$tap_tmp/$1.out" "$tap_tmp/$1.xml" "$mods" >"$tap_tmp/$1.sum" <<'PYEOF'
+import re, sys, xml.etree.ElementTree as ET
+out, xmlf, mods = sys.argv[1], sys.argv[2], sys.argv[3].split()
+status = {}
+pat = re.compile(r'\] (test_\w+) (passed|failed|skipped|crashed|timed out|resource denied|'
+                 r'interrupted|env changed|ran no tests|run no tests)')
+for line in open(out, errors='replace'):
+    m = pat.search(line)
+    if m:
+        status[m.group(1)] = m.group(2).replace(' ', '_')
+counts = {m: [0, 0, 0, 0] for m in mods}
+try:
+    root = ET.parse(xmlf).getroot()
+    for tc in root.iter('testcase'):
+        parts = tc.get('name', '').split('.')
+        mod = next((p for p in parts if p in counts), None)
+        if mod is None:
+            continue
+        c = counts[mod]
+        c[0] += 1
+        if tc.find('failure') is not None: c[1] += 1
+        if tc.find('error') is not None: c[2] += 1
+        if tc.find('skipped') is not None: c[3] += 1
+except Exception as e:
+    print('# junit xml unreadable: %s' % e, file=sys.stderr)
+for m in mods:
+    print(m, status.get(m, 'missing'), *counts[m])
+PYEOF
+}
+summarise glibc
+summarise thp
+diag "glibc: exit $(cat "$tap_tmp/glibc.rc"), $(grep -c ' passed ' "$tap_tmp/glibc.sum") of $nmods passed;" \
+    "thpalloc: exit $(cat "$tap_tmp/thp.rc"), $(grep -c ' passed ' "$tap_tmp/thp.sum") of $nmods passed"
+check "the run under thpalloc finished (exit $(cat "$tap_tmp/thp.rc"), not killed or timed out)" \
+    test "$(cat "$tap_tmp/thp.rc")" -lt 124
+for m in $mods; do
+    g=$(grep "^$m " "$tap_tmp/glibc.sum" | cut -d' ' -f2-)
+    t=$(grep "^$m " "$tap_tmp/thp.sum" | cut -d' ' -f2-)
+    # fields: status tests failures errors skipped
+    set -- $t
+    desc="$m: same result as glibc ($1, $2 cases, $3 failed, $4 errors, $5 skipped)"
+    if test "$g" = "$t" && test "${1:-missing}" != missing; then
+        ok "$desc"
+    else
+        not_ok "$desc"
+        diag "$m: glibc [$g] thpalloc [$t]"
+        grep -n -A 30 "$m\b" "$tap_tmp/thp.out" | grep -E 'FAIL|ERROR|Error|Traceback|Fatal|Segmentation|signal' | head -n 15 | while IFS= read -r l; do diag "  $l"; done
+    fi
+done
+# regrtest's final verdict, for the record
+diag "glibc:    $(grep -E '^Tests result|^== Tests result' "$tap_tmp/glibc.out" | tail -1)"
+diag "thpalloc: $(grep -E '^Tests result|^== Tests result' "$tap_tmp/thp.out" | tail -1)"
+done_testing

@@ -1,0 +1,384 @@
+/* rel-threads: thread churn and address-space pressure, for tests/rel-threads.sh.
+ *
+ *   rel-threads [-g] cycles N CHAINS   N thread create/exit cycles in CHAINS parallel
+ *                                      chains; each thread checks and frees the blocks
+ *                                      its predecessor left, allocates new ones (16 B to
+ *                                      3 MiB) and hands them on
+ *   rel-threads [-g] mapcount          fills the process's map table (vm.max_map_count)
+ *                                      with its own mappings, then allocates in every size
+ *                                      range from 4 threads: NULL + ENOMEM or a usable
+ *                                      block, never a crash; after the filler is gone,
+ *                                      every allocation succeeds again
+ *
+ * Output: "ok - ..." / "not ok - ..." lines, "# ..." diagnostics, "end" when finished
+ * (the relay() format of tests/api-taplib.sh). "thp-only - ..." lines hold only for
+ * thpalloc (its statistics, found with dlsym); -g (glibc) leaves them out. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "thpalloc.h"
+
+#define KiB ((size_t)1024)
+#define MiB (KiB * 1024)
+
+static int glibc_mode;
+typedef int (*get_stats_fn)(struct thpalloc_stats *, size_t);
+typedef int (*active_fn)(void);
+static get_stats_fn p_get_stats;
+
+static void report(int cond, const char *what)
+{
+    printf("%sok - %s\n", cond ? "" : "not ", what);
+}
+
+static void thp_report(int cond, const char *what)
+{
+    if (!glibc_mode)
+        printf("thp-only - %sok - %s\n", cond ? "" : "not ", what);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void fill(unsigned char *p, size_t n, uint64_t seed)
+{
+    /* head, tail and one byte every 4 KiB: enough to see overlap, cheap for 3 MiB */
+    for (size_t i = 0; i < n; i += (i < 64 || n - i <= 64) ? 1 : 4096)
+        p[i] = (unsigned char)(seed + i * 31);
+    if (n)
+        p[n - 1] = (unsigned char)(seed + (n - 1) * 31);
+}
+
+static int verify(const unsigned char *p, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i += (i < 64 || n - i <= 64) ? 1 : 4096)
+        if (p[i] != (unsigned char)(seed + i * 31))
+            return 0;
+    return !n || p[n - 1] == (unsigned char)(seed + (n - 1) * 31);
+}
+
+static int get_stats(struct thpalloc_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    return p_get_stats && p_get_stats(st, sizeof *st) == 0;
+}
+
+/* ---- cycles -------------------------------------------------------------------- */
+
+#define HAND 4 /* blocks handed from each thread to the next */
+
+struct baton {
+    void *p[HAND];
+    size_t n[HAND];
+    uint64_t seed[HAND];
+    uint64_t rng;
+    long bad, handed;
+};
+
+static size_t pick_size(uint64_t *r)
+{
+    uint64_t x = rnd(r);
+    switch (x % 8) {
+    case 0: return 3 * MiB / 2 + (x >> 8) % (3 * MiB / 2); /* large */
+    case 1: return 64 * KiB + (x >> 8) % (900 * KiB);        /* medium / big */
+    case 2: case 3: return 1024 + (x >> 8) % (60 * KiB);
+    default: return 1 + (x >> 8) % 1024;                     /* small */
+    }
+}
+
+static void *cycle_thread(void *arg)
+{
+    struct baton *b = arg;
+    for (int i = 0; i < HAND; i++) {
+        if (b->p[i]) {
+            if (!verify(b->p[i], b->n[i], b->seed[i]))
+                b->bad++;
+            free(b->p[i]);
+            b->handed++;
+        }
+        /* some churn of our own, freed before we exit */
+        void *tmp[8];
+        for (int k = 0; k < 8; k++)
+            tmp[k] = malloc(16 + rnd(&b->rng) % 2000);
+        for (int k = 0; k < 8; k++)
+            free(tmp[k]);
+        b->n[i] = pick_size(&b->rng);
+        b->seed[i] = rnd(&b->rng);
+        b->p[i] = malloc(b->n[i]);
+        if (b->p[i])
+            fill(b->p[i], b->n[i], b->seed[i]);
+    }
+    return NULL;
+}
+
+struct chain {
+    long cycles;
+    struct baton b;
+    long create_fail;
+};
+
+static void *chain_main(void *arg)
+{
+    struct chain *c = arg;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * KiB);
+    for (long i = 0; i < c->cycles; i++) {
+        pthread_t t;
+        if (pthread_create(&t, &attr, cycle_thread, &c->b) != 0) {
+            c->create_fail++;
+            continue;
+        }
+        pthread_join(t, NULL);
+    }
+    pthread_attr_destroy(&attr);
+    for (int i = 0; i < HAND; i++) {
+        if (c->b.p[i] && !verify(c->b.p[i], c->b.n[i], c->b.seed[i]))
+            c->b.bad++;
+        free(c->b.p[i]);
+        c->b.p[i] = NULL;
+    }
+    return NULL;
+}
+
+static void mode_cycles(long n, int chains)
+{
+    struct thpalloc_stats st0, st1;
+    int have = get_stats(&st0);
+    struct chain *c = calloc((size_t)chains, sizeof *c);
+    pthread_t *t = calloc((size_t)chains, sizeof *t);
+    if (!c || !t) {
+        report(0, "cycles: setup");
+        return;
+    }
+    double t0 = now_s();
+    for (int i = 0; i < chains; i++) {
+        c[i].cycles = n / chains;
+        c[i].b.rng = 0x1234 + (uint64_t)i;
+        pthread_create(&t[i], NULL, chain_main, &c[i]);
+    }
+    long bad = 0, handed = 0, cfail = 0;
+    for (int i = 0; i < chains; i++) {
+        pthread_join(t[i], NULL);
+        bad += c[i].b.bad;
+        handed += c[i].b.handed;
+        cfail += c[i].create_fail;
+    }
+    double secs = now_s() - t0;
+    printf("# cycles: %ld threads in %d chains, %.2f s; %ld blocks handed on, %ld bad, "
+           "%ld pthread_create failures\n", n, chains, secs, handed, bad, cfail);
+    report(cfail == 0, "cycles: every pthread_create succeeded");
+    report(bad == 0, "cycles: every handed-on block kept its contents");
+    report(handed >= (n - chains) * HAND * 9 / 10, "cycles: blocks were handed between threads");
+    free(c);
+    free(t);
+    if (!glibc_mode) {
+        int ok = have && get_stats(&st1);
+        printf("# cycles: in_use %llu -> %llu bytes, heaps %llu -> %llu\n",
+               (unsigned long long)st0.in_use, (unsigned long long)st1.in_use,
+               (unsigned long long)st0.heaps, (unsigned long long)st1.heaps);
+        thp_report(ok && st1.in_use <= st0.in_use + 64 * KiB,
+                   "cycles: in_use back to its start value (nothing leaked)");
+        thp_report(ok && st1.heaps <= (uint64_t)chains * 4 + 8,
+                   "cycles: thread heaps recycled (heaps bounded by the live threads)");
+    }
+}
+
+/* ---- mapcount ------------------------------------------------------------------- */
+
+static long read_max_map_count(void)
+{
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    long v = -1;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+static long count_maps(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    long n = 0;
+    int ch;
+    if (!f)
+        return -1;
+    while ((ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    fclose(f);
+    return n;
+}
+
+static const size_t mc_sizes[] = {16, 200, 4000, 30000, 200000, 900000, 3 * MiB, 40 * MiB};
+#define MC_NSIZES (sizeof mc_sizes / sizeof *mc_sizes)
+#define MC_THREADS 4
+
+struct mc_result {
+    long got[MC_NSIZES], null_enomem[MC_NSIZES], null_other[MC_NSIZES], bad[MC_NSIZES];
+};
+
+static pthread_barrier_t mc_start, mc_done;
+static struct mc_result mc_res[MC_THREADS];
+
+static void mc_round(struct mc_result *r, uint64_t seed)
+{
+    for (size_t s = 0; s < MC_NSIZES; s++) {
+        void *kept[64];
+        int nk = 0;
+        for (int k = 0; k < 64; k++) {
+            errno = 0;
+            unsigned char *p;
+            switch (k % 4) {
+            case 0: p = malloc(mc_sizes[s]); break;
+            case 1: p = calloc(1, mc_sizes[s]); break;
+            case 2: p = aligned_alloc(4096, mc_sizes[s]); break;
+            default: p = realloc(NULL, mc_sizes[s]); break;
+            }
+            if (!p) {
+                if (errno == ENOMEM)
+                    r->null_enomem[s]++;
+                else
+                    r->null_other[s]++;
+                continue;
+            }
+            r->got[s]++;
+            fill(p, mc_sizes[s], seed + (uint64_t)k);
+            if (!verify(p, mc_sizes[s], seed + (uint64_t)k))
+                r->bad[s]++;
+            if (mc_sizes[s] <= 4 * MiB)
+                kept[nk++] = p;
+            else
+                free(p);
+        }
+        for (int k = 0; k < nk; k++)
+            free(kept[k]);
+    }
+}
+
+static void *mc_thread(void *arg)
+{
+    struct mc_result *r = arg;
+    pthread_barrier_wait(&mc_start); /* the map table is full now */
+    mc_round(r, (uint64_t)(uintptr_t)arg);
+    pthread_barrier_wait(&mc_done);
+    return NULL;
+}
+
+static void mode_mapcount(void)
+{
+    long limit = read_max_map_count();
+    printf("# mapcount: vm.max_map_count = %ld, %ld mappings at start\n", limit, count_maps());
+    if (limit <= 0 || limit > 1000000) {
+        printf("# mapcount: limit unknown or too large to fill; nothing to test\n");
+        report(1, "mapcount: skipped (vm.max_map_count not fillable)");
+        return;
+    }
+    pthread_t t[MC_THREADS];
+    pthread_barrier_init(&mc_start, NULL, MC_THREADS + 1);
+    pthread_barrier_init(&mc_done, NULL, MC_THREADS + 1);
+    for (int i = 0; i < MC_THREADS; i++)
+        pthread_create(&t[i], NULL, mc_thread, &mc_res[i]);
+    /* One PROT_NONE region, then every other page made readable: each change splits a
+     * mapping, until the kernel refuses with ENOMEM: the map table is full. */
+    size_t pages = (size_t)limit * 2 + 16, pg = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *region = mmap(NULL, pages * pg, PROT_NONE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (region == MAP_FAILED) {
+        report(0, "mapcount: reserve the filler region");
+        return;
+    }
+    size_t i;
+    int err = 0;
+    for (i = 1; i < pages; i += 2)
+        if (mprotect(region + i * pg, pg, PROT_READ) != 0) {
+            err = errno;
+            break;
+        }
+    long maps_full = count_maps();
+    printf("# mapcount: filler stopped after %zu splits (errno %d), %ld mappings\n", i / 2,
+           err, maps_full);
+    report(err == ENOMEM, "mapcount: the map table was filled (mprotect said ENOMEM)");
+    pthread_barrier_wait(&mc_start);
+    struct mc_result mine;
+    memset(&mine, 0, sizeof mine);
+    mc_round(&mine, 99);
+    pthread_barrier_wait(&mc_done);
+    for (int k = 0; k < MC_THREADS; k++)
+        pthread_join(t[k], NULL);
+    long got = 0, enomem = 0, other = 0, bad = 0;
+    for (size_t s = 0; s < MC_NSIZES; s++) {
+        long g = mine.got[s], e = mine.null_enomem[s], o = mine.null_other[s], b = mine.bad[s];
+        for (int k = 0; k < MC_THREADS; k++) {
+            g += mc_res[k].got[s];
+            e += mc_res[k].null_enomem[s];
+            o += mc_res[k].null_other[s];
+            b += mc_res[k].bad[s];
+        }
+        printf("# mapcount: size %zu: %ld blocks, %ld NULL+ENOMEM, %ld NULL+other errno, %ld bad\n",
+               mc_sizes[s], g, e, o, b);
+        got += g, enomem += e, other += o, bad += b;
+    }
+    report(other == 0, "mapcount: every failure under map-table pressure was NULL + ENOMEM");
+    report(bad == 0, "mapcount: every block handed out under pressure was usable");
+    /* Free the filler: the table has room again, and so has the allocator. */
+    munmap(region, pages * pg);
+    struct mc_result after;
+    memset(&after, 0, sizeof after);
+    mc_round(&after, 7);
+    long fails = 0, got_after = 0;
+    for (size_t s = 0; s < MC_NSIZES; s++)
+        fails += after.null_enomem[s] + after.null_other[s] + after.bad[s],
+            got_after += after.got[s];
+    printf("# mapcount: after release: %ld blocks, %ld failures; %ld mappings\n", got_after,
+           fails, count_maps());
+    report(fails == 0, "mapcount: after the filler is unmapped every allocation succeeds");
+}
+
+int main(int argc, char **argv)
+{
+    int a = 1;
+    if (a < argc && !strcmp(argv[a], "-g"))
+        glibc_mode = 1, a++;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!glibc_mode) {
+        active_fn act = (active_fn)dlsym(RTLD_DEFAULT, "thpalloc_active");
+        p_get_stats = (get_stats_fn)dlsym(RTLD_DEFAULT, "thpalloc_get_stats");
+        thp_report(act && act() == 1 && p_get_stats, "thpalloc is the malloc in charge");
+    }
+    if (a < argc && !strcmp(argv[a], "cycles") && a + 2 < argc)
+        mode_cycles(atol(argv[a + 1]), atoi(argv[a + 2]));
+    else if (a < argc && !strcmp(argv[a], "mapcount"))
+        mode_mapcount();
+    else {
+        fprintf(stderr, "usage: rel-threads [-g] cycles N CHAINS | mapcount\n");
+        return 2;
+    }
+    printf("end\n");
+    return 0;
+}

@@ -1,0 +1,20 @@
+#!/bin/sh
+# rel-threads: 100,000 thread create/exit cycles (2 chains at once) handing blocks of
+# 1 B .. 3 MiB from each thread to the next, under LD_PRELOAD=$THPALLOC_LIB: every create
+# succeeds, every handed-on block keeps its contents, nothing leaks (in_use back to its
+# start value) and thread heaps are recycled. Then vm.max_map_count pressure, provoked
+# inside the process only (it fills its own map table by splitting one mapping; no
+# sysctl is touched): from 4 threads, every allocation in every size range is NULL +
+# ENOMEM or a usable block, never a crash or a hang; once the filler is unmapped, every
+# allocation succeeds. Both also run under plain glibc (smaller), the test's own sanity.
+#   REL_THREAD_CYCLES=N  (default 100000; check-long: 1000000)
+. "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
+
+prog=$TESTS_BUILDDIR/rel-threads
+test -x "$prog" || bail "$prog not built"
+cycles=${REL_THREAD_CYCLES:-100000}
+relay "glibc" 120 "$prog" -g cycles 4000 2
+relay "glibc" 60 "$prog" -g mapcount
+relay "thpalloc" $((60 + cycles / 1000)) env LD_PRELOAD="$THPALLOC_LIB" "$prog" cycles "$cycles" 2
+relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" mapcount
+done_testing
