@@ -214,7 +214,8 @@ static bool arena_find(arena_t *a, size_t n, size_t align, size_t *first)
             run = 0;
             continue;
         }
-        if (run == 0 && align > CHUNK_SIZE && ((uintptr_t)(a->base + (i << CHUNK_SHIFT)) & (align - 1)))
+        if (run == 0 && align > CHUNK_SIZE &&
+            ((uintptr_t)(a->base + (i << CHUNK_SHIFT)) & (align - 1)))
             continue;
         if (++run == n) {
             *first = i + 1 - n;
@@ -352,8 +353,7 @@ bool arena_grow_chunks(arena_t *a, uint8_t *base, size_t n, size_t want, size_t 
             bit_set(a->used, i);
         }
         a->nfree -= (uint32_t)(want - n);
-        atomic_fetch_add_explicit(&stat_committed, (want - n) << CHUNK_SHIFT,
-                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&stat_committed, (want - n) << CHUNK_SHIFT, memory_order_relaxed);
         advise_run(a, first, want, THP_USE_LARGE_PIECE, block_size, false);
     }
     pthread_mutex_unlock(&arena_lock);

@@ -19,9 +19,9 @@
 
 static const char *const key_names[CFG_NKEYS] = {"thp",         "thp_threshold", "arena_size",
                                                  "purge_delay", "purge",         "stats"};
-static const char *const env_names[CFG_NKEYS] = {
-    "THPALLOC_THP",         "THPALLOC_THP_THRESHOLD", "THPALLOC_ARENA_SIZE",
-    "THPALLOC_PURGE_DELAY", "THPALLOC_PURGE",         "THPALLOC_STATS"};
+static const char *const env_names[CFG_NKEYS] = {"THPALLOC_THP",        "THPALLOC_THP_THRESHOLD",
+                                                 "THPALLOC_ARENA_SIZE", "THPALLOC_PURGE_DELAY",
+                                                 "THPALLOC_PURGE",      "THPALLOC_STATS"};
 
 /* ---- small string helpers (no stdio) ---------------------------------------------- */
 
@@ -69,11 +69,28 @@ bool cfg_parse_size(const char *text, size_t *out)
     }
     unsigned shift = 0;
     switch (*p) {
-    case 'k': case 'K': shift = 10; p++; break;
-    case 'm': case 'M': shift = 20; p++; break;
-    case 'g': case 'G': shift = 30; p++; break;
-    case 't': case 'T': shift = 40; p++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        p++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        p++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        p++;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        p++;
+        break;
+    default:
+        break;
     }
     if (shift && (strcmp(p, "iB") == 0 || strcmp(p, "B") == 0))
         p += strlen(p);
@@ -598,8 +615,8 @@ static bool read_trusted(struct ctx *c, const char *path, bool must_exist)
         if (e == ENOENT && !must_exist)
             return false;
         problem(c, path, 0,
-                e == ENOENT  ? "cannot open: no such file"
-                : e == ELOOP ? "cannot open: too many levels of symbolic links"
+                e == ENOENT   ? "cannot open: no such file"
+                : e == ELOOP  ? "cannot open: too many levels of symbolic links"
                 : e == EACCES ? "cannot open: permission denied"
                               : "cannot open",
                 NULL, NULL);
@@ -608,8 +625,9 @@ static bool read_trusted(struct ctx *c, const char *path, bool must_exist)
     struct stat st;
     bool ok = fstat(fd, &st) == 0;
     if (ok && !S_ISREG(st.st_mode)) {
-        problem(c, path, 0, S_ISDIR(st.st_mode) ? "is a directory, not a file: ignored"
-                                                : "not a regular file: ignored",
+        problem(c, path, 0,
+                S_ISDIR(st.st_mode) ? "is a directory, not a file: ignored"
+                                    : "not a regular file: ignored",
                 NULL, NULL);
         ok = false;
     } else if (ok && st.st_uid != 0 && (c->in->secure || st.st_uid != c->in->ruid)) {
@@ -619,8 +637,8 @@ static bool read_trusted(struct ctx *c, const char *path, bool must_exist)
                 NULL, NULL);
         ok = false;
     } else if (ok && (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        problem(c, path, 0, "writable by group or others: not trusted, ignored (chmod go-w)",
-                NULL, NULL);
+        problem(c, path, 0, "writable by group or others: not trusted, ignored (chmod go-w)", NULL,
+                NULL);
         ok = false;
     } else if (ok && (size_t)st.st_size >= MAX_FILE) {
         problem(c, path, 0, "larger than 64 KiB: ignored", NULL, NULL);
@@ -758,8 +776,7 @@ int cfg_resolve(struct cfg_settings *s, const struct cfg_inputs *in, cfg_report_
     for (int k = 0; k < CFG_NKEYS; k++) {
         const char *v = env_lookup(envp, env_names[k]);
         if (v)
-            set_key(&c, (enum cfg_key)k, v, 5, CFG_FROM_ENV, env_names[k], 0, "environment",
-                    true);
+            set_key(&c, (enum cfg_key)k, v, 5, CFG_FROM_ENV, env_names[k], 0, "environment", true);
     }
     if (c.scratch)
         os_release(c.scratch, sizeof(struct scratch));

@@ -48,17 +48,17 @@ struct cfg_settings {
 
 /* What the resolution looks at; every path can be injected (tests, thp-status). */
 struct cfg_inputs {
-    const char *conf_file;   /* default SYSCONFDIR "/thpalloc.conf" */
-    const char *conf_dir;    /* default SYSCONFDIR "/thpalloc.d" */
-    const char *const *files;/* instead of conf_file + conf_dir when non-NULL (NULL-ended) */
-    const char *exe;         /* executable path; NULL: readlink /proc/self/exe when needed */
-    const char *program;     /* basename; NULL: from exe */
-    const char *unit;        /* systemd unit; NULL: from cgroup_file when needed */
-    const char *cgroup_file; /* default /proc/self/cgroup */
-    char *const *envp;       /* THPALLOC_* source; NULL: no environment */
-    bool secure;             /* AT_SECURE: environment ignored, root-owned files only */
-    uid_t ruid;              /* the real uid whose own files are trusted */
-    bool check_all;          /* validate every section, matching or not (thp-status --check) */
+    const char *conf_file;    /* default SYSCONFDIR "/thpalloc.conf" */
+    const char *conf_dir;     /* default SYSCONFDIR "/thpalloc.d" */
+    const char *const *files; /* instead of conf_file + conf_dir when non-NULL (NULL-ended) */
+    const char *exe;          /* executable path; NULL: readlink /proc/self/exe when needed */
+    const char *program;      /* basename; NULL: from exe */
+    const char *unit;         /* systemd unit; NULL: from cgroup_file when needed */
+    const char *cgroup_file;  /* default /proc/self/cgroup */
+    char *const *envp;        /* THPALLOC_* source; NULL: no environment */
+    bool secure;              /* AT_SECURE: environment ignored, root-owned files only */
+    uid_t ruid;               /* the real uid whose own files are trusted */
+    bool check_all;           /* validate every section, matching or not (thp-status --check) */
 };
 
 /* A problem: file (or variable) and line (0 when not about a line), what is wrong and

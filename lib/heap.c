@@ -463,8 +463,8 @@ void free_slow(chunk_t *c, page_t *page, void *p)
     block_t *b = p;
     heap_t *heap = tl_heap;
     heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
-    if (!owner && heap != &heap_empty && atomic_load_explicit(&c->abandoned, memory_order_relaxed) &&
-        heap_reclaim(heap, c))
+    if (!owner && heap != &heap_empty &&
+        atomic_load_explicit(&c->abandoned, memory_order_relaxed) && heap_reclaim(heap, c))
         owner = heap;
     if (owner == heap) {
         /* Our own page, but full or with aligned blocks. */

@@ -83,7 +83,7 @@ typedef struct page {
     block_t *local_free; /* the owner's frees; becomes `free` when that runs dry */
     uint32_t used;
     uint32_t block_size;
-    uint8_t flags;       /* owner-only: PAGE_HAS_ALIGNED, PAGE_IN_FULL; 0 on the fast path */
+    uint8_t flags; /* owner-only: PAGE_HAS_ALIGNED, PAGE_IN_FULL; 0 on the fast path */
     uint8_t in_use;
     uint8_t cls;
     _Atomic uint8_t in_full; /* on the heap's full list (see page.c) */
@@ -93,7 +93,8 @@ typedef struct page {
     struct page *next, *prev;        /* in a heap queue */
     uint8_t *start;
     chunk_t *chunk;
-    uint64_t div_check; /* ceil(2^64 / block_size): off % block_size == 0 iff off*div_check < div_check */
+    uint64_t div_check; /* ceil(2^64 / block_size): off % block_size == 0 iff off*div_check <
+                           div_check */
 } __attribute__((aligned(128))) page_t; /* a power of two: the page index is a shift */
 
 /* Sets the owner-only flags and, with them, whether frees take the fast path. */
@@ -126,18 +127,18 @@ static inline bool block_misaligned(const page_t *page, const void *p)
  * The registry maps every chunk address to its descriptor. */
 struct chunk {
     uint8_t *base;
-    uint8_t kind;        /* enum chunk_kind */
-    uint8_t page_shift;  /* log2 of page size; 63 for large (index 0 always) */
+    uint8_t kind;       /* enum chunk_kind */
+    uint8_t page_shift; /* log2 of page size; 63 for large (index 0 always) */
     uint8_t npages;
     uint8_t pages_used;
-    _Atomic(heap_t *) owner; /* NULL: abandoned, or large (not owned) */
+    _Atomic(heap_t *) owner;   /* NULL: abandoned, or large (not owned) */
     _Atomic uint8_t abandoned; /* on the abandoned list (changed under its lock) */
-    chunk_t *next, *prev;    /* heap's chunk list / abandoned list / free list */
+    chunk_t *next, *prev;      /* heap's chunk list / abandoned list / free list */
     arena_t *arena;
     /* large blocks */
-    size_t large_size;   /* usable bytes */
-    size_t nchunks;      /* chunks in the run */
-    uint8_t *large_start;/* == base unless over-aligned */
+    size_t large_size;    /* usable bytes */
+    size_t nchunks;       /* chunks in the run */
+    uint8_t *large_start; /* == base unless over-aligned */
     page_t pages[MAX_PAGES_PER_CHUNK];
 };
 
@@ -175,7 +176,7 @@ struct arena {
     uint8_t *base;
     uint32_t nchunks;
     uint32_t nfree;
-    bool dedicated; /* one large block's own mapping: released when it is freed */
+    bool dedicated;     /* one large block's own mapping: released when it is freed */
     size_t huge_chunks; /* chunks under MADV_HUGEPAGE */
     arena_t *next;
     uint64_t used[ARENA_MAX_CHUNKS / 64];  /* chunk handed out */
@@ -233,16 +234,18 @@ HIDDEN void meta_fork_parent(void);
 HIDDEN void meta_fork_child(void);
 
 /* ---- heap: one per thread ----------------------------------------------------------- */
-typedef struct page_queue { page_t *first, *last; } page_queue_t;
+typedef struct page_queue {
+    page_t *first, *last;
+} page_queue_t;
 
 struct heap {
     page_t *direct[DIRECT_SLOTS]; /* by (size+15)/16: the page to allocate from */
     page_queue_t queues[SC_COUNT];
-    page_queue_t full;            /* pages without a free block */
-    _Atomic int full_has_xfree;   /* another thread freed into a full page */
+    page_queue_t full;              /* pages without a free block */
+    _Atomic int full_has_xfree;     /* another thread freed into a full page */
     chunk_t *chunks[CHUNK_BIG + 1]; /* owned chunks by kind (list through next/prev) */
-    heap_t *next_all;             /* all heaps ever made */
-    heap_t *next_free;            /* free heap list */
+    heap_t *next_all;               /* all heaps ever made */
+    heap_t *next_free;              /* free heap list */
     bool in_use;
 };
 

@@ -25,8 +25,8 @@ static void *meta_alloc_locked(size_t size)
 {
     size = (size + 63) & ~(size_t)63;
     if ((size_t)(bump_end - bump) < size) {
-        size_t seg = size > META_SEGMENT ? (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1)
-                                         : META_SEGMENT;
+        size_t seg =
+            size > META_SEGMENT ? (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1) : META_SEGMENT;
         uint8_t *p = os_reserve_aligned(seg, OS_PAGE_SIZE);
         if (!p)
             return NULL;

@@ -27,7 +27,8 @@ void *os_reserve_aligned(size_t size, size_t align)
         return NULL;
     }
     size_t span = size + align;
-    uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;

@@ -16,14 +16,14 @@ extern "C" {
 /* Process-wide figures, in bytes. Filled by thpalloc_get_stats(); the struct only ever
  * grows at its end, and callers pass sizeof, so old binaries keep working. */
 struct thpalloc_stats {
-    uint64_t reserved;       /* address space reserved from the OS */
-    uint64_t committed;      /* chunks handed out or waiting for purge (may be resident) */
-    uint64_t huge_advised;   /* bytes currently under MADV_HUGEPAGE */
-    uint64_t in_use;         /* bytes in live allocations (block sizes) */
-    uint64_t purge_pending;  /* free chunks not yet given back to the OS */
-    uint64_t purged;         /* total bytes given back to the OS so far */
-    uint64_t large_count;    /* live blocks that have chunks of their own */
-    uint64_t heaps;          /* thread heaps in use */
+    uint64_t reserved;      /* address space reserved from the OS */
+    uint64_t committed;     /* chunks handed out or waiting for purge (may be resident) */
+    uint64_t huge_advised;  /* bytes currently under MADV_HUGEPAGE */
+    uint64_t in_use;        /* bytes in live allocations (block sizes) */
+    uint64_t purge_pending; /* free chunks not yet given back to the OS */
+    uint64_t purged;        /* total bytes given back to the OS so far */
+    uint64_t large_count;   /* live blocks that have chunks of their own */
+    uint64_t heaps;         /* thread heaps in use */
 };
 
 /* 1 when this library's malloc is the process's malloc, 0 when it is loaded but dormant
@@ -48,7 +48,8 @@ const char *thpalloc_version(void);
 struct thpalloc_setting {
     const char *key;    /* "thp", "thp_threshold", "arena_size", "purge_delay", "purge", "stats" */
     const char *value;  /* canonical text: "large", "2M", "1s", "never", ... */
-    const char *origin; /* "default", "environment THPALLOC_THP", "/etc/thpalloc.conf:12 [program redis-server]" */
+    const char *origin; /* "default", "environment THPALLOC_THP", "/etc/thpalloc.conf:12 [program
+                           redis-server]" */
 };
 
 /* Fills up to n settings (in the order above) and returns how many keys there are (6).
@@ -66,17 +67,17 @@ struct thpalloc_range {
 };
 struct thpalloc_introspect {
     uint64_t magic;
-    uint32_t version;        /* 1 */
-    uint32_t size;           /* sizeof(struct thpalloc_introspect) */
-    uint32_t active;         /* 1 in charge, 0 dormant, 2 not initialised yet */
-    int32_t thp_mode;        /* 0 system, 1 never, 2 large, 3 always */
+    uint32_t version; /* 1 */
+    uint32_t size;    /* sizeof(struct thpalloc_introspect) */
+    uint32_t active;  /* 1 in charge, 0 dormant, 2 not initialised yet */
+    int32_t thp_mode; /* 0 system, 1 never, 2 large, 3 always */
     uint64_t thp_threshold;
     uint64_t arena_size;
-    int64_t purge_delay_ms;  /* -1: never */
-    uint32_t purge;          /* 0 dontneed, 1 free */
-    uint32_t policy_loaded;  /* the policy was resolved (first chunk allocated) */
-    uint64_t ranges_used;    /* slots of range[] ever used */
-    uint64_t ranges_overflow;/* reservations not recorded: the table was full */
+    int64_t purge_delay_ms;   /* -1: never */
+    uint32_t purge;           /* 0 dontneed, 1 free */
+    uint32_t policy_loaded;   /* the policy was resolved (first chunk allocated) */
+    uint64_t ranges_used;     /* slots of range[] ever used */
+    uint64_t ranges_overflow; /* reservations not recorded: the table was full */
     struct thpalloc_range range[THPALLOC_RANGES_MAX];
 };
 extern struct thpalloc_introspect thpalloc_introspect;

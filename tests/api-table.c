@@ -46,11 +46,17 @@ static const char *err_name(int e)
 {
     static char buf[32];
     switch (e) {
-    case SENTINEL: return "errno-kept";
-    case ENOMEM: return "ENOMEM";
-    case EINVAL: return "EINVAL";
-    case 0: return "errno=0";
-    default: snprintf(buf, sizeof buf, "errno=%d", e); return buf;
+    case SENTINEL:
+        return "errno-kept";
+    case ENOMEM:
+        return "ENOMEM";
+    case EINVAL:
+        return "EINVAL";
+    case 0:
+        return "errno=0";
+    default:
+        snprintf(buf, sizeof buf, "errno=%d", e);
+        return buf;
     }
 }
 
@@ -58,10 +64,15 @@ static const char *ret_name(int r)
 {
     static char buf[32];
     switch (r) {
-    case 0: return "0";
-    case ENOMEM: return "ENOMEM";
-    case EINVAL: return "EINVAL";
-    default: snprintf(buf, sizeof buf, "%d", r); return buf;
+    case 0:
+        return "0";
+    case ENOMEM:
+        return "ENOMEM";
+    case EINVAL:
+        return "EINVAL";
+    default:
+        snprintf(buf, sizeof buf, "%d", r);
+        return buf;
     }
 }
 
@@ -149,7 +160,8 @@ static void case_realloc_fail(const char *name, size_t old, size_t n, int array,
     void *p = malloc(old);
     fill(p, old, 3);
     errno = SENTINEL;
-    void *q = array ? reallocarray(opaque_ptr(p), opaque(n), opaque(m)) : realloc(opaque_ptr(p), opaque(n));
+    void *q = array ? reallocarray(opaque_ptr(p), opaque(n), opaque(m))
+                    : realloc(opaque_ptr(p), opaque(n));
     int e = errno;
     char extra[64];
     if (q) {
@@ -169,8 +181,8 @@ static void case_posix_memalign(const char *name, size_t align, size_t n)
     void *p = marker;
     int r = posix_memalign(&p, opaque(align), opaque(n));
     if (r == 0) {
-        const char *ok = p && p != marker && aligned(p, align) && usable_ok(p, n) ? "aligned usable>=n"
-                                                                               : "BAD";
+        const char *ok =
+            p && p != marker && aligned(p, align) && usable_ok(p, n) ? "aligned usable>=n" : "BAD";
         printf("%s: ret=0 p=%s %s\n", name, p == NULL ? "NULL" : "nonnull", ok);
         if (p != marker)
             free(p);
@@ -190,7 +202,8 @@ static void case_memalign(const char *name, int which, size_t align, size_t n)
     char extra[80] = "";
     if (p) {
         size_t want = next_pow2(align < 16 ? 16 : align);
-        snprintf(extra, sizeof extra, "%s%zu usable>=n", aligned(p, want) ? "aligned" : "NOT-aligned", want);
+        snprintf(extra, sizeof extra, "%s%zu usable>=n",
+                 aligned(p, want) ? "aligned" : "NOT-aligned", want);
         if (!usable_ok(p, n))
             snprintf(extra, sizeof extra, "BAD usable");
     }
@@ -255,7 +268,9 @@ static void sweep_alignments(void)
             for (int i = 0; i < 6; i++)
                 free(keep[i]);
             printf("%s align=%zu sizes 1..3a+5: %s\n", fn[f], a,
-                   nulls ? "got NULL" : bad ? "MISALIGNED/BAD usable" : "aligned, usable>=n, writable, disjoint");
+                   nulls ? "got NULL"
+                   : bad ? "MISALIGNED/BAD usable"
+                         : "aligned, usable>=n, writable, disjoint");
         }
     }
 }
@@ -285,7 +300,9 @@ static void sweep_malloc_range(const char *label, const size_t *sizes, size_t co
         free(ps[i]);
     free(ps);
     printf("malloc sizes %s: %s\n", label,
-           nulls ? "got NULL" : bad ? "BAD alignment/usable/overlap" : "16-aligned, usable>=n, writable, disjoint");
+           nulls ? "got NULL"
+           : bad ? "BAD alignment/usable/overlap"
+                 : "16-aligned, usable>=n, writable, disjoint");
 }
 
 static void sweep_malloc(void)
@@ -318,8 +335,8 @@ static void sweep_malloc(void)
 /* calloc returns zeroed memory even where the allocator reuses a dirty block. */
 static void sweep_calloc_reuse(void)
 {
-    static const size_t sizes[] = {1, 8, 16, 24, 100, 1000, 4096, 10000, 65536, 100000, 1 * MiB,
-                                   2 * MiB + 1, 5 * MiB};
+    static const size_t sizes[] = {1,     8,     16,     24,      100,         1000,   4096,
+                                   10000, 65536, 100000, 1 * MiB, 2 * MiB + 1, 5 * MiB};
     enum { BATCH = 16, ROUNDS = 12 };
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         size_t n = sizes[k];
@@ -350,7 +367,9 @@ static void sweep_calloc_reuse(void)
                 free(ps[i]);
         }
         printf("calloc(%zu) after freeing dirty blocks of that size: %s\n", n,
-               nulls ? "got NULL" : bad ? "NOT ZEROED" : "zeroed");
+               nulls ? "got NULL"
+               : bad ? "NOT ZEROED"
+                     : "zeroed");
     }
     /* calloc of a block right after a realloc shrink freed the tail */
     int bad = 0;
@@ -370,7 +389,8 @@ static void sweep_calloc_reuse(void)
 /* realloc grows and shrinks through every kind of block and keeps the contents. */
 static void sweep_realloc_chain(void)
 {
-    static const size_t sizes[] = {1, 15, 16, 17, 24, 100, 1000, 1024, 4095, 4097, 65536, 200000,
+    static const size_t sizes[] = {1,       15,          16,          17,      24,          100,
+                                   1000,    1024,        4095,        4097,    65536,       200000,
                                    1 * MiB, 2 * MiB - 1, 2 * MiB + 1, 8 * MiB, 9 * MiB + 17};
     const size_t count = sizeof sizes / sizeof sizes[0];
     unsigned char *p = malloc(1);
@@ -429,12 +449,12 @@ static void sweep_errno(void)
 {
     void *p, *q;
     int e;
-#define KEEP(name, stmt)        \
-    do {                        \
-        errno = SENTINEL;       \
-        stmt;                   \
-        e = errno;              \
-        errno_kept(name, e);    \
+#define KEEP(name, stmt)                                                                           \
+    do {                                                                                           \
+        errno = SENTINEL;                                                                          \
+        stmt;                                                                                      \
+        e = errno;                                                                                 \
+        errno_kept(name, e);                                                                       \
     } while (0)
     KEEP("malloc(100)", p = malloc(100));
     KEEP("free(small)", free(p));
@@ -487,7 +507,8 @@ static void case_mallinfo(void)
     struct mallinfo2 after = mallinfo2();
     size_t after1 = mallinfo1_uord();
     printf("mallinfo2 uordblks after 10M of 1K blocks: %s\n",
-           after.uordblks >= before.uordblks + 10 * MiB ? "grows by >=10M" : "does not grow by 10M");
+           after.uordblks >= before.uordblks + 10 * MiB ? "grows by >=10M"
+                                                        : "does not grow by 10M");
     printf("mallinfo uordblks after 10M of 1K blocks: %s\n",
            after1 >= before1 + 10 * MiB ? "grows by >=10M" : "does not grow by 10M");
     for (int i = 0; i < N; i++)
@@ -495,7 +516,8 @@ static void case_mallinfo(void)
     free(ps);
     struct mallinfo2 freed = mallinfo2();
     printf("mallinfo2 uordblks after freeing them: %s\n",
-           freed.uordblks + 10 * MiB <= after.uordblks ? "shrinks by >=10M" : "does not shrink by 10M");
+           freed.uordblks + 10 * MiB <= after.uordblks ? "shrinks by >=10M"
+                                                       : "does not shrink by 10M");
 }
 
 static void cases_mallopt(void)
@@ -533,8 +555,10 @@ static int which(void)
         printf("thpalloc_active: absent\n");
     const char *(*version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "thpalloc_version");
     const char *v = version ? version() : NULL;
-    printf("thpalloc_version: %s\n",
-           !version ? "absent" : v && strcmp(v, THPALLOC_VERSION_STRING) == 0 ? "matches header" : "DIFFERS from header");
+    printf("thpalloc_version: %s\n", !version ? "absent"
+                                     : v && strcmp(v, THPALLOC_VERSION_STRING) == 0
+                                         ? "matches header"
+                                         : "DIFFERS from header");
     return 0;
 }
 
@@ -596,7 +620,8 @@ int main(int argc, char **argv)
     case_realloc_fail("realloc(p[4M],PTRDIFF_MAX)", 4 * MiB, PMAX, 0, 0);
     case_realloc_fail("realloc(p[4M],SIZE_MAX-(2M-1))", 4 * MiB, SIZE_MAX - (2 * MiB - 1), 0, 0);
     case_realloc_fail("reallocarray(p[100],SIZE_MAX/2,3) overflow", 100, SIZE_MAX / 2, 1, 3);
-    case_realloc_fail("reallocarray(p[100],2^32,2^32) overflow", 100, (size_t)1 << 32, 1, (size_t)1 << 32);
+    case_realloc_fail("reallocarray(p[100],2^32,2^32) overflow", 100, (size_t)1 << 32, 1,
+                      (size_t)1 << 32);
     case_realloc_fail("reallocarray(p[4M],2^33,2^31+1) overflow", 4 * MiB, (size_t)1 << 33, 1,
                       ((size_t)1 << 31) + 1);
     {
@@ -632,9 +657,20 @@ int main(int argc, char **argv)
 
     for (int w = 1; w >= 0; w--) {
         const char *fn = w ? "aligned_alloc" : "memalign";
-        static const size_t al[][2] = {{0, 8},     {1, 8},      {8, 8},          {16, 0},     {24, 48},
-                                       {3, 10},    {48, 10},    {100, 10},       {64, 65},    {4096, 1},
-                                       {4097, 10}, {65536, 10}, {2 * MiB + 1, 10}, {2 * MiB, 3 * MiB}};
+        static const size_t al[][2] = {{0, 8},
+                                       {1, 8},
+                                       {8, 8},
+                                       {16, 0},
+                                       {24, 48},
+                                       {3, 10},
+                                       {48, 10},
+                                       {100, 10},
+                                       {64, 65},
+                                       {4096, 1},
+                                       {4097, 10},
+                                       {65536, 10},
+                                       {2 * MiB + 1, 10},
+                                       {2 * MiB, 3 * MiB}};
         char name[80];
         for (size_t i = 0; i < sizeof al / sizeof al[0]; i++) {
             snprintf(name, sizeof name, "%s(%zu,%zu)", fn, al[i][0], al[i][1]);

@@ -17,7 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
-namespace {
+namespace
+{
 
 uint64_t fnv(uint64_t h, uint64_t v)
 {

@@ -114,7 +114,7 @@ int main(int argc, char **argv)
     int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "thpalloc_active");
     int (*get_stats)(struct thpalloc_stats *, size_t) =
         (int (*)(struct thpalloc_stats *, size_t))dlsym(RTLD_DEFAULT, "thpalloc_get_stats");
-    size_t (*purge)(void) = (size_t (*)(void))dlsym(RTLD_DEFAULT, "thpalloc_purge");
+    size_t (*purge)(void) = (size_t(*)(void))dlsym(RTLD_DEFAULT, "thpalloc_purge");
     int (*owns)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "thpalloc_owns");
 
     report(marker && marker() == 42, "the fake allocator is loaded");
@@ -142,10 +142,12 @@ int main(int argc, char **argv)
     memset(&st, 0xee, sizeof st);
     int r = get_stats(&st, sizeof st);
     report(r == 0, "thpalloc_get_stats() returns 0");
-    printf("# reserved %llu committed %llu huge_advised %llu in_use %llu purge_pending %llu purged %llu "
+    printf("# reserved %llu committed %llu huge_advised %llu in_use %llu purge_pending %llu purged "
+           "%llu "
            "large_count %llu heaps %llu\n",
-           (unsigned long long)st.reserved, (unsigned long long)st.committed, (unsigned long long)st.huge_advised,
-           (unsigned long long)st.in_use, (unsigned long long)st.purge_pending, (unsigned long long)st.purged,
+           (unsigned long long)st.reserved, (unsigned long long)st.committed,
+           (unsigned long long)st.huge_advised, (unsigned long long)st.in_use,
+           (unsigned long long)st.purge_pending, (unsigned long long)st.purged,
            (unsigned long long)st.large_count, (unsigned long long)st.heaps);
     if (dormant) {
         report(st.reserved == 0, "dormant: reserved == 0 after the program allocated (%llu)",
@@ -154,10 +156,12 @@ int main(int argc, char **argv)
                    st.huge_advised == 0 && st.purge_pending == 0 && st.purged == 0,
                "dormant: every statistic is 0");
         report(purge() == 0, "dormant: thpalloc_purge() == 0");
-        report(owns(small) == 0 && owns(keep) == 0, "dormant: thpalloc_owns() is 0 for the fake's blocks");
+        report(owns(small) == 0 && owns(keep) == 0,
+               "dormant: thpalloc_owns() is 0 for the fake's blocks");
     } else {
         report(st.reserved > 0 && st.in_use >= (5 << 20), "active: reserved > 0 and in_use >= 5M");
-        report(owns(small) == 1 && owns(keep) == 1, "active: thpalloc_owns() is 1 for malloc's blocks");
+        report(owns(small) == 1 && owns(keep) == 1,
+               "active: thpalloc_owns() is 1 for malloc's blocks");
     }
     free(keep);
     free(small);

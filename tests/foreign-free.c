@@ -137,8 +137,9 @@ static void test_free_counts(void)
     __libc_free(ps);
     report(!bad, "malloc_usable_size(foreign) equals glibc's own for %d __libc_malloc blocks", N);
     report(grown >= base + N * 16 && after <= base + 64 * KiB,
-           "free() of %d __libc_malloc blocks hands them back to glibc (glibc in-use %zu -> %zu -> %zu)", N,
-           base, grown, after);
+           "free() of %d __libc_malloc blocks hands them back to glibc (glibc in-use %zu -> %zu -> "
+           "%zu)",
+           N, base, grown, after);
 
     /* glibc-mmapped blocks (above glibc's mmap threshold) */
     base = glibc_in_use();
@@ -150,8 +151,8 @@ static void test_free_counts(void)
     free(big);
     after = glibc_in_use();
     report(grown >= base + 8 * MiB && after + 8 * MiB <= grown,
-           "free() of an 8M glibc-mmapped block unmaps it in glibc (in-use %zu -> %zu -> %zu)", base, grown,
-           after);
+           "free() of an 8M glibc-mmapped block unmaps it in glibc (in-use %zu -> %zu -> %zu)",
+           base, grown, after);
 }
 
 /* realloc of a foreign block: grow through every size range, then shrink; contents kept. */
@@ -273,13 +274,15 @@ static void test_deepbind(const char *path)
     void *(*db_malloc)(size_t) = (void *(*)(size_t))dlsym(h, "foreign_db_malloc");
     void *(*db_calloc)(size_t, size_t) = (void *(*)(size_t, size_t))dlsym(h, "foreign_db_calloc");
     void *(*db_realloc)(void *, size_t) = (void *(*)(void *, size_t))dlsym(h, "foreign_db_realloc");
-    int (*db_pm)(void **, size_t, size_t) = (int (*)(void **, size_t, size_t))dlsym(h, "foreign_db_posix_memalign");
+    int (*db_pm)(void **, size_t, size_t) =
+        (int (*)(void **, size_t, size_t))dlsym(h, "foreign_db_posix_memalign");
     const char *(*db_dso)(void) = (const char *(*)(void))dlsym(h, "foreign_db_malloc_dso");
     if (!db_malloc || !db_calloc || !db_realloc || !db_pm || !db_dso) {
         report(0, "deepbind module exports its functions");
         return;
     }
-    report(strcmp(db_dso(), "libc.so.6") == 0, "the deepbind module's malloc is glibc's (%s)", db_dso());
+    report(strcmp(db_dso(), "libc.so.6") == 0, "the deepbind module's malloc is glibc's (%s)",
+           db_dso());
 
     enum { N = 5000 };
     void **ps = malloc(N * sizeof *ps);
@@ -287,9 +290,15 @@ static void test_deepbind(const char *path)
     for (int i = 0; i < N; i++) {
         size_t n = 8 + (size_t)(i * 7 % 3000);
         switch (i % 4) {
-        case 0: ps[i] = db_malloc(n); break;
-        case 1: ps[i] = db_calloc(1, n); break;
-        case 2: ps[i] = db_realloc(db_malloc(4), n); break;
+        case 0:
+            ps[i] = db_malloc(n);
+            break;
+        case 1:
+            ps[i] = db_calloc(1, n);
+            break;
+        case 2:
+            ps[i] = db_realloc(db_malloc(4), n);
+            break;
         default:
             if (db_pm(&ps[i], 128, n) != 0)
                 ps[i] = NULL;
@@ -322,16 +331,19 @@ static void test_deepbind(const char *path)
     report(!bad, "blocks from the deepbind module keep contents through realloc/free in main");
     report(!usable_bad, "malloc_usable_size of deepbind blocks equals glibc's");
     if (thp_in_charge)
-        report_thp(thp_owns && owned == 0, "thpalloc_owns() is 0 for all deepbind blocks (%d said 1)", owned);
-    report(grown >= base + N * 8 && after <= base + 256 * KiB,
-           "free() in main of %d deepbind blocks hands them back to glibc (in-use %zu -> %zu -> %zu)", N, base,
-           grown, after);
+        report_thp(thp_owns && owned == 0,
+                   "thpalloc_owns() is 0 for all deepbind blocks (%d said 1)", owned);
+    report(
+        grown >= base + N * 8 && after <= base + 256 * KiB,
+        "free() in main of %d deepbind blocks hands them back to glibc (in-use %zu -> %zu -> %zu)",
+        N, base, grown, after);
 
     /* a big one: mmapped by glibc */
     void *big = db_malloc(16 * MiB);
     fill(big, 16 * MiB, 77);
     void *big2 = realloc(big, 20 * MiB);
-    report(big2 && check_fill(big2, 16 * MiB, 77), "realloc in main of a 16M deepbind block to 20M keeps contents");
+    report(big2 && check_fill(big2, 16 * MiB, 77),
+           "realloc in main of a 16M deepbind block to 20M keeps contents");
     free(big2);
     report(dlclose(h) == 0, "dlclose of the deepbind module");
 }
@@ -346,7 +358,8 @@ static void test_owns(void)
         char *p = malloc(sizes[i]);
         report_thp(thp_owns && thp_owns(p) == 1, "thpalloc_owns(malloc(%zu)) == 1", sizes[i]);
         if (sizes[i] >= 32)
-            report_thp(thp_owns && thp_owns(p + 16) == 0, "thpalloc_owns(malloc(%zu) + 16) == 0", sizes[i]);
+            report_thp(thp_owns && thp_owns(p + 16) == 0, "thpalloc_owns(malloc(%zu) + 16) == 0",
+                       sizes[i]);
         free(p);
     }
     void *p = NULL;
@@ -399,7 +412,8 @@ static void *worker_main(void *arg)
         }
         for (int i = 0; i < N; i++) {
             size_t n = 8 + (size_t)((i * 131 + w->id * 17) % 5000);
-            if (!check_fill(mine[i], n, w->id + (unsigned)i) || !check_fill(theirs[i], n, w->id * 3 + (unsigned)i))
+            if (!check_fill(mine[i], n, w->id + (unsigned)i) ||
+                !check_fill(theirs[i], n, w->id * 3 + (unsigned)i))
                 w->bad++;
             if (i % 5 == 0) {
                 void *q = realloc(theirs[i], n + 100);
@@ -473,7 +487,8 @@ static void test_glibc_heap(void)
     }
     __libc_free(slot);
     __libc_free(len);
-    report(!bad, "glibc's heap still works: 200000 random __libc_malloc/realloc/free ops keep contents");
+    report(!bad,
+           "glibc's heap still works: 200000 random __libc_malloc/realloc/free ops keep contents");
     glibc_malloc_trim(0);
     FILE *devnull = fopen("/dev/null", "w");
     int r = devnull ? glibc_malloc_info(0, devnull) : -1;
@@ -491,13 +506,15 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
     if (libc) {
-        glibc_mallinfo2 = (struct mallinfo2 (*)(void))dlsym(libc, "mallinfo2");
+        glibc_mallinfo2 = (struct mallinfo2(*)(void))dlsym(libc, "mallinfo2");
         glibc_malloc_trim = (int (*)(size_t))dlsym(libc, "malloc_trim");
-        glibc_usable = (size_t (*)(void *))dlsym(libc, "malloc_usable_size");
+        glibc_usable = (size_t(*)(void *))dlsym(libc, "malloc_usable_size");
         glibc_malloc_info = (int (*)(int, FILE *))dlsym(libc, "malloc_info");
     }
     if (!glibc_mallinfo2 || !glibc_malloc_trim || !glibc_usable || !glibc_malloc_info) {
-        report(0, "glibc's own mallinfo2/malloc_trim/malloc_usable_size/malloc_info found in libc.so.6");
+        report(
+            0,
+            "glibc's own mallinfo2/malloc_trim/malloc_usable_size/malloc_info found in libc.so.6");
         printf("end\n");
         return 1;
     }
@@ -510,7 +527,8 @@ int main(int argc, char **argv)
         report_thp(thp_owns != NULL, "thpalloc_owns is exported");
         thp_in_charge = 1; /* make the thpalloc_owns checks (they fail if it is missing) */
     }
-    printf("# malloc %s glibc's\n", (void *)malloc == (void *)dlsym(libc, "malloc") ? "is" : "is not");
+    printf("# malloc %s glibc's\n",
+           (void *)malloc == (void *)dlsym(libc, "malloc") ? "is" : "is not");
 
     test_free_counts();
     test_realloc();

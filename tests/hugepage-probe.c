@@ -103,9 +103,8 @@ int main(int argc, char **argv)
     }
     size_t size = strtoull(argv[1], NULL, 0);
     int (*active)(void) = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "thpalloc_active");
-    int (*get_stats)(struct thpalloc_stats *, size_t) =
-        (int (*)(struct thpalloc_stats *, size_t))(uintptr_t)dlsym(RTLD_DEFAULT,
-                                                                  "thpalloc_get_stats");
+    int (*get_stats)(struct thpalloc_stats *, size_t) = (int (*)(struct thpalloc_stats *, size_t))(
+        uintptr_t)dlsym(RTLD_DEFAULT, "thpalloc_get_stats");
     struct thpalloc_stats st0 = {0}, st1 = {0};
     int act = active ? active() : -1;
 

@@ -34,7 +34,8 @@ static void report(int cond, const char *fmt, ...)
     fflush(stdout);
 }
 
-static const size_t sizes[] = {16, 100, 1 * KiB, 8 * KiB, 64 * KiB, 300 * KiB, 1 * MiB, 3 * MiB, 9 * MiB, 40 * MiB};
+static const size_t sizes[] = {16,        100,     1 * KiB, 8 * KiB, 64 * KiB,
+                               300 * KiB, 1 * MiB, 3 * MiB, 9 * MiB, 40 * MiB};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 enum { KINDS = 8, SLOTS = 160 };
 /* kinds: malloc, calloc, realloc, posix_memalign(256), aligned_alloc(4096), memalign(2M),
@@ -111,7 +112,10 @@ static void step(int kind, size_t n, int s, struct tally *t)
     }
     errno = 0;
     switch (kind) {
-    case 0: p = malloc(n); err = errno; break;
+    case 0:
+        p = malloc(n);
+        err = errno;
+        break;
     case 1:
         p = calloc(n, 1);
         err = errno;
@@ -194,7 +198,8 @@ static void workload(struct tally *t, int rounds)
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < KINDS; k++)
             for (size_t i = 0; i < NSIZES; i++)
-                step(k, sizes[(i + (size_t)r) % NSIZES], (int)((k * NSIZES + i + (size_t)r * 3) % SLOTS), t);
+                step(k, sizes[(i + (size_t)r) % NSIZES],
+                     (int)((k * NSIZES + i + (size_t)r * 3) % SLOTS), t);
 }
 
 int main(void)
@@ -203,7 +208,7 @@ int main(void)
     void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "mmapfail_set");
     long (*calls)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "mmapfail_calls");
     long (*failed)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "mmapfail_failed");
-    thp_purge = (size_t (*)(void))dlsym(RTLD_DEFAULT, "thpalloc_purge");
+    thp_purge = (size_t(*)(void))dlsym(RTLD_DEFAULT, "thpalloc_purge");
     if (!set || !calls || !failed) {
         report(0, "the mmapfail interposer is preloaded (mmapfail_set found)");
         printf("end\n");
@@ -213,22 +218,26 @@ int main(void)
     struct tally t = {0, 0, 0, 0, 0, 0};
     workload(&t, 2);
     long injected = failed();
-    printf("# failing: %ld mapping calls, %ld failed; %ld of %ld allocations NULL\n", calls(), injected, t.nulls,
-           t.tries);
-    report(t.bad_errno == 0, "while mmap fails: every NULL comes with ENOMEM (%ld of %ld NULL, %ld other errno)",
+    printf("# failing: %ld mapping calls, %ld failed; %ld of %ld allocations NULL\n", calls(),
+           injected, t.nulls, t.tries);
+    report(t.bad_errno == 0,
+           "while mmap fails: every NULL comes with ENOMEM (%ld of %ld NULL, %ld other errno)",
            t.nulls, t.tries, t.bad_errno);
     report(t.not_zero == 0, "while mmap fails: calloc memory is zero (%ld not)", t.not_zero);
-    report(t.misaligned == 0, "while mmap fails: aligned allocations are aligned (%ld not)", t.misaligned);
-    report(t.damaged == 0, "while mmap fails: live blocks keep their contents (%ld damaged)", t.damaged);
+    report(t.misaligned == 0, "while mmap fails: aligned allocations are aligned (%ld not)",
+           t.misaligned);
+    report(t.damaged == 0, "while mmap fails: live blocks keep their contents (%ld damaged)",
+           t.damaged);
 
     /* failures off: everything must work again */
     set(0);
     struct tally u = {0, 0, 0, 0, 0, 0};
     workload(&u, 2);
-    report(u.nulls == 0, "after mmap works again: no allocation fails (%ld of %ld NULL)", u.nulls, u.tries);
+    report(u.nulls == 0, "after mmap works again: no allocation fails (%ld of %ld NULL)", u.nulls,
+           u.tries);
     report(u.not_zero == 0 && u.misaligned == 0 && u.damaged == 0,
-           "after mmap works again: zeroed, aligned, contents kept (%ld, %ld, %ld bad)", u.not_zero, u.misaligned,
-           u.damaged);
+           "after mmap works again: zeroed, aligned, contents kept (%ld, %ld, %ld bad)", u.not_zero,
+           u.misaligned, u.damaged);
     size_t damaged = 0;
     for (int s = 0; s < SLOTS; s++) {
         if (slot[s] && !intact(slot[s], slot_n[s], slot_seed[s]))
@@ -240,7 +249,8 @@ int main(void)
     if (big)
         for (size_t i = 0; i < 100 * MiB; i += 4096)
             big[i] = 1;
-    report(damaged == 0 && big != NULL, "after mmap works again: all blocks intact and freed, malloc(100M) works");
+    report(damaged == 0 && big != NULL,
+           "after mmap works again: all blocks intact and freed, malloc(100M) works");
     free(big);
 
     /* and failing once more, then recovering once more */

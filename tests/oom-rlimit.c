@@ -68,12 +68,13 @@ static int set_limit(void)
 }
 
 enum kind { K_MALLOC, K_CALLOC, K_REALLOC, K_POSIX_MEMALIGN, K_ALIGNED_ALLOC };
-static const char *const kind_name[] = {"malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc"};
+static const char *const kind_name[] = {"malloc", "calloc", "realloc", "posix_memalign",
+                                        "aligned_alloc"};
 
 struct result {
-    int ok_errno;   /* the failure said ENOMEM */
-    int other_bad;  /* realloc damaged the old block, calloc not zero, ... */
-    int err;        /* what it said */
+    int ok_errno;  /* the failure said ENOMEM */
+    int other_bad; /* realloc damaged the old block, calloc not zero, ... */
+    int err;       /* what it said */
 };
 
 /* One allocation of `size` bytes by `kind`. NULL on failure, with r->err set. */
@@ -82,7 +83,9 @@ static void *alloc_one(enum kind k, size_t size, struct result *r)
     void *p = NULL;
     errno = 0;
     switch (k) {
-    case K_MALLOC: p = malloc(size); break;
+    case K_MALLOC:
+        p = malloc(size);
+        break;
     case K_CALLOC:
         p = calloc(1, size);
         if (p && (((unsigned char *)p)[0] || ((unsigned char *)p)[size - 1]))
@@ -184,7 +187,12 @@ static int mix_works(const char **what)
         ps[i] = malloc(sizes[i]);
         if (!ps[i]) {
             ok = 0;
-            *what = i == 0 ? "16" : i == 1 ? "1K" : i == 2 ? "64K" : i == 3 ? "512K" : i == 4 ? "4M" : "16M";
+            *what = i == 0   ? "16"
+                    : i == 1 ? "1K"
+                    : i == 2 ? "64K"
+                    : i == 3 ? "512K"
+                    : i == 4 ? "4M"
+                             : "16M";
             break;
         }
         memset(ps[i], 0x33, sizes[i]);
@@ -202,8 +210,9 @@ static int run_one(enum kind k, size_t size)
     struct result r = {0, 0, 0};
     int got_null = fill_until_null(k, size, &c, &r);
     size_t first = c.count;
-    report(got_null, "%s(%zu): returns NULL once the address space is used up (after %zu blocks, %zu MiB)", kn,
-           size, first, first * size / MiB);
+    report(got_null,
+           "%s(%zu): returns NULL once the address space is used up (after %zu blocks, %zu MiB)",
+           kn, size, first, first * size / MiB);
     if (!got_null) {
         free_chain(&c, size);
         return 0;
@@ -214,31 +223,33 @@ static int run_one(enum kind k, size_t size)
      * up long before the limit is not "out of memory"). Small blocks may cost twice
      * their size (glibc: 32 bytes per 16-byte block), aligned ones a page. */
     size_t cost = k == K_ALIGNED_ALLOC && size < 4096 ? 4096 : size < 32 ? 32 : size;
-    report(first * cost >= HEADROOM / 4, "%s(%zu): at least 64 MiB worth of blocks before NULL (%zu MiB)", kn,
-           size, first * cost / MiB);
+    report(first * cost >= HEADROOM / 4,
+           "%s(%zu): at least 64 MiB worth of blocks before NULL (%zu MiB)", kn, size,
+           first * cost / MiB);
     /* a second try fails the same way */
     struct result r2 = {0, 0, 0};
     void *again = alloc_one(k, size, &r2);
     if (again)
         push(&c, again, size);
-    report(again || r2.err == ENOMEM, "%s(%zu): another try while full is NULL+ENOMEM or works", kn, size);
+    report(again || r2.err == ENOMEM, "%s(%zu): another try while full is NULL+ENOMEM or works", kn,
+           size);
     size_t damaged = free_chain(&c, size);
     report(damaged == 0 && r.other_bad == 0 && r2.other_bad == 0,
-           "%s(%zu): every block kept its contents (%zu damaged, %d bad results)", kn, size, damaged,
-           r.other_bad + r2.other_bad);
+           "%s(%zu): every block kept its contents (%zu damaged, %d bad results)", kn, size,
+           damaged, r.other_bad + r2.other_bad);
 
     /* after freeing all: the same again */
     struct result r3 = {0, 0, 0};
     got_null = fill_until_null(k, size, &c, &r3);
     size_t second = c.count;
     report(second >= first / 2 && (!got_null || r3.err == ENOMEM),
-           "%s(%zu): after freeing everything, at least half as many fit again (%zu then %zu)", kn, size, first,
-           second);
+           "%s(%zu): after freeing everything, at least half as many fit again (%zu then %zu)", kn,
+           size, first, second);
     free_chain(&c, size);
     const char *what = "";
     int mix = mix_works(&what);
-    report(mix, "%s(%zu): after freeing everything, malloc of 16, 1K, 64K, 512K, 4M, 16M works%s%s", kn, size,
-           mix ? "" : " -- failed at ", what);
+    report(mix, "%s(%zu): after freeing everything, malloc of 16, 1K, 64K, 512K, 4M, 16M works%s%s",
+           kn, size, mix ? "" : " -- failed at ", what);
     return 1;
 }
 
@@ -256,7 +267,8 @@ static void run_grow(void)
         if (!q) {
             int e = errno;
             report(e == ENOMEM, "realloc growth: NULL with ENOMEM at %zu MiB", m / MiB);
-            report(p[0] == 0x5c && p[n / 2] == 0x5c && p[n - 1] == 0x5c, "realloc growth: old block intact after the failure");
+            report(p[0] == 0x5c && p[n / 2] == 0x5c && p[n - 1] == 0x5c,
+                   "realloc growth: old block intact after the failure");
             break;
         }
         if (q[0] != 0x5c || q[n / 2] != 0x5c || q[n - 1] != 0x5c)
@@ -349,17 +361,18 @@ static void run_threads(void)
                "threads: thread %d (%s %zu) ends with NULL+ENOMEM both rounds (%zu, %zu blocks)", i,
                i == 1 ? "calloc" : "malloc", size, a[i].res.count[0], a[i].res.count[1]);
         report(a[i].res.damaged == 0, "threads: thread %d blocks kept their contents", i);
-        report(a[i].res.again == 10, "threads: thread %d allocates again after all freed (%zu of 10)", i,
-               a[i].res.again);
+        report(a[i].res.again == 10,
+               "threads: thread %d allocates again after all freed (%zu of 10)", i, a[i].res.again);
         total[0] += a[i].res.count[0] * size;
         total[1] += a[i].res.count[1] * size;
     }
-    report(total[1] >= total[0] / 2, "threads: the second round fits at least half as much as the first (%zu MiB, %zu MiB)",
+    report(total[1] >= total[0] / 2,
+           "threads: the second round fits at least half as much as the first (%zu MiB, %zu MiB)",
            total[0] / MiB, total[1] / MiB);
     const char *what = "";
     int mix = mix_works(&what);
-    report(mix, "threads: afterwards malloc of 16, 1K, 64K, 512K, 4M, 16M works%s%s", mix ? "" : " -- failed at ",
-           what);
+    report(mix, "threads: afterwards malloc of 16, 1K, 64K, 512K, 4M, 16M works%s%s",
+           mix ? "" : " -- failed at ", what);
 }
 
 static int parse_kind(const char *s, enum kind *k)

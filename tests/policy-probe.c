@@ -53,7 +53,8 @@ static const char *read_proc(const char *path)
     size_t len = 0;
     if (fd >= 0) {
         ssize_t n;
-        while (len < sizeof procbuf - 1 && (n = read(fd, procbuf + len, sizeof procbuf - 1 - len)) > 0)
+        while (len < sizeof procbuf - 1 &&
+               (n = read(fd, procbuf + len, sizeof procbuf - 1 - len)) > 0)
             len += (size_t)n;
         close(fd);
     }

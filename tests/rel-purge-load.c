@@ -74,12 +74,18 @@ static size_t pick(uint64_t *r)
 {
     uint64_t x = rnd(r);
     switch (x % 100) {
-    case 0: case 1: return 1 * MiB + (x >> 8) % (5 * MiB);    /* large */
-    case 2: case 3: case 4: case 5: return 64 * KiB + (x >> 8) % (960 * KiB);
+    case 0:
+    case 1:
+        return 1 * MiB + (x >> 8) % (5 * MiB); /* large */
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+        return 64 * KiB + (x >> 8) % (960 * KiB);
     default:
         if (x % 100 < 30)
-            return 8 * KiB + (x >> 8) % (56 * KiB);                  /* medium */
-        return 16 + (x >> 8) % (8 * KiB);                            /* small */
+            return 8 * KiB + (x >> 8) % (56 * KiB); /* medium */
+        return 16 + (x >> 8) % (8 * KiB);           /* small */
     }
 }
 
@@ -226,11 +232,12 @@ int main(int argc, char **argv)
         struct thpalloc_stats st;
         memset(&st, 0, sizeof st);
         if (p_get_stats && p_get_stats(&st, sizeof st) == 0)
-            printf("# phase %d: thpalloc stats: committed %llu kB, in_use %llu kB, "
-                   "purge_pending %llu kB, purged %llu kB, huge_advised %llu kB\n", ph,
-                   (unsigned long long)st.committed / 1024, (unsigned long long)st.in_use / 1024,
-                   (unsigned long long)st.purge_pending / 1024,
-                   (unsigned long long)st.purged / 1024, (unsigned long long)st.huge_advised / 1024);
+            printf(
+                "# phase %d: thpalloc stats: committed %llu kB, in_use %llu kB, "
+                "purge_pending %llu kB, purged %llu kB, huge_advised %llu kB\n",
+                ph, (unsigned long long)st.committed / 1024, (unsigned long long)st.in_use / 1024,
+                (unsigned long long)st.purge_pending / 1024, (unsigned long long)st.purged / 1024,
+                (unsigned long long)st.huge_advised / 1024);
         if (glibc_mode)
             printf("# %s\n", line);
         else {
@@ -243,7 +250,8 @@ int main(int argc, char **argv)
         size_t purged = p_purge();
         rollup(&anon, &huge);
         printf("# after the last phase, thpalloc_purge() gave back %zu kB: anonymous RSS above "
-               "start %ld kB\n", purged / 1024, anon - base);
+               "start %ld kB\n",
+               purged / 1024, anon - base);
     }
     cur_phase = -1;
     pthread_barrier_wait(&go);

@@ -103,10 +103,15 @@ static size_t pick_size(uint64_t *r)
 {
     uint64_t x = rnd(r);
     switch (x % 8) {
-    case 0: return 3 * MiB / 2 + (x >> 8) % (3 * MiB / 2); /* large */
-    case 1: return 64 * KiB + (x >> 8) % (900 * KiB);        /* medium / big */
-    case 2: case 3: return 1024 + (x >> 8) % (60 * KiB);
-    default: return 1 + (x >> 8) % 1024;                     /* small */
+    case 0:
+        return 3 * MiB / 2 + (x >> 8) % (3 * MiB / 2); /* large */
+    case 1:
+        return 64 * KiB + (x >> 8) % (900 * KiB); /* medium / big */
+    case 2:
+    case 3:
+        return 1024 + (x >> 8) % (60 * KiB);
+    default:
+        return 1 + (x >> 8) % 1024; /* small */
     }
 }
 
@@ -190,7 +195,8 @@ static void mode_cycles(long n, int chains)
     }
     double secs = now_s() - t0;
     printf("# cycles: %ld threads in %d chains, %.2f s; %ld blocks handed on, %ld bad, "
-           "%ld pthread_create failures\n", n, chains, secs, handed, bad, cfail);
+           "%ld pthread_create failures\n",
+           n, chains, secs, handed, bad, cfail);
     report(cfail == 0, "cycles: every pthread_create succeeded");
     report(bad == 0, "cycles: every handed-on block kept its contents");
     report(handed >= (n - chains) * HAND * 9 / 10, "cycles: blocks were handed between threads");
@@ -255,10 +261,18 @@ static void mc_round(struct mc_result *r, uint64_t seed)
             errno = 0;
             unsigned char *p;
             switch (k % 4) {
-            case 0: p = malloc(mc_sizes[s]); break;
-            case 1: p = calloc(1, mc_sizes[s]); break;
-            case 2: p = aligned_alloc(4096, mc_sizes[s]); break;
-            default: p = realloc(NULL, mc_sizes[s]); break;
+            case 0:
+                p = malloc(mc_sizes[s]);
+                break;
+            case 1:
+                p = calloc(1, mc_sizes[s]);
+                break;
+            case 2:
+                p = aligned_alloc(4096, mc_sizes[s]);
+                break;
+            default:
+                p = realloc(NULL, mc_sizes[s]);
+                break;
             }
             if (!p) {
                 if (errno == ENOMEM)
@@ -307,8 +321,8 @@ static void mode_mapcount(void)
     /* One PROT_NONE region, then every other page made readable: each change splits a
      * mapping, until the kernel refuses with ENOMEM: the map table is full. */
     size_t pages = (size_t)limit * 2 + 16, pg = (size_t)sysconf(_SC_PAGESIZE);
-    unsigned char *region = mmap(NULL, pages * pg, PROT_NONE,
-                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    unsigned char *region =
+        mmap(NULL, pages * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (region == MAP_FAILED) {
         report(0, "mapcount: reserve the filler region");
         return;
@@ -321,8 +335,8 @@ static void mode_mapcount(void)
             break;
         }
     long maps_full = count_maps();
-    printf("# mapcount: filler stopped after %zu splits (errno %d), %ld mappings\n", i / 2,
-           err, maps_full);
+    printf("# mapcount: filler stopped after %zu splits (errno %d), %ld mappings\n", i / 2, err,
+           maps_full);
     report(err == ENOMEM, "mapcount: the map table was filled (mprotect said ENOMEM)");
     pthread_barrier_wait(&mc_start);
     struct mc_result mine;
@@ -355,8 +369,8 @@ static void mode_mapcount(void)
     for (size_t s = 0; s < MC_NSIZES; s++)
         fails += after.null_enomem[s] + after.null_other[s] + after.bad[s],
             got_after += after.got[s];
-    printf("# mapcount: after release: %ld blocks, %ld failures; %ld mappings\n", got_after,
-           fails, count_maps());
+    printf("# mapcount: after release: %ld blocks, %ld failures; %ld mappings\n", got_after, fails,
+           count_maps());
     report(fails == 0, "mapcount: after the filler is unmapped every allocation succeeds");
 }
 

@@ -456,9 +456,9 @@ static void mode_prodcons(void)
 /* ---- (b) many short-lived threads -------------------------------------------------- */
 
 #define MT_THREADS 20000
-#define MT_WAVE 8      /* threads alive at once */
-#define MT_BLOCKS 24   /* allocated by each thread */
-#define MT_HANDOFF 6   /* of which passed on to later threads */
+#define MT_WAVE 8    /* threads alive at once */
+#define MT_BLOCKS 24 /* allocated by each thread */
+#define MT_HANDOFF 6 /* of which passed on to later threads */
 #define MT_POOL 4096
 
 static pthread_mutex_t mt_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -472,8 +472,8 @@ static void *mt_thread(void *arg)
     struct msg own[MT_BLOCKS], got[MT_HANDOFF * MT_WAVE];
     size_t ngot = 0;
     for (int i = 0; i < MT_BLOCKS; i++) {
-        size_t size = (rnd(&rs) % 16 == 0) ? 64 * KiB + rnd(&rs) % (192 * KiB)
-                                           : 16 + rnd(&rs) % 2000;
+        size_t size =
+            (rnd(&rs) % 16 == 0) ? 64 * KiB + rnd(&rs) % (192 * KiB) : 16 + rnd(&rs) % 2000;
         own[i] = (struct msg){xmalloc(size, "short-lived thread malloc"), size, rnd(&rs)};
         pat_fill(own[i].p, 0, size, own[i].seed);
     }
@@ -522,8 +522,8 @@ static void mode_manythreads(void)
     for (size_t i = 0; i < mt_pool_n; i++)
         verify_and_free(mt_pool[i], "leftover pool block");
     long handed = atomic_load(&mt_handed);
-    printf("# manythreads: %d threads in %.2f s, %ld blocks freed by a later thread\n",
-           MT_THREADS, now_s() - t0, handed + (long)mt_pool_n);
+    printf("# manythreads: %d threads in %.2f s, %ld blocks freed by a later thread\n", MT_THREADS,
+           now_s() - t0, handed + (long)mt_pool_n);
     mt_pool_n = 0;
     if (handed < (long)MT_THREADS * MT_HANDOFF / 2)
         fail("manythreads: only %ld blocks handed between threads", handed);
@@ -833,8 +833,7 @@ static int sk_verify(const void *p, size_t slot, size_t *size_out, uint64_t *see
     struct stamp s;
     size_t us = malloc_usable_size((void *)p);
     if (us < sizeof s) {
-        fail("soak: block %p in slot %zu: malloc_usable_size %zu < %zu", p, slot, us,
-             sizeof s);
+        fail("soak: block %p in slot %zu: malloc_usable_size %zu < %zu", p, slot, us, sizeof s);
         return -1;
     }
     memcpy(&s, p, sizeof s);
@@ -936,8 +935,7 @@ static void *sk_thread(void *arg)
                 size_t keep = size < nsize ? size : nsize;
                 long bad = pat_check(q, sizeof(struct stamp), keep, seed);
                 if (bad >= 0)
-                    fail("soak: realloc %zu -> %zu lost content at offset %ld", size, nsize,
-                         bad);
+                    fail("soak: realloc %zu -> %zu lost content at offset %ld", size, nsize, bad);
                 sk_stamp(q, nsize, slot, rnd(&rs));
                 void *expect = NULL;
                 if (!atomic_compare_exchange_strong(&sk_table[slot], &expect, q))

@@ -66,24 +66,24 @@ static int resolve(struct cfg_settings *s, const char *const *files, const char 
 static void test_precedence(void)
 {
     const char *conf = write_file("prec.conf",
-                                  "thp = never\n"                    /* 1 */
-                                  "[global]\n"                       /* 2 */
-                                  "purge_delay = 10ms\n"             /* 3 */
-                                  "[program redis-server]\n"         /* 4 */
-                                  "thp = system\n"                   /* 5 */
-                                  "arena_size = 128M\n"              /* 6 */
-                                  "[path /usr/bin/redis-server]\n"   /* 7 */
-                                  "thp = always\n"                   /* 8 */
-                                  "[unit redis-server.service]\n"    /* 9 */
-                                  "thp_threshold = 4M\n"             /* 10 */
-                                  "arena_size = 256M\n"              /* 11 */
-                                  "[global]\n"                       /* 12 */
-                                  "purge_delay = 20ms\n"             /* 13 */
-                                  "thp = large\n",                   /* 14 */
+                                  "thp = never\n"                  /* 1 */
+                                  "[global]\n"                     /* 2 */
+                                  "purge_delay = 10ms\n"           /* 3 */
+                                  "[program redis-server]\n"       /* 4 */
+                                  "thp = system\n"                 /* 5 */
+                                  "arena_size = 128M\n"            /* 6 */
+                                  "[path /usr/bin/redis-server]\n" /* 7 */
+                                  "thp = always\n"                 /* 8 */
+                                  "[unit redis-server.service]\n"  /* 9 */
+                                  "thp_threshold = 4M\n"           /* 10 */
+                                  "arena_size = 256M\n"            /* 11 */
+                                  "[global]\n"                     /* 12 */
+                                  "purge_delay = 20ms\n"           /* 13 */
+                                  "thp = large\n",                 /* 14 */
                                   0644);
     const char *cg = write_file("cgroup", "0::/system.slice/redis-server.service\n", 0644);
-    const char *nocg = write_file("cgroup-none", "0::/user.slice/user-0.slice/session-1.scope\n",
-                                  0644);
+    const char *nocg =
+        write_file("cgroup-none", "0::/user.slice/user-0.slice/session-1.scope\n", 0644);
     const char *files[] = {conf, NULL};
     struct cfg_settings s;
 
@@ -160,16 +160,16 @@ static void test_dropins(void)
 static void test_bad_values(void)
 {
     const char *conf = write_file("bad.conf",
-                                  "thp = sometimes\n"        /* 1 */
-                                  "thp_threshold = 2X\n"     /* 2 */
-                                  "arena_size = 3M\n"        /* 3 */
-                                  "purge_delay = 5\n"        /* 4 */
-                                  "purge = maybe\n"          /* 5 */
-                                  "stats = loud\n"           /* 6 */
-                                  "arena_size = 2G\n"        /* 7 */
-                                  "thp_threshold = -1\n"     /* 8 */
-                                  "purge_delay = 25h\n"      /* 9 */
-                                  "colour = blue\n",         /* 10 */
+                                  "thp = sometimes\n"    /* 1 */
+                                  "thp_threshold = 2X\n" /* 2 */
+                                  "arena_size = 3M\n"    /* 3 */
+                                  "purge_delay = 5\n"    /* 4 */
+                                  "purge = maybe\n"      /* 5 */
+                                  "stats = loud\n"       /* 6 */
+                                  "arena_size = 2G\n"    /* 7 */
+                                  "thp_threshold = -1\n" /* 8 */
+                                  "purge_delay = 25h\n"  /* 9 */
+                                  "colour = blue\n",     /* 10 */
                                   0644);
     const char *files[] = {conf, NULL};
     struct cfg_settings s, d;

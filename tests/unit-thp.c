@@ -45,8 +45,8 @@ int main(void)
                         thp_advice(systems[s], thp_want(&pol, uses[u], sizes[z]), OS_ADVICE_NONE);
                     enum os_advice want = expect_fresh(systems[s], modes[m], uses[u], sizes[z]);
                     tap_ok(got == want, "sys=%s mode=%s use=%zu size=%zuK: advice %d (want %d)",
-                           thp_system_name(systems[s]), thp_mode_name(modes[m]), u,
-                           sizes[z] >> 10, got, want);
+                           thp_system_name(systems[s]), thp_mode_name(modes[m]), u, sizes[z] >> 10,
+                           got, want);
                 }
 
     /* Reused memory that carries huge advice is opted out again when no longer wanted,

@@ -160,8 +160,8 @@ int ts_check(char **files, int nfiles)
             printf("%zu problem%s in %d file%s\n", probs.n, probs.n == 1 ? "" : "s", nfiles,
                    nfiles == 1 ? "" : "s");
         else
-            printf("%zu problem%s in %s and %s/*.conf\n", probs.n, probs.n == 1 ? "" : "s",
-                   conf, dir);
+            printf("%zu problem%s in %s and %s/*.conf\n", probs.n, probs.n == 1 ? "" : "s", conf,
+                   dir);
     }
     ts_problems_free(&probs);
     free(list);
@@ -236,13 +236,17 @@ int ts_explain(const char *program, const char *unit, bool with_env)
         j_finish();
     } else {
         printf("program      %s\n", name);
-        printf("executable   %s\n", exe[0] ? exe : "(not found in PATH: [path ...] sections cannot match)");
+        printf("executable   %s\n",
+               exe[0] ? exe : "(not found in PATH: [path ...] sections cannot match)");
         printf("unit         %s\n", unit && *unit ? unit : "(none)");
-        printf("environment  %s\n", with_env ? "THPALLOC_* of this shell" : "not considered (--environment to add this shell's THPALLOC_*)");
+        printf("environment  %s\n",
+               with_env ? "THPALLOC_* of this shell"
+                        : "not considered (--environment to add this shell's THPALLOC_*)");
         printf("policy\n");
         ts_policy_text(&s, "  ");
         if (probs.n)
-            printf("note: the configuration has %zu problem%s (skipped above): run thp-status --check\n",
+            printf("note: the configuration has %zu problem%s (skipped above): run thp-status "
+                   "--check\n",
                    probs.n, probs.n == 1 ? "" : "s");
     }
     ts_problems_free(&probs);

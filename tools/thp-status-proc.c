@@ -194,7 +194,8 @@ static void read_maps(struct proc *p)
         char perms[8];
         int pos = 0;
         if (sscanf(l, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &mnr,
-                   &ino, &pos) < 7 || pos == 0)
+                   &ino, &pos) < 7 ||
+            pos == 0)
             continue;
         const char *path = l + pos;
         if (path[0] != '/' || !is_thpalloc_path(path))
@@ -548,8 +549,9 @@ static void resolve_policy(struct proc *p)
         snprintf(conf, sizeof conf, "/proc/%d/root" SYSCONFDIR "/thpalloc.conf", (int)p->pid);
         snprintf(dir, sizeof dir, "/proc/%d/root" SYSCONFDIR "/thpalloc.d", (int)p->pid);
     }
-    const char *prog = p->exe[0] ? (strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe)
-                       : p->cmd0[0] ? p->cmd0 : p->name;
+    const char *prog = p->exe[0]    ? (strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe)
+                       : p->cmd0[0] ? p->cmd0
+                                    : p->name;
     char exe[PATH_MAX];
     snprintf(exe, sizeof exe, "%s", p->exe);
     char *del = strstr(exe, " (deleted)");

@@ -19,8 +19,9 @@ static const char *mode_name(int32_t m)
 
 static const char *active_name(uint32_t a)
 {
-    return a == 1 ? "in charge" : a == 0 ? "dormant (another allocator owns malloc)"
-                                         : "not initialised yet";
+    return a == 1   ? "in charge"
+           : a == 0 ? "dormant (another allocator owns malloc)"
+                    : "not initialised yet";
 }
 
 static void text_errors(const struct proc *p)
@@ -52,7 +53,8 @@ static void proc_text(const struct proc *p)
     printf("  %-16s %s\n", "unit", p->unit[0] ? p->unit : p->unit_read ? "(none)" : "(unknown)");
     printf("  %-16s %s\n", "THP_enabled",
            p->thp_enabled < 0 ? "(unknown: kernel without THP_enabled)"
-           : p->thp_enabled ? "1 (huge pages allowed)" : "0 (disabled by prctl PR_SET_THP_DISABLE)");
+           : p->thp_enabled   ? "1 (huge pages allowed)"
+                              : "0 (disabled by prctl PR_SET_THP_DISABLE)");
     if (p->rollup_ok) {
         printf("  memory (smaps_rollup)\n");
         printf("    %-14s %" PRIu64 " kB\n", "Rss", p->rss_kb);
@@ -96,15 +98,15 @@ static void proc_text(const struct proc *p)
             printf("    %-14s unavailable: %s\n", "arena table", p->intro_msg);
     }
     if (p->attr_ok) {
-        printf("  memory by owner (smaps, %s)\n",
-               !strcmp(p->attr_method, "introspect") ? "thpalloc's arena table"
+        printf("  memory by owner (smaps, %s)\n", !strcmp(p->attr_method, "introspect")
+                                                      ? "thpalloc's arena table"
                                                       : "[anon:thpalloc] mapping names");
         printf("    %-16s %12s %12s %14s %12s\n", "", "Rss", "Anonymous", "AnonHugePages",
                "hg-advised");
         printf("    %-16s %9" PRIu64 " kB %9" PRIu64 " kB %11" PRIu64 " kB %9" PRIu64 " kB\n",
                "thpalloc arenas", p->in.rss_kb, p->in.anon_kb, p->in.huge_kb, p->in.advised_kb);
-        printf("    %-16s %9" PRIu64 " kB %9" PRIu64 " kB %11" PRIu64 " kB %9" PRIu64 " kB\n", "rest",
-               p->out.rss_kb, p->out.anon_kb, p->out.huge_kb, p->out.advised_kb);
+        printf("    %-16s %9" PRIu64 " kB %9" PRIu64 " kB %11" PRIu64 " kB %9" PRIu64 " kB\n",
+               "rest", p->out.rss_kb, p->out.anon_kb, p->out.huge_kb, p->out.advised_kb);
         if (p->partial_vmas)
             printf("    (%u mapping%s only partly inside the arenas: shared in proportion)\n",
                    p->partial_vmas, p->partial_vmas == 1 ? "" : "s");
@@ -251,7 +253,10 @@ int ts_procs(char **pids, int npids)
             fprintf(stderr, "thp-status: %ld: the process exited while being read\n", v);
             rc = 1;
         } else if (p->nerr) {
-            fprintf(stderr, "thp-status: %ld: parts of the process could not be read (said in the output)\n", v);
+            fprintf(
+                stderr,
+                "thp-status: %ld: parts of the process could not be read (said in the output)\n",
+                v);
             rc = 1;
         }
         if (ts_opt.format == TS_JSON)
@@ -373,7 +378,8 @@ int ts_all(void)
         } fam[] = {
             {"thp_process_rss_bytes", "Resident memory of the process (smaps_rollup Rss).", 0},
             {"thp_process_anon_bytes", "Anonymous memory (smaps_rollup Anonymous).", 1},
-            {"thp_process_anon_huge_bytes", "Anonymous huge pages (smaps_rollup AnonHugePages).", 2},
+            {"thp_process_anon_huge_bytes", "Anonymous huge pages (smaps_rollup AnonHugePages).",
+             2},
             {"thp_process_thpalloc_arena_rss_bytes", "Resident memory in thpalloc's arenas.", 3},
             {"thp_process_thpalloc_arena_huge_bytes", "Huge pages in thpalloc's arenas.", 4},
         };
@@ -382,9 +388,11 @@ int ts_all(void)
                 const struct proc *p = &v[i];
                 if (!p->rollup_ok || (fam[f].field >= 3 && !p->attr_ok))
                     continue;
-                uint64_t kb = fam[f].field == 0 ? p->rss_kb : fam[f].field == 1 ? p->anon_kb
-                              : fam[f].field == 2 ? p->huge_kb : fam[f].field == 3 ? p->in.rss_kb
-                                                                                  : p->in.huge_kb;
+                uint64_t kb = fam[f].field == 0   ? p->rss_kb
+                              : fam[f].field == 1 ? p->anon_kb
+                              : fam[f].field == 2 ? p->huge_kb
+                              : fam[f].field == 3 ? p->in.rss_kb
+                                                  : p->in.huge_kb;
                 char pid[16];
                 snprintf(pid, sizeof pid, "%d", (int)p->pid);
                 p_family(fam[f].name, "gauge", fam[f].help);
@@ -423,13 +431,18 @@ int ts_all(void)
             else
                 snprintf(ah, sizeof ah, "-");
             printf("%7d %-8s %-15.15s %9s %9s %9s %-4s %9s\n", (int)p->pid, user, p->name, rss,
-                   anon, huge, !p->maps_ok ? "?" : p->loaded ? "yes" : "no", ah);
+                   anon, huge,
+                   !p->maps_ok ? "?"
+                   : p->loaded ? "yes"
+                               : "no",
+                   ah);
             shown++;
         }
         printf("%u processes shown", shown);
         if (unreadable)
             printf(", %u could not be read (permission denied: run as root or with "
-                   "CAP_SYS_PTRACE)", unreadable);
+                   "CAP_SYS_PTRACE)",
+                   unreadable);
         if (vanished)
             printf(", %u exited while being read", vanished);
         printf("\n");

@@ -15,21 +15,22 @@
 
 #define THP_DIR "/sys/kernel/mm/transparent_hugepage"
 
-static const char *const top_knobs[] = {"enabled", "defrag", "shmem_enabled", "use_zero_page",
-                                        "hpage_pmd_size", "shrink_underused"};
+static const char *const top_knobs[] = {"enabled",       "defrag",         "shmem_enabled",
+                                        "use_zero_page", "hpage_pmd_size", "shrink_underused"};
 #define N_TOP (sizeof top_knobs / sizeof top_knobs[0])
-static const char *const khp_knobs[] = {"defrag",        "max_ptes_none",   "max_ptes_shared",
-                                        "max_ptes_swap", "pages_to_scan",   "scan_sleep_millisecs",
-                                        "alloc_sleep_millisecs", "full_scans", "pages_collapsed"};
+static const char *const khp_knobs[] = {
+    "defrag",         "max_ptes_none",        "max_ptes_shared",       "max_ptes_swap",
+    "pages_to_scan",  "scan_sleep_millisecs", "alloc_sleep_millisecs", "full_scans",
+    "pages_collapsed"};
 #define N_KHP (sizeof khp_knobs / sizeof khp_knobs[0])
 static const char *const meminfo_keys[] = {"AnonHugePages", "ShmemHugePages", "ShmemPmdMapped",
-                                           "FileHugePages", "FilePmdMapped", "HugePages_Total",
-                                           "Hugetlb", "MemTotal", "AnonPages"};
+                                           "FileHugePages", "FilePmdMapped",  "HugePages_Total",
+                                           "Hugetlb",       "MemTotal",       "AnonPages"};
 #define N_MEMINFO (sizeof meminfo_keys / sizeof meminfo_keys[0])
 
 struct knob {
-    char raw[256];      /* as read */
-    char val[64];       /* selected word or the number */
+    char raw[256]; /* as read */
+    char val[64];  /* selected word or the number */
     bool present;
 };
 
@@ -54,7 +55,7 @@ struct sysview {
     struct {
         char name[64];
         uint64_t v;
-    } *vm;
+    } * vm;
     int nvm;
     double fallback_rate, collapse_fail_rate; /* < 0: no events yet */
     /* preload */
@@ -194,8 +195,8 @@ static void read_preload(struct sysview *v)
             continue;
         snprintf(v->preload_entry, sizeof v->preload_entry, "%s", tok);
         /* $LIB / ${LIB}: try the usual expansions */
-        static const char *const libs[] = {"lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu",
-                                           "lib64", "lib", NULL};
+        static const char *const libs[] = {"lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "lib64",
+                                           "lib", NULL};
         char *lp = strstr(tok, "$LIB"), *lb = strstr(tok, "${LIB}");
         for (int i = 0; libs[i]; i++) {
             char exp[PATH_MAX], full[PATH_MAX];
@@ -233,8 +234,10 @@ static void warnings(struct sysview *v)
 {
     const char *en = v->top[0].val, *df = v->top[1].val, *sh = v->top[2].val;
     if (!v->thp_present) {
-        warn(v, "this kernel has no transparent huge pages (%s missing): thpalloc's THP policy "
-                "has no effect", THP_DIR);
+        warn(v,
+             "this kernel has no transparent huge pages (%s missing): thpalloc's THP policy "
+             "has no effect",
+             THP_DIR);
         return;
     }
     if (strcmp(df, "always") == 0 && strcmp(en, "never") != 0)
@@ -242,25 +245,34 @@ static void warnings(struct sysview *v)
                 "compaction (latency spikes); defer+madvise or madvise is the usual choice");
     uint64_t mpn = strtoull(v->khp[1].val, NULL, 10);
     if (strcmp(en, "always") == 0 && v->khp[1].present && mpn >= 511)
-        warn(v, "max_ptes_none = %" PRIu64 " with enabled = always: khugepaged re-inflates "
-                "memory that allocators purged (a 2 MiB page from a single touched 4 KiB "
-                "page); lower it (e.g. 64) or use enabled = madvise", mpn);
+        warn(v,
+             "max_ptes_none = %" PRIu64 " with enabled = always: khugepaged re-inflates "
+             "memory that allocators purged (a 2 MiB page from a single touched 4 KiB "
+             "page); lower it (e.g. 64) or use enabled = madvise",
+             mpn);
     if (strcmp(en, "never") == 0 && (v->pol.thp == THP_MODE_LARGE || v->pol.thp == THP_MODE_ALWAYS))
-        warn(v, "enabled = never: thpalloc's thp = %s gets no huge pages (MADV_HUGEPAGE is "
-                "ignored); set enabled to madvise to let it work", thp_mode_name(v->pol.thp));
+        warn(v,
+             "enabled = never: thpalloc's thp = %s gets no huge pages (MADV_HUGEPAGE is "
+             "ignored); set enabled to madvise to let it work",
+             thp_mode_name(v->pol.thp));
     if (strcmp(sh, "force") == 0)
         warn(v, "shmem_enabled = force: every shmem/tmpfs mapping uses huge pages (a testing "
                 "setting)");
     if (v->fallback_rate > 0.10)
-        warn(v, "%.1f %% of huge-page faults fell back to 4 KiB pages: memory is fragmented "
-                "or the memory cgroup is at its limit", v->fallback_rate * 100);
+        warn(v,
+             "%.1f %% of huge-page faults fell back to 4 KiB pages: memory is fragmented "
+             "or the memory cgroup is at its limit",
+             v->fallback_rate * 100);
     if (v->preload_entry[0] && !v->preload_entry_exists)
-        warn(v, "%s names %s, which does not exist: every program prints an error at start "
-                "(reinstall thpalloc-preload or remove the entry)",
+        warn(v,
+             "%s names %s, which does not exist: every program prints an error at start "
+             "(reinstall thpalloc-preload or remove the entry)",
              v->preload_path, v->preload_entry);
     if (v->preload_err == 0 && (v->preload_mode & 0044) != 0044)
-        warn(v, "%s has mode %04o: non-root programs cannot read it, so they run without "
-                "the preloaded libraries (chmod 0644)", v->preload_path, (unsigned)v->preload_mode);
+        warn(v,
+             "%s has mode %04o: non-root programs cannot read it, so they run without "
+             "the preloaded libraries (chmod 0644)",
+             v->preload_path, (unsigned)v->preload_mode);
     if (v->policy_problems)
         warn(v, "the configuration has %zu problem%s (ignored settings): run thp-status --check",
              v->policy_problems, v->policy_problems == 1 ? "" : "s");
@@ -292,8 +304,8 @@ static void collect(struct sysview *v)
     read_preload(v);
     char conf[PATH_MAX], dir[PATH_MAX];
     ts_conf_paths(conf, sizeof conf, dir, sizeof dir);
-    struct cfg_inputs in = {.conf_file = conf, .conf_dir = dir, .exe = "", .program = "",
-                            .unit = "", .ruid = 0};
+    struct cfg_inputs in = {
+        .conf_file = conf, .conf_dir = dir, .exe = "", .program = "", .unit = "", .ruid = 0};
     struct ts_problems probs = {0};
     cfg_resolve(&v->pol, &in, ts_problems_add, &probs);
     v->policy_problems = probs.n;
@@ -332,9 +344,12 @@ static void out_text(const struct sysview *v)
             char lbl[16];
             uint64_t fa = 0, fb = 0, na = 0;
             for (int s = 0; s < m->nstat; s++) {
-                if (!strcmp(m->stat[s].name, "anon_fault_alloc")) fa = m->stat[s].v;
-                if (!strcmp(m->stat[s].name, "anon_fault_fallback")) fb = m->stat[s].v;
-                if (!strcmp(m->stat[s].name, "nr_anon")) na = m->stat[s].v;
+                if (!strcmp(m->stat[s].name, "anon_fault_alloc"))
+                    fa = m->stat[s].v;
+                if (!strcmp(m->stat[s].name, "anon_fault_fallback"))
+                    fb = m->stat[s].v;
+                if (!strcmp(m->stat[s].name, "nr_anon"))
+                    na = m->stat[s].v;
             }
             mthp_label(m->size_kb, lbl, sizeof lbl);
             printf("  %-6s %-9s %-9s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 "\n", lbl,
@@ -352,7 +367,8 @@ static void out_text(const struct sysview *v)
         printf("  /proc/meminfo unreadable\n");
     printf("Counters (/proc/vmstat)\n");
     for (int i = 0; i < v->nvm; i++)
-        if (!strncmp(v->vm[i].name, "thp_", 4) || !strcmp(v->vm[i].name, "nr_anon_transparent_hugepages"))
+        if (!strncmp(v->vm[i].name, "thp_", 4) ||
+            !strcmp(v->vm[i].name, "nr_anon_transparent_hugepages"))
             printf("  %-30s %" PRIu64 "\n", v->vm[i].name, v->vm[i].v);
     if (v->fallback_rate >= 0)
         printf("  %-30s %.2f %%\n", "fault fallback rate", v->fallback_rate * 100);
@@ -515,10 +531,11 @@ static void out_prom(const struct sysview *v)
         cfg_format_value(&v->pol, (enum cfg_key)k, val, sizeof val);
         ts_where_text(&v->pol.where[k], where, sizeof where);
         p_family("thp_thpalloc_policy_info", "gauge", "The global thpalloc policy (1).");
-        p_sample("thp_thpalloc_policy_info", 1, "key", cfg_key_name((enum cfg_key)k), "value",
-                 val, "origin", where, NULL);
+        p_sample("thp_thpalloc_policy_info", 1, "key", cfg_key_name((enum cfg_key)k), "value", val,
+                 "origin", where, NULL);
     }
-    p_family("thp_thpalloc_config_problems", "gauge", "Problems found in the thpalloc configuration.");
+    p_family("thp_thpalloc_config_problems", "gauge",
+             "Problems found in the thpalloc configuration.");
     p_sample("thp_thpalloc_config_problems", (double)v->policy_problems, NULL);
     p_family("thp_warnings", "gauge", "Warnings thp-status prints for this system.");
     p_sample("thp_warnings", v->nwarn, NULL);

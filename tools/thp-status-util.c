@@ -160,17 +160,28 @@ void ts_human_bytes(uint64_t b, char *buf, size_t cap)
 const char *ts_errname(int err)
 {
     switch (err) {
-    case EACCES: return "EACCES";
-    case EPERM: return "EPERM";
-    case ENOENT: return "ENOENT";
-    case ESRCH: return "ESRCH";
-    case EIO: return "EIO";
-    case EFAULT: return "EFAULT";
-    case ENOMEM: return "ENOMEM";
-    case EINVAL: return "EINVAL";
-    case ENOEXEC: return "ENOEXEC";
-    case ENOSYS: return "ENOSYS";
-    default: return "error";
+    case EACCES:
+        return "EACCES";
+    case EPERM:
+        return "EPERM";
+    case ENOENT:
+        return "ENOENT";
+    case ESRCH:
+        return "ESRCH";
+    case EIO:
+        return "EIO";
+    case EFAULT:
+        return "EFAULT";
+    case ENOMEM:
+        return "ENOMEM";
+    case EINVAL:
+        return "EINVAL";
+    case ENOEXEC:
+        return "ENOEXEC";
+    case ENOSYS:
+        return "ENOSYS";
+    default:
+        return "error";
     }
 }
 
@@ -202,17 +213,30 @@ static void j_string_out(const char *s)
     putchar('"');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         switch (*p) {
-        case '"': fputs("\\\"", stdout); break;
-        case '\\': fputs("\\\\", stdout); break;
-        case '\n': fputs("\\n", stdout); break;
-        case '\t': fputs("\\t", stdout); break;
-        case '\r': fputs("\\r", stdout); break;
+        case '"':
+            fputs("\\\"", stdout);
+            break;
+        case '\\':
+            fputs("\\\\", stdout);
+            break;
+        case '\n':
+            fputs("\\n", stdout);
+            break;
+        case '\t':
+            fputs("\\t", stdout);
+            break;
+        case '\r':
+            fputs("\\r", stdout);
+            break;
         default:
             if (*p < 0x20 || *p == 0x7f)
                 printf("\\u%04x", *p);
             else if (*p >= 0x80) {
                 /* Keep valid UTF-8 sequences, escape stray bytes as U+FFFD-free \u00XX. */
-                int n = (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : -1;
+                int n = (*p & 0xe0) == 0xc0   ? 1
+                        : (*p & 0xf0) == 0xe0 ? 2
+                        : (*p & 0xf8) == 0xf0 ? 3
+                                              : -1;
                 bool ok = n > 0;
                 for (int i = 1; ok && i <= n; i++)
                     ok = (p[i] & 0xc0) == 0x80;
@@ -315,7 +339,10 @@ void j_finish(void)
 static char p_seen[64][64];
 static int p_nseen;
 
-void p_reset(void) { p_nseen = 0; }
+void p_reset(void)
+{
+    p_nseen = 0;
+}
 
 void p_family(const char *name, const char *type, const char *help)
 {

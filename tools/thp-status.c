@@ -73,15 +73,33 @@ int main(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+ace:u:jpr:vhV", longopts, NULL)) != -1) {
         switch (c) {
-        case 'a': all = true; break;
-        case 'c': check = true; break;
-        case 'e': explain = optarg; break;
-        case 'u': unit = optarg; break;
-        case OPT_ENV: with_env = true; break;
-        case 'j': json = true; break;
-        case 'p': prom = true; break;
-        case 'r': ts_opt.root = optarg; break;
-        case 'v': ts_opt.verbose = true; break;
+        case 'a':
+            all = true;
+            break;
+        case 'c':
+            check = true;
+            break;
+        case 'e':
+            explain = optarg;
+            break;
+        case 'u':
+            unit = optarg;
+            break;
+        case OPT_ENV:
+            with_env = true;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'p':
+            prom = true;
+            break;
+        case 'r':
+            ts_opt.root = optarg;
+            break;
+        case 'v':
+            ts_opt.verbose = true;
+            break;
         case 'h':
             usage(stdout);
             return 0;

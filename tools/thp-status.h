@@ -62,7 +62,7 @@ void j_u64(const char *key, uint64_t v);
 void j_bool(const char *key, bool v);
 void j_null(const char *key);
 void j_num(const char *key, double v); /* finite only; use j_null otherwise */
-void j_finish(void);                 /* newline after the top-level value */
+void j_finish(void);                   /* newline after the top-level value */
 
 /* Prometheus text format: prints # HELP / # TYPE the first time a family is seen. */
 void p_family(const char *name, const char *type, const char *help);

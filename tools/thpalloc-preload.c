@@ -129,8 +129,7 @@ static int parse(const char *buf, size_t len, struct parsed *p)
  * the newline before it when it is the last line and has none); elsewhere a dropped token
  * takes one adjacent blank or ':' with it, the one after it if there is one on the line,
  * else the one before. */
-static void mark(const char *buf, size_t len, const struct parsed *p, const bool *drop,
-                 bool *del)
+static void mark(const char *buf, size_t len, const struct parsed *p, const bool *drop, bool *del)
 {
     size_t k = 0;
     size_t ls = 0;
@@ -195,8 +194,7 @@ static int read_file(char **buf, size_t *len, struct stat *st)
     }
     size_t cap = (size_t)st->st_size + 1, n = 0;
     if (cap > MAX_FILE) {
-        fprintf(stderr, "%s: %s is larger than %d bytes: not touching it\n", prog, path,
-                MAX_FILE);
+        fprintf(stderr, "%s: %s is larger than %d bytes: not touching it\n", prog, path, MAX_FILE);
         close(fd);
         return -1;
     }
@@ -419,8 +417,10 @@ static bool smoke(char *why, size_t cap)
     }
     /* LD_PRELOAD splits at blanks and ':'; such a root cannot be tested, so refuse it. */
     if (strpbrk(root, " \t\n:")) {
-        snprintf(why, cap, "the root %.256s contains a blank or ':', so the library cannot be "
-                           "tried with LD_PRELOAD", root);
+        snprintf(why, cap,
+                 "the root %.256s contains a blank or ':', so the library cannot be "
+                 "tried with LD_PRELOAD",
+                 root);
         return false;
     }
     char *t[] = {"/bin/true", NULL};
@@ -492,8 +492,7 @@ static int cmd_enable(void)
         rc = write_file(out, n) == 0 ? 0 : 1;
         if (rc == 0)
             printf("%s: already enabled (%s in %s)%s%s\n", prog, entry, path,
-                   p.ours > 1 ? "; duplicates removed" : "",
-                   fix_mode ? "; mode set to 0644" : "");
+                   p.ours > 1 ? "; duplicates removed" : "", fix_mode ? "; mode set to 0644" : "");
         free(drop);
         free(del);
         free(out);

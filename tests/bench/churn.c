@@ -6,8 +6,8 @@
  * checked and freed, and half the time a new object takes its place; an empty slot gets a
  * new object.  The steady state holds about LIVE objects of 8..512 bytes (skewed towards
  * 16..64 B, see bench_small_size).  New objects are written (first 8 bytes, one byte per
- * cache line, middle, tail) and read back when freed, so the allocator's placement shows in the cache
- * and TLB behaviour, not only its bookkeeping. */
+ * cache line, middle, tail) and read back when freed, so the allocator's placement shows in the
+ * cache and TLB behaviour, not only its bookkeeping. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

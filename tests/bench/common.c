@@ -73,8 +73,7 @@ double bench_arg(int argc, char **argv, int i, double dflt, const char *usage)
     errno = 0;
     double v = strtod(argv[i], &end);
     if (errno || end == argv[i] || *end || !(v > 0)) {
-        fprintf(stderr, "%s: bad argument '%s'\nusage: %s %s\n", argv[0], argv[i], argv[0],
-                usage);
+        fprintf(stderr, "%s: bad argument '%s'\nusage: %s %s\n", argv[0], argv[i], argv[0], usage);
         exit(2);
     }
     return v;

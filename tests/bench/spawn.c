@@ -42,8 +42,7 @@ int main(int argc, char **argv)
     }
     double t1 = bench_now();
     char extra[64];
-    snprintf(extra, sizeof extra, "spawns=%u us_per_spawn=%.1f", count,
-             (t1 - t0) * 1e6 / count);
+    snprintf(extra, sizeof extra, "spawns=%u us_per_spawn=%.1f", count, (t1 - t0) * 1e6 / count);
     bench_report("spawn", t1 - t0, extra);
     return 0;
 }

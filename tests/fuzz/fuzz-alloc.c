@@ -46,7 +46,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 struct slot {
     unsigned char *p;
-    size_t n;     /* size asked */
+    size_t n; /* size asked */
     uint8_t seed;
 };
 static struct slot slots[NSLOTS];
@@ -61,8 +61,8 @@ static void fail(const char *what, const void *p, size_t n)
 /* pattern: every byte of small blocks; of big ones the first 256 bytes, every 4093rd
  * byte and the last 256 bytes of the size they were filled at (nfill). intact() checks the
  * first len bytes of those positions, so a realloc'd block is checked over what it keeps. */
-#define MARK(p, i, seed) ((p)[i] = (unsigned char)((seed) + (i) * 7))
-#define MARKED(p, i, seed) ((p)[i] == (unsigned char)((seed) + (i) * 7))
+#define MARK(p, i, seed) ((p)[i] = (unsigned char)((seed) + (i)*7))
+#define MARKED(p, i, seed) ((p)[i] == (unsigned char)((seed) + (i)*7))
 static void fill(unsigned char *p, size_t n, uint8_t seed)
 {
     size_t i;
@@ -310,7 +310,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!p)
                 fail("reallocarray failed", slots[s].p, n);
             {
-                size_t nn = m * (n / m + 1), keep = slots[s].p ? (nn < slots[s].n ? nn : slots[s].n) : 0;
+                size_t nn = m * (n / m + 1),
+                       keep = slots[s].p ? (nn < slots[s].n ? nn : slots[s].n) : 0;
                 uint8_t sd = slots[s].p ? slots[s].seed : seed;
                 if (keep && !intact_part(p, keep, slots[s].n, sd))
                     fail("reallocarray lost contents", p, keep);

@@ -89,9 +89,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     write_file(conf_path, data, conf_len);
 
     /* fields after the config */
-    static const char *const names[6] = {"THPALLOC_THP=", "THPALLOC_THP_THRESHOLD=",
-                                         "THPALLOC_ARENA_SIZE=", "THPALLOC_PURGE_DELAY=",
-                                         "THPALLOC_PURGE=", "THPALLOC_STATS="};
+    static const char *const names[6] = {
+        "THPALLOC_THP=",         "THPALLOC_THP_THRESHOLD=", "THPALLOC_ARENA_SIZE=",
+        "THPALLOC_PURGE_DELAY=", "THPALLOC_PURGE=",         "THPALLOC_STATS="};
     char *fields[8] = {0};
     int nf = 0;
     const uint8_t *p = nul ? nul + 1 : end;
