@@ -24,16 +24,7 @@
 
 #include "thpalloc.h"
 
-static void report(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(cond ? "ok - " : "not ok - ", stdout);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-}
+#include "relay-report.h"
 
 static const char *dso_of(const char *sym)
 {

@@ -25,6 +25,8 @@
 
 #include "thpalloc.h"
 
+#include "relay-report.h"
+
 /* glibc's own allocator entry points, exported by libc.so.6 (GLIBC_2.2.5). */
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -52,20 +54,6 @@ static size_t (*glibc_usable)(void *);
 static int (*glibc_malloc_info)(int, FILE *);
 static int (*thp_owns)(const void *);
 static int thp_in_charge; /* thpalloc_active() == 1 */
-static int failures;
-
-static void report(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(cond ? "ok - " : "not ok - ", stdout);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    if (!cond)
-        failures++;
-}
 
 /* A check that only makes sense when thpalloc is the malloc. */
 static void report_thp(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -19,20 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "relay-report.h"
+
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
-
-static void report(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(cond ? "ok - " : "not ok - ", stdout);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    fflush(stdout);
-}
 
 static const size_t sizes[] = {16,        100,     1 * KiB, 8 * KiB, 64 * KiB,
                                300 * KiB, 1 * MiB, 3 * MiB, 9 * MiB, 40 * MiB};

@@ -21,23 +21,13 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "relay-report.h"
+
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 #define HEADROOM (256 * MiB)
 /* Requested bytes after which "never NULL" is declared (the limit did not work). */
 #define CAP ((size_t)1 << 30)
-
-static void report(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(cond ? "ok - " : "not ok - ", stdout);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    fflush(stdout);
-}
 
 static size_t vm_size(void)
 {
