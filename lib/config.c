@@ -648,17 +648,8 @@ static bool read_trusted(struct ctx *c, const char *path, bool must_exist)
         close(fd);
         return false;
     }
-    size_t len = 0;
-    while (len < MAX_FILE - 1) {
-        ssize_t n = read(fd, c->scratch->file + len, MAX_FILE - 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
+    size_t len = os_read_fd(fd, c->scratch->file, MAX_FILE);
     close(fd);
-    c->scratch->file[len] = '\0';
     c->buf = c->scratch->file;
     c->len = len;
     return true;

@@ -88,6 +88,14 @@ long os_read_small_file(const char *path, char *buf, size_t cap)
         errno = saved;
         return -1;
     }
+    size_t len = os_read_fd(fd, buf, cap);
+    close(fd);
+    errno = saved;
+    return (long)len;
+}
+
+size_t os_read_fd(int fd, char *buf, size_t cap)
+{
     size_t len = 0;
     while (len + 1 < cap) {
         ssize_t n = read(fd, buf + len, cap - 1 - len);
@@ -97,10 +105,8 @@ long os_read_small_file(const char *path, char *buf, size_t cap)
             break;
         len += (size_t)n;
     }
-    close(fd);
     buf[len] = '\0';
-    errno = saved;
-    return (long)len;
+    return len;
 }
 
 void os_write_stderr(const char *s)

@@ -25,6 +25,9 @@ void os_name(void *addr, size_t size, const char *name);
 /* Reads at most cap-1 bytes of a small file (sysfs, procfs) into buf, NUL-terminated,
  * with open/read/close only. Returns the length or -1. */
 long os_read_small_file(const char *path, char *buf, size_t cap);
+/* Reads an open file to its end or cap-1 bytes into buf, NUL-terminated; returns the
+ * length. */
+size_t os_read_fd(int fd, char *buf, size_t cap);
 /* Writes a whole string to fd 2 (never through stdio). */
 void os_write_stderr(const char *s);
 /* Counters for tests and statistics: how many madvise calls of each kind were made. */
