@@ -30,6 +30,18 @@ static bool purge_armed;       /* some dirty chunk waits for its delay */
  * once PURGER_MIN_PENDING waits for purging, so most processes never see it. */
 #define PURGER_MIN_PENDING ((uint64_t)16 << 20)
 static bool purger_started, purger_waiting;
+_Atomic int purger_wanted; /* start one at the next safe point (purger_start_if_wanted) */
+
+/* Asks for a purger (arena lock held) once enough waits; it is started at a safe point. */
+static void want_purger_locked(void)
+{
+    uint64_t pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
+                       atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed);
+    if (!purger_started && pending >= PURGER_MIN_PENDING) {
+        purger_started = true;
+        atomic_store(&purger_wanted, 1);
+    }
+}
 static pthread_cond_t purger_cond = PTHREAD_COND_INITIALIZER;
 
 uint32_t now_ms(void)
@@ -227,23 +239,40 @@ static bool arena_find(arena_t *a, size_t n, size_t align, size_t *first)
 
 static void purge_locked(uint32_t now, bool force);
 
+/* The purger: free chunks (under the arena lock) and dirty page slots of live chunks
+ * (lock-free, by CAS on each slot), each once its purge_delay has passed; it sleeps until the
+ * next one is due, and on the condition variable when nothing waits. */
 static void *purger_main(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&arena_lock);
     for (;;) {
-        if (!purge_armed) {
+        uint32_t now = now_ms();
+        if (purge_armed && (int32_t)(now - next_purge_ms) >= 0)
+            purge_locked(now, false);
+        uint32_t pages_next = 0;
+        if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed)) {
+            pthread_mutex_unlock(&arena_lock);
+            pages_purge(now, false, &pages_next);
+            pthread_mutex_lock(&arena_lock);
+        }
+        uint32_t due = pages_next;
+        if (purge_armed && (due == 0 || (int32_t)(next_purge_ms - due) < 0))
+            due = next_purge_ms;
+        if (due == 0) {
+            /* Nothing due: sleep until a free chunk or a dirty page arrives (both notify
+             * under this lock, after counting themselves). */
+            if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) || purge_armed)
+                continue;
             purger_waiting = true;
             pthread_cond_wait(&purger_cond, &arena_lock);
             purger_waiting = false;
             continue;
         }
-        uint32_t now = now_ms();
-        int32_t wait = (int32_t)(next_purge_ms - now);
-        if (wait <= 0) {
-            purge_locked(now, false);
+        now = now_ms();
+        int32_t wait = (int32_t)(due - now);
+        if (wait <= 0)
             continue;
-        }
         pthread_mutex_unlock(&arena_lock);
         /* + 5 ms: the coarse clock may lag the timer by a tick */
         struct timespec ts = {(time_t)(wait + 5) / 1000, (long)((wait + 5) % 1000) * 1000000L};
@@ -397,7 +426,6 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
     a->nfree += (uint32_t)n;
     atomic_fetch_add_explicit(&stat_purge_pending, n << CHUNK_SHIFT, memory_order_relaxed);
     long delay = thp_policy_in_force.purge_delay_ms;
-    bool start_purger = false;
     if (delay == 0) {
         purge_locked(now, false);
     } else if (delay > 0) {
@@ -409,14 +437,26 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
         }
         if (purger_waiting)
             pthread_cond_signal(&purger_cond);
-        else if (!purger_started &&
-                 atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) >=
-                     PURGER_MIN_PENDING)
-            start_purger = purger_started = true;
+        else
+            want_purger_locked();
     }
     pthread_mutex_unlock(&arena_lock);
-    if (start_purger)
-        purger_start(); /* outside the lock: pthread_create allocates */
+}
+
+void purge_note_dirty(void)
+{
+    pthread_mutex_lock(&arena_lock);
+    if (purger_waiting)
+        pthread_cond_signal(&purger_cond);
+    else
+        want_purger_locked();
+    pthread_mutex_unlock(&arena_lock);
+}
+
+void purger_start_if_wanted(void)
+{
+    if (atomic_exchange(&purger_wanted, 0))
+        purger_start();
 }
 
 /* Purges every dirty chunk whose delay has passed (all with force), a run per madvise.
@@ -470,12 +510,14 @@ static void purge_locked(uint32_t now, bool force)
 
 size_t arena_purge(bool force)
 {
+    uint32_t next;
+    size_t pages = pages_purge(now_ms(), force, &next);
     pthread_mutex_lock(&arena_lock);
     uint64_t before = atomic_load_explicit(&stat_purged, memory_order_relaxed);
     purge_locked(now_ms(), force);
     uint64_t after = atomic_load_explicit(&stat_purged, memory_order_relaxed);
     pthread_mutex_unlock(&arena_lock);
-    return (size_t)(after - before);
+    return pages + (size_t)(after - before);
 }
 
 void arena_fork_prepare(void)
@@ -494,4 +536,5 @@ void arena_fork_child(void)
     /* The purger thread does not exist in the child: a later free starts a new one. */
     pthread_cond_init(&purger_cond, NULL);
     purger_started = purger_waiting = false;
+    atomic_store(&purger_wanted, 0);
 }

@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 page_t page_empty; /* free == NULL: every fast path through it falls to the slow path */
@@ -101,6 +102,24 @@ static void chunk_list_push(chunk_t **list, chunk_t *c)
 
 static void chunk_release(chunk_t *c)
 {
+    /* Claim every dirty slot (the purger must not touch this memory once the arena may hand
+     * it out again) and wait for a purge in progress. */
+    for (unsigned i = 0; i < c->npages; i++) {
+        page_t *p = &c->pages[i];
+        for (;;) {
+            uint8_t st = atomic_load_explicit(&p->in_use, memory_order_acquire);
+            if (st == PAGE_FREE)
+                break;
+            if (st == PAGE_DIRTY &&
+                atomic_compare_exchange_strong_explicit(
+                    &p->in_use, &st, PAGE_FREE, memory_order_acq_rel, memory_order_relaxed)) {
+                atomic_fetch_sub_explicit(&stat_pages_dirty, page_size_of(c), memory_order_relaxed);
+                break;
+            }
+            if (st == PAGE_PURGING)
+                sched_yield();
+        }
+    }
     registry_set(c->base, 1, registry_unused(c->arena));
     arena_free_chunks(c->arena, c->base, 1);
     chunk_desc_free(c);
@@ -126,7 +145,7 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind)
     c->arena = arena;
     c->nchunks = 1;
     for (unsigned i = 0; i < c->npages; i++)
-        c->pages[i].in_use = 0;
+        atomic_store_explicit(&c->pages[i].in_use, PAGE_FREE, memory_order_relaxed);
     atomic_store_explicit(&c->owner, heap, memory_order_relaxed);
     if (!registry_set(base, 1, c)) {
         arena_free_chunks(arena, base, 1);
@@ -136,6 +155,24 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind)
     }
     chunk_list_push(&heap->chunks[kind], c);
     return c;
+}
+
+/* Takes a slot of c for a new page: a dirty one first (its memory is still resident), else a
+ * free one. -1 when every unused slot is being purged right now. */
+static int slot_take(chunk_t *c)
+{
+    for (unsigned i = 0; i < c->npages; i++) {
+        uint8_t st = PAGE_DIRTY;
+        if (atomic_compare_exchange_strong_explicit(&c->pages[i].in_use, &st, PAGE_USED,
+                                                    memory_order_acq_rel, memory_order_relaxed)) {
+            atomic_fetch_sub_explicit(&stat_pages_dirty, page_size_of(c), memory_order_relaxed);
+            return (int)i;
+        }
+    }
+    for (unsigned i = 0; i < c->npages; i++)
+        if (atomic_load_explicit(&c->pages[i].in_use, memory_order_acquire) == PAGE_FREE)
+            return (int)i; /* only the owner leaves FREE: page_init makes it USED */
+    return -1;
 }
 
 /* A fresh page of class cls, in a chunk of this heap with room or in a new one. */
@@ -156,14 +193,13 @@ static page_t *page_new(heap_t *heap, unsigned cls)
         while (c && c->pages_used == c->npages)
             c = c->next;
     }
-    if (!c || c->pages_used == c->npages) {
+    int idx = c && c->pages_used < c->npages ? slot_take(c) : -1;
+    if (idx < 0) {
         c = chunk_new(heap, kind);
         if (!c)
             return NULL;
+        idx = slot_take(c);
     }
-    unsigned idx = 0;
-    while (c->pages[idx].in_use)
-        idx++;
     page_t *page = &c->pages[idx];
     page_init(page, c, idx, cls);
     if (++c->pages_used == c->npages && c->next) {
@@ -185,15 +221,31 @@ static page_t *page_new(heap_t *heap, unsigned cls)
 static void page_free(heap_t *heap, page_t *page)
 {
     chunk_t *c = page->chunk;
-    page->in_use = 0;
     page_set_flags(page, NULL, 0);
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     enum chunk_kind kind = (enum chunk_kind)c->kind;
     if (--c->pages_used == 0) {
+        atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
         if (heap)
             chunk_list_remove(&heap->chunks[kind], c);
         chunk_release(c);
-    } else if (heap && heap->chunks[kind] != c) {
+        return;
+    }
+    /* The chunk lives on: its empty page goes back to the kernel after purge_delay (not in
+     * mode always, whose chunks are huge pages that a 64 KiB purge would split). */
+    long delay = thp_policy_in_force.purge_delay_ms;
+    if (page->capacity == 0 || delay < 0 || thp_policy_in_force.thp.mode == THP_MODE_ALWAYS) {
+        atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
+    } else if (delay == 0) {
+        os_purge(page->start, page_size_of(c), thp_policy_in_force.purge);
+        atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
+    } else {
+        page->retired_at = now_ms();
+        atomic_fetch_add_explicit(&stat_pages_dirty, page_size_of(c), memory_order_relaxed);
+        atomic_store_explicit(&page->in_use, PAGE_DIRTY, memory_order_release);
+        purge_note_dirty();
+    }
+    if (heap && heap->chunks[kind] != c) {
         chunk_list_remove(&heap->chunks[kind], c);
         chunk_list_push(&heap->chunks[kind], c);
     }
@@ -227,6 +279,8 @@ void page_retire(heap_t *heap, page_t *page)
     }
     page_unlink(heap, page);
     page_free(heap, page);
+    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
+        purger_start_if_wanted(); /* the end of a free: a safe point */
 }
 
 /* Moves a page without free blocks to the full list. Dekker with free_slow: publish
@@ -324,7 +378,7 @@ static void adopt_chunk(heap_t *heap, chunk_t *c)
     chunk_list_push(&heap->chunks[kind], c);
     for (unsigned i = 0; i < c->npages; i++) {
         page_t *p = &c->pages[i];
-        if (!p->in_use)
+        if (atomic_load_explicit(&p->in_use, memory_order_relaxed) != PAGE_USED)
             continue;
         page_set_flags(p, heap, p->flags);
         page_collect(p);
@@ -418,6 +472,8 @@ void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
         atomic_store(&probe_hit, 1); /* init asking who is in charge: we are */
         return NULL;
     }
+    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
+        purger_start_if_wanted(); /* a safe point: no heap list is being walked */
     if (unlikely(size > SC_MAX_SIZE))
         return large_alloc(size, 0, zero);
     if (unlikely(heap == &heap_empty)) {
@@ -454,7 +510,7 @@ void free_slow(chunk_t *c, page_t *page, void *p)
     }
     if (unlikely(c->kind == CHUNK_FREE))
         thp_fatal("free(): double free or invalid pointer", p);
-    if (unlikely(!page->in_use))
+    if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
         thp_fatal("free(): invalid pointer", p);
     if (page->flags & PAGE_HAS_ALIGNED)
         p = block_start(page, p);
@@ -492,6 +548,13 @@ void free_slow(chunk_t *c, page_t *page, void *p)
                                                     memory_order_seq_cst, memory_order_relaxed));
     if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner)
         atomic_store_explicit(&owner->full_has_xfree, 1, memory_order_relaxed);
+}
+
+/* The end of a large free or resize (top-level calls): a safe point to start the purger. */
+static void large_done(void)
+{
+    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
+        purger_start_if_wanted();
 }
 
 /* ---- thread exit and fork ------------------------------------------------------------------ */
@@ -657,6 +720,7 @@ bool large_resize(chunk_t *c, size_t size)
     }
     c->nchunks = want;
     c->large_size = usable;
+    large_done();
     return true;
 }
 
@@ -670,4 +734,5 @@ void large_free(chunk_t *c, void *p)
     registry_set(base, n, registry_unused(arena));
     chunk_desc_free(c);
     arena_free_chunks(arena, base, n);
+    large_done();
 }

@@ -150,7 +150,7 @@ API int thpalloc_owns(const void *p)
     if (c->kind == CHUNK_LARGE)
         return (const uint8_t *)p == c->large_start;
     page_t *page = &c->pages[((uintptr_t)p - (uintptr_t)c->base) >> c->page_shift];
-    if (!page->in_use)
+    if (atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED)
         return 0;
     size_t off = (size_t)((const uint8_t *)p - page->start);
     return off < (size_t)page->capacity * page->block_size &&

@@ -83,8 +83,8 @@ typedef struct page {
     block_t *local_free; /* the owner's frees; becomes `free` when that runs dry */
     uint32_t used;
     uint32_t block_size;
-    uint8_t flags; /* owner-only: PAGE_HAS_ALIGNED, PAGE_IN_FULL; 0 on the fast path */
-    uint8_t in_use;
+    uint8_t flags;          /* owner-only: PAGE_HAS_ALIGNED, PAGE_IN_FULL; 0 on the fast path */
+    _Atomic uint8_t in_use; /* enum page_state */
     uint8_t cls;
     _Atomic uint8_t in_full; /* on the heap's full list (see page.c) */
     uint32_t capacity;
@@ -93,9 +93,21 @@ typedef struct page {
     struct page *next, *prev;        /* in a heap queue */
     uint8_t *start;
     chunk_t *chunk;
-    uint64_t div_check; /* ceil(2^64 / block_size): off % block_size == 0 iff off*div_check <
-                           div_check */
+    /* ceil(2^64 / block_size): off % block_size == 0 iff off * div_check < div_check */
+    uint64_t div_check;
+    uint32_t retired_at;                /* ms clock when the page became PAGE_DIRTY */
 } __attribute__((aligned(128))) page_t; /* a power of two: the page index is a shift */
+
+/* A page slot's life. Only the owner heap moves a slot to PAGE_USED (from FREE or, by CAS,
+ * from DIRTY) and out of it; the purger (any thread) moves DIRTY -> PURGING -> FREE by CAS,
+ * so a slot is never purged while in use; a chunk goes back to the arena only once every
+ * slot is FREE (chunk_release claims DIRTY slots and waits out PURGING ones). */
+enum page_state {
+    PAGE_FREE = 0,    /* unused; its memory may or may not be resident */
+    PAGE_USED = 1,    /* holds blocks of one class */
+    PAGE_DIRTY = 2,   /* unused, resident, to be purged after purge_delay */
+    PAGE_PURGING = 3, /* the purger is giving its memory back */
+};
 
 /* Sets the owner-only flags and, with them, whether frees take the fast path. */
 static inline void page_set_flags(page_t *page, heap_t *owner, uint8_t flags)
@@ -214,6 +226,17 @@ HIDDEN bool arena_grow_chunks(arena_t *arena, uint8_t *base, size_t n, size_t wa
 HIDDEN void arena_readvise(arena_t *arena, uint8_t *base, size_t n, size_t block_size);
 /* Purges free chunks older than purge_delay (all of them when force). Returns bytes. */
 HIDDEN size_t arena_purge(bool force);
+/* Purges DIRTY page slots of live chunks older than purge_delay (all when force); returns
+ * the bytes purged and sets *next to the time the next one is due (0: none). */
+HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
+/* A page slot became dirty: wake the purger, or ask for one (purger_start_if_wanted). */
+HIDDEN void purge_note_dirty(void);
+/* Starts the background purger when one was asked for. Only at a safe point: the top of a
+ * malloc or the end of a free, where no heap list is being walked (pthread_create
+ * allocates). */
+HIDDEN void purger_start_if_wanted(void);
+extern HIDDEN _Atomic int purger_wanted;
+extern HIDDEN _Atomic uint64_t stat_pages_dirty;
 HIDDEN void arena_fork_prepare(void);
 HIDDEN void arena_fork_parent(void);
 HIDDEN void arena_fork_child(void);

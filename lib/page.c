@@ -14,7 +14,7 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
     page->used = 0;
     page->block_size = (uint32_t)sc_block_size(cls);
     page_set_flags(page, atomic_load_explicit(&c->owner, memory_order_relaxed), 0);
-    page->in_use = 1;
+    atomic_store_explicit(&page->in_use, PAGE_USED, memory_order_relaxed);
     page->cls = (uint8_t)cls;
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     page->capacity = 0;
@@ -103,4 +103,55 @@ void *block_start(page_t *page, void *p)
 {
     size_t off = (size_t)((uint8_t *)p - page->start);
     return page->start + off - off % page->block_size;
+}
+
+/* ---- purging page slots of live chunks ------------------------------------------------ */
+
+_Atomic uint64_t stat_pages_dirty;
+
+struct page_purge_walk {
+    uint32_t now, next;
+    bool force;
+    size_t purged;
+};
+
+static void purge_chunk_pages(chunk_t *c, void *arg)
+{
+    struct page_purge_walk *w = arg;
+    uint8_t kind = __atomic_load_n(&c->kind, __ATOMIC_RELAXED);
+    if (kind < CHUNK_SMALL || kind > CHUNK_BIG)
+        return;
+    long delay = thp_policy_in_force.purge_delay_ms;
+    for (unsigned i = 0; i < MAX_PAGES_PER_CHUNK; i++) {
+        page_t *p = &c->pages[i];
+        if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_DIRTY)
+            continue;
+        uint32_t at = p->retired_at;
+        if (!w->force && (delay < 0 || (int32_t)(w->now - at) < (int32_t)delay)) {
+            uint32_t due = at + (uint32_t)delay;
+            if (delay >= 0 && (w->next == 0 || (int32_t)(due - w->next) < 0))
+                w->next = due;
+            continue;
+        }
+        uint8_t expect = PAGE_DIRTY;
+        if (!atomic_compare_exchange_strong_explicit(&p->in_use, &expect, PAGE_PURGING,
+                                                     memory_order_acq_rel, memory_order_relaxed))
+            continue; /* the owner took it back */
+        /* Held: the chunk cannot go back to the arena, its descriptor stays this chunk's. */
+        size_t size = (size_t)1 << c->page_shift;
+        os_purge(c->base + ((size_t)i << c->page_shift), size, thp_policy_in_force.purge);
+        atomic_fetch_sub_explicit(&stat_pages_dirty, size, memory_order_relaxed);
+        atomic_fetch_add_explicit(&stat_purged, size, memory_order_relaxed);
+        w->purged += size;
+        atomic_store_explicit(&p->in_use, PAGE_FREE, memory_order_release);
+    }
+}
+
+size_t pages_purge(uint32_t now, bool force, uint32_t *next)
+{
+    struct page_purge_walk w = {now, 0, force, 0};
+    if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed))
+        chunk_desc_foreach(purge_chunk_pages, &w);
+    *next = w.next;
+    return w.purged;
 }

@@ -27,7 +27,7 @@ static void walk_chunk(chunk_t *c, void *arg)
         return;
     for (unsigned i = 0; i < c->npages && i < MAX_PAGES_PER_CHUNK; i++) {
         page_t *p = &c->pages[i];
-        if (__atomic_load_n(&p->in_use, __ATOMIC_RELAXED))
+        if (atomic_load_explicit(&p->in_use, memory_order_relaxed) == PAGE_USED)
             w->in_use += (uint64_t)__atomic_load_n(&p->used, __ATOMIC_RELAXED) * p->block_size;
     }
 }
@@ -42,7 +42,8 @@ void stats_collect(struct thpalloc_stats *s)
                    atomic_load_explicit(&stat_purge_pending, memory_order_relaxed);
     s->huge_advised = atomic_load_explicit(&stat_huge_advised, memory_order_relaxed);
     s->in_use = w.in_use + w.large_bytes;
-    s->purge_pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed);
+    s->purge_pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
+                       atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed);
     s->purged = atomic_load_explicit(&stat_purged, memory_order_relaxed);
     s->large_count = w.large_count;
     s->heaps = heap_count();
