@@ -3,7 +3,6 @@
  * lock and no atomic read-modify-write. */
 #include "internal.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -239,19 +238,19 @@ API void *pvalloc(size_t size)
     return memalign_impl(OS_PAGE_SIZE, rounded & ~(OS_PAGE_SIZE - 1));
 }
 
-static size_t (*_Atomic glibc_usable_size)(void *);
-
+/* glibc's own malloc_usable_size (malloc.c, musable) for one of its blocks, read from its
+ * chunk header: glibc exports no __libc_ name for it, and a dlsym on the allocator's path may
+ * allocate. The header layout (size word before the block; IS_MMAPPED = 2, PREV_INUSE = 1 in
+ * the next chunk) has not changed since glibc 2.0; tests/foreign.sh compares the result with
+ * glibc's function for every kind of glibc block. */
 size_t foreign_usable_size(void *p)
 {
-    size_t (*fn)(void *) = atomic_load_explicit(&glibc_usable_size, memory_order_acquire);
-    if (!fn) {
-        /* glibc exports no __libc_ name for it; the next definition after ours is its. */
-        fn = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-        if (!fn)
-            return 0;
-        atomic_store_explicit(&glibc_usable_size, fn, memory_order_release);
-    }
-    return fn(p);
+    const size_t *size_word = (const size_t *)p - 1;
+    size_t csize = *size_word & ~(size_t)7;
+    if (*size_word & 2)
+        return csize - 2 * sizeof(size_t); /* mmapped chunk */
+    const size_t *next_size = (const size_t *)((const char *)p + csize - sizeof(size_t));
+    return (*next_size & 1) ? csize - sizeof(size_t) : 0;
 }
 
 API size_t malloc_usable_size(void *p)
