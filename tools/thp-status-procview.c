@@ -438,14 +438,14 @@ int ts_all(void)
                    ah);
             shown++;
         }
-        printf("%u processes shown", shown);
+        /* One fact a line, so that the table stays within a terminal's width. */
+        printf("%u processes shown\n", shown);
         if (unreadable)
-            printf(", %u could not be read (permission denied: run as root or with "
-                   "CAP_SYS_PTRACE)",
+            printf("%u could not be read (permission denied: run as root or with "
+                   "CAP_SYS_PTRACE)\n",
                    unreadable);
         if (vanished)
-            printf(", %u exited while being read", vanished);
-        printf("\n");
+            printf("%u exited while being read\n", vanished);
         if (ts_opt.verbose && unreadable) {
             printf("unreadable:");
             for (size_t i = 0; i < n; i++)
