@@ -43,14 +43,8 @@ static void str_cat(char *dst, size_t cap, const char *src)
 
 static void str_cat_u64(char *dst, size_t cap, uint64_t v)
 {
-    char tmp[24];
-    int i = (int)sizeof tmp - 1;
-    tmp[i] = '\0';
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    str_cat(dst, cap, tmp + i);
+    char num[21];
+    str_cat(dst, cap, os_format_u64(num, v));
 }
 
 /* ---- values ------------------------------------------------------------------------ */

@@ -19,11 +19,7 @@
 #define HIDDEN __attribute__((visibility("hidden")))
 #define NOINLINE __attribute__((noinline))
 
-#ifdef THPALLOC_NO_EXPORT
-#define API
-#else
 #define API __attribute__((visibility("default")))
-#endif
 
 /* Invariant checks: compiled in with -DTHPALLOC_DEBUG, free otherwise. */
 #ifdef THPALLOC_DEBUG

@@ -17,8 +17,6 @@
 #define MADV_FREE 8
 #endif
 
-unsigned long os_advise_calls[3];
-
 void *os_reserve_aligned(size_t size, size_t align)
 {
     /* Over-reserve by align, then trim both ends: the kernel has no aligned mmap. */
@@ -69,7 +67,6 @@ bool os_advise(void *addr, size_t size, enum os_advice advice)
     default:
         return true;
     }
-    __atomic_fetch_add(&os_advise_calls[advice], 1, __ATOMIC_RELAXED);
     return madvise(addr, size, a) == 0;
 }
 
@@ -119,4 +116,18 @@ void os_write_stderr(const char *s)
         s += n;
         len -= (size_t)n;
     }
+}
+
+char *os_format_u64(char *buf, uint64_t v)
+{
+    char tmp[21];
+    int i = (int)sizeof tmp;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    size_t n = sizeof tmp - (size_t)i;
+    memcpy(buf, tmp + i, n);
+    buf[n] = '\0';
+    return buf;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum os_advice { OS_ADVICE_NONE = 0, OS_ADVICE_HUGE = 1, OS_ADVICE_NOHUGE = 2 };
 enum os_purge { OS_PURGE_DONTNEED = 0, OS_PURGE_FREE = 1 };
@@ -30,7 +31,7 @@ long os_read_small_file(const char *path, char *buf, size_t cap);
 size_t os_read_fd(int fd, char *buf, size_t cap);
 /* Writes a whole string to fd 2 (never through stdio). */
 void os_write_stderr(const char *s);
-/* Counters for tests and statistics: how many madvise calls of each kind were made. */
-extern unsigned long os_advise_calls[3];
+/* Formats v in decimal into buf (at least 21 bytes) without stdio; returns buf. */
+char *os_format_u64(char *buf, uint64_t v);
 
 #endif

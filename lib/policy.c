@@ -33,19 +33,12 @@ static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
 static void verbose_report(void *ctx, const char *file, int line, const char *msg)
 {
     (void)ctx;
-    char num[16];
-    int i = (int)sizeof num - 1;
-    num[i] = '\0';
-    unsigned v = (unsigned)line;
-    do {
-        num[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    char num[21];
     os_write_stderr("thpalloc: ");
     os_write_stderr(file);
     if (line > 0) {
         os_write_stderr(":");
-        os_write_stderr(num + i);
+        os_write_stderr(os_format_u64(num, (uint64_t)line));
     }
     os_write_stderr(": ");
     os_write_stderr(msg);
@@ -184,17 +177,11 @@ static void format_origin(const struct cfg_where *w, char *o, size_t cap)
         strncat(o, w->file, cap - strlen(o) - 1);
         return;
     }
-    char num[16];
-    int i = (int)sizeof num - 1;
-    num[i] = '\0';
-    unsigned v = (unsigned)w->line;
-    do {
-        num[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    char num[21];
+    os_format_u64(num, (uint64_t)w->line);
     strncat(o, w->file, cap - 1);
     strncat(o, ":", cap - strlen(o) - 1);
-    strncat(o, num + i, cap - strlen(o) - 1);
+    strncat(o, num, cap - strlen(o) - 1);
     strncat(o, " [", cap - strlen(o) - 1);
     strncat(o, w->section, cap - strlen(o) - 1);
     strncat(o, "]", cap - strlen(o) - 1);
@@ -223,18 +210,12 @@ API int thpalloc_policy(struct thpalloc_setting *out, size_t n)
 
 static void put_field(const char *name, uint64_t bytes)
 {
-    char num[24];
-    int i = (int)sizeof num - 1;
-    num[i] = '\0';
-    uint64_t v = bytes >> 10;
-    do {
-        num[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    char num[21];
+    os_format_u64(num, bytes >> 10);
     os_write_stderr(" ");
     os_write_stderr(name);
     os_write_stderr("=");
-    os_write_stderr(num + i);
+    os_write_stderr(num);
     os_write_stderr("K");
 }
 
