@@ -455,10 +455,10 @@ void purge_note_dirty(void)
 
 void purger_start_if_wanted(void)
 {
-    /* Not from a thread without a heap: that is a thread past its heap's exit destructor
-     * (or one that never allocated), and pthread_create's allocation there would make it a
-     * heap that outlives it. Another thread starts the purger at its next safe point. */
-    if (tl_heap == &heap_empty)
+    /* Not from a thread past its heap's exit destructor: pthread_create's allocation there
+     * would give it a heap that outlives it. Another thread starts the purger at its next
+     * safe point. */
+    if (tl_heap == &heap_exited)
         return;
     if (atomic_exchange(&purger_wanted, 0))
         purger_start();

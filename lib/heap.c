@@ -10,6 +10,9 @@
 page_t page_empty; /* free == NULL: every fast path through it falls to the slow path */
 /* The heap of a thread that has not allocated yet: every direct slot leads to the slow path. */
 heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
+/* The same for a thread whose heap was abandoned at exit: it may still allocate in a later
+ * TLS destructor (and gets a heap again), but must not start the purger (see arena.c). */
+heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
 static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -476,7 +479,7 @@ void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
         purger_start_if_wanted(); /* a safe point: no heap list is being walked */
     if (unlikely(size > SC_MAX_SIZE))
         return large_alloc(size, 0, zero);
-    if (unlikely(heap == &heap_empty)) {
+    if (unlikely(heap == &heap_empty || heap == &heap_exited)) {
         heap = heap_create();
         if (!heap)
             return NULL;
@@ -519,7 +522,7 @@ void free_slow(chunk_t *c, page_t *page, void *p)
     block_t *b = p;
     heap_t *heap = tl_heap;
     heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
-    if (!owner && heap != &heap_empty &&
+    if (!owner && heap != &heap_empty && heap != &heap_exited &&
         atomic_load_explicit(&c->abandoned, memory_order_relaxed) && heap_reclaim(heap, c))
         owner = heap;
     if (owner == heap) {
@@ -611,9 +614,9 @@ static void heap_abandon(heap_t *heap)
 void heap_thread_exit(void *arg)
 {
     heap_t *heap = arg;
-    if (!heap || heap == &heap_empty || !heap->in_use)
+    if (!heap || heap == &heap_empty || heap == &heap_exited || !heap->in_use)
         return;
-    tl_heap = &heap_empty;
+    tl_heap = &heap_exited;
     heap_abandon(heap);
     pthread_mutex_lock(&heaps_lock);
     heap->in_use = false;

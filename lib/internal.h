@@ -268,7 +268,7 @@ struct heap {
     bool in_use;
 };
 
-extern HIDDEN heap_t heap_empty;
+extern HIDDEN heap_t heap_empty, heap_exited;
 extern HIDDEN __thread heap_t *tl_heap __attribute__((tls_model("initial-exec")));
 extern HIDDEN page_t page_empty;
 
