@@ -9,26 +9,34 @@
 #include <string.h>
 #include <unistd.h>
 
-static inline void *malloc_inline(size_t size)
+static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
 {
     heap_t *heap = tl_heap;
     if (likely(size <= DIRECT_MAX)) {
-        page_t *page = heap->direct[(size + 15) >> 4];
-        block_t *b = page->free;
-        if (likely(b)) {
-            if (unlikely(b->key != free_key(page)))
-                malloc_corrupt(page, b);
-            page->free = b->next;
-            page->used++;
-            b->key = 0;
-            return b;
+        /* heap_enter, with the wait left to the slow path (a call here would make the
+         * fast path save registers) */
+        atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (likely(!atomic_load_explicit(&heap->claimed, memory_order_acquire))) {
+            page_t *page = heap->direct[(size + 15) >> 4];
+            block_t *b = page->free;
+            if (likely(b)) {
+                if (unlikely(b->key != free_key(page)))
+                    malloc_corrupt(page, b);
+                page->free = b->next;
+                page->used++;
+                b->key = 0;
+                heap_leave(heap);
+                return b;
+            }
         }
+        heap_leave(heap);
     }
     return heap_malloc_slow(heap, size, false);
 }
 
 /* Every path off the fast one is a tail call, so that the fast path saves no register. */
-static inline void free_inline(void *p)
+static inline __attribute__((always_inline)) void free_inline(void *p)
 {
     chunk_t *c = registry_lookup(p);
     if (unlikely(!c)) {
@@ -44,12 +52,21 @@ static inline void free_inline(void *p)
      * last free (an immediate double free). Malloc checks the key when it pops. */
     if (likely(atomic_load_explicit(&page->fast_owner, memory_order_relaxed) == heap &&
                !block_misaligned(page, p) && b != page->local_free)) {
-        b->key = free_key(page);
-        b->next = page->local_free;
-        page->local_free = b;
-        if (unlikely(--page->used == 0))
-            page_retire(heap, page);
-        return;
+        /* heap_enter as in malloc_inline: claimed by the purger, free_slow waits */
+        atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (likely(!atomic_load_explicit(&heap->claimed, memory_order_acquire))) {
+            b->key = free_key(page);
+            b->next = page->local_free;
+            page->local_free = b;
+            if (unlikely(--page->used == 0)) {
+                page_retire_leave(heap, page);
+                return;
+            }
+            heap_leave(heap);
+            return;
+        }
+        heap_leave(heap);
     }
     free_slow(c, page, p); /* remote, full page, aligned blocks, or a bad pointer */
 }
@@ -90,8 +107,12 @@ static void *aligned_impl(size_t alignment, size_t size)
             if (a != (uintptr_t)b) {
                 chunk_t *c = registry_lookup(b);
                 page_t *page = &c->pages[((uintptr_t)b - (uintptr_t)c->base) >> c->page_shift];
-                /* our own page: we just allocated from it */
+                /* our own page: we just allocated from it (flags are the owner's: inside
+                 * the reclaim handshake, like every change to the heap) */
+                heap_t *heap = tl_heap;
+                heap_enter(heap);
                 page_set_flags(page, NULL, page->flags | PAGE_HAS_ALIGNED);
+                heap_leave(heap);
             }
             return (void *)a;
         }

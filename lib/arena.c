@@ -38,7 +38,7 @@ static void want_purger_locked(void)
     uint64_t pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
                        atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed);
     if (!purger_started && pending >= PURGER_MIN_PENDING) {
-        purger_started = true;
+        __atomic_store_n(&purger_started, true, __ATOMIC_RELAXED);
         atomic_store(&purger_wanted, 1);
     }
 }
@@ -216,6 +216,23 @@ static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
 }
 
 /* First fit of n free chunks whose start is aligned to align. */
+/* A free chunk that is still resident (dirty), for a one-chunk request: taking it rather
+ * than the lowest free one keeps the process from touching new memory while old memory
+ * waits for its purge (realloc-heavy programs crept up by half their peak that way). */
+static bool arena_find_dirty(const arena_t *a, size_t *first)
+{
+    for (size_t w = 0; w < (a->nchunks + 63) / 64; w++) {
+        if (a->dirty[w]) {
+            size_t i = w * 64 + (size_t)__builtin_ctzll(a->dirty[w]);
+            if (i < a->nchunks && !bit_get(a->used, i)) {
+                *first = i;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 static bool arena_find(arena_t *a, size_t n, size_t align, size_t *first)
 {
     if (a->nfree < n)
@@ -256,17 +273,27 @@ static void *purger_main(void *arg)
             pages_purge(now, false, &pages_next);
             pthread_mutex_lock(&arena_lock);
         }
+        uint32_t heaps_next = 0;
+        pthread_mutex_unlock(&arena_lock);
+        heaps_reclaim(now, false, &heaps_next);
+        pthread_mutex_lock(&arena_lock);
         uint32_t due = pages_next;
+        if (heaps_next && (due == 0 || (int32_t)(heaps_next - due) < 0))
+            due = heaps_next;
         if (purge_armed && (due == 0 || (int32_t)(next_purge_ms - due) < 0))
             due = next_purge_ms;
         if (due == 0) {
-            /* Nothing due: sleep until a free chunk or a dirty page arrives (both notify
-             * under this lock, after counting themselves). */
-            if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) || purge_armed)
+            /* Nothing due: sleep until a free chunk or a dirty page arrives. Free chunks
+             * notify under this lock; a dirty page counts itself, then looks at
+             * purger_waiting without the lock (purge_note_dirty): so say "waiting" first,
+             * then look at the count (a Dekker pair, one of the two sees the other). */
+            __atomic_store_n(&purger_waiting, true, __ATOMIC_SEQ_CST);
+            if (atomic_load_explicit(&stat_pages_dirty, memory_order_seq_cst) || purge_armed) {
+                __atomic_store_n(&purger_waiting, false, __ATOMIC_RELAXED);
                 continue;
-            purger_waiting = true;
+            }
             pthread_cond_wait(&purger_cond, &arena_lock);
-            purger_waiting = false;
+            __atomic_store_n(&purger_waiting, false, __ATOMIC_RELAXED);
             continue;
         }
         now = now_ms();
@@ -301,7 +328,7 @@ static void purger_start(void)
         pthread_setname_np(t, "thpalloc-purge");
     } else {
         pthread_mutex_lock(&arena_lock);
-        purger_started = false; /* try again on a later free */
+        __atomic_store_n(&purger_started, false, __ATOMIC_RELAXED); /* try again later */
         pthread_mutex_unlock(&arena_lock);
     }
 }
@@ -326,9 +353,15 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
         a = arena_new(n, align, true);
         first = 0;
     } else {
-        for (a = arenas; a; a = a->next)
-            if (arena_find(a, n, align, &first))
-                break;
+        a = NULL;
+        if (n == 1 && align <= CHUNK_SIZE)
+            for (a = arenas; a; a = a->next)
+                if (arena_find_dirty(a, &first))
+                    break;
+        if (!a)
+            for (a = arenas; a; a = a->next)
+                if (arena_find(a, n, align, &first))
+                    break;
         if (!a) {
             a = arena_new(n, align, false);
             if (a && !arena_find(a, n, align, &first))
@@ -445,6 +478,18 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
 
 void purge_note_dirty(void)
 {
+    /* A running purger that is not waiting will see the page when it next looks (the new
+     * page is due after everything it waits for): no lock on this path, which a loop
+     * that empties and refills a page takes every time. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (__atomic_load_n(&purger_started, __ATOMIC_RELAXED)) {
+        if (!__atomic_load_n(&purger_waiting, __ATOMIC_SEQ_CST))
+            return;
+    } else if (atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
+                   atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) <
+               PURGER_MIN_PENDING) {
+        return; /* no purger yet, and too little waits to start one */
+    }
     pthread_mutex_lock(&arena_lock);
     if (purger_waiting)
         pthread_cond_signal(&purger_cond);
@@ -517,6 +562,7 @@ size_t arena_purge(bool force)
 {
     uint32_t next;
     size_t pages = pages_purge(now_ms(), force, &next);
+    pages += heaps_reclaim(now_ms(), force, &next);
     pthread_mutex_lock(&arena_lock);
     uint64_t before = atomic_load_explicit(&stat_purged, memory_order_relaxed);
     purge_locked(now_ms(), force);

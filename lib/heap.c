@@ -128,7 +128,9 @@ static void chunk_release(chunk_t *c)
     chunk_desc_free(c);
 }
 
-static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind)
+/* A new chunk for heap, its first slot taken for the caller's page (*dirty: that slot may
+ * hold old pages). */
+static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
 {
     arena_t *arena;
     bool zero;
@@ -147,23 +149,42 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind)
     c->pages_used = 0;
     c->arena = arena;
     c->nchunks = 1;
-    for (unsigned i = 0; i < c->npages; i++)
-        atomic_store_explicit(&c->pages[i].in_use, PAGE_FREE, memory_order_relaxed);
+    /* A chunk the arena had not purged yet is resident: its other slots are dirty, so that
+     * the purger gives back the ones left unused (and new pages take them first). The
+     * first is the caller's: taken here, before the purger can see the chunk. */
+    *dirty_out = !zero;
+    bool dirty = !zero && c->npages > 1 && thp_policy_in_force.purge_delay_ms > 0 &&
+                 thp_policy_in_force.thp.mode != THP_MODE_ALWAYS;
+    uint32_t now = dirty ? now_ms() : 0;
+    for (unsigned i = 0; i < c->npages; i++) {
+        c->pages[i].retired_at = now;
+        atomic_store_explicit(&c->pages[i].in_use,
+                              i == 0  ? PAGE_USED
+                              : dirty ? PAGE_DIRTY
+                                      : PAGE_FREE,
+                              memory_order_relaxed);
+    }
+    if (dirty)
+        atomic_fetch_add_explicit(&stat_pages_dirty, CHUNK_SIZE - page_size_of(c),
+                                  memory_order_relaxed);
     atomic_store_explicit(&c->owner, heap, memory_order_relaxed);
     if (!registry_set(base, 1, c)) {
-        arena_free_chunks(arena, base, 1);
-        chunk_desc_free(c);
+        atomic_store_explicit(&c->pages[0].in_use, PAGE_FREE, memory_order_relaxed);
+        chunk_release(c); /* claims the dirty slots back, and frees the chunk */
         errno = ENOMEM;
         return NULL;
     }
     chunk_list_push(&heap->chunks[kind], c);
+    if (dirty)
+        purge_note_dirty();
     return c;
 }
 
 /* Takes a slot of c for a new page: a dirty one first (its memory is still resident), else a
  * free one. -1 when every unused slot is being purged right now. */
-static int slot_take(chunk_t *c)
+static int slot_take(chunk_t *c, bool *was_dirty)
 {
+    *was_dirty = true;
     for (unsigned i = 0; i < c->npages; i++) {
         uint8_t st = PAGE_DIRTY;
         if (atomic_compare_exchange_strong_explicit(&c->pages[i].in_use, &st, PAGE_USED,
@@ -172,6 +193,7 @@ static int slot_take(chunk_t *c)
             return (int)i;
         }
     }
+    *was_dirty = false;
     for (unsigned i = 0; i < c->npages; i++)
         if (atomic_load_explicit(&c->pages[i].in_use, memory_order_acquire) == PAGE_FREE)
             return (int)i; /* only the owner leaves FREE: page_init makes it USED */
@@ -196,15 +218,17 @@ static page_t *page_new(heap_t *heap, unsigned cls)
         while (c && c->pages_used == c->npages)
             c = c->next;
     }
-    int idx = c && c->pages_used < c->npages ? slot_take(c) : -1;
+    bool was_dirty = false;
+    int idx = c && c->pages_used < c->npages ? slot_take(c, &was_dirty) : -1;
     if (idx < 0) {
-        c = chunk_new(heap, kind);
+        c = chunk_new(heap, kind, &was_dirty);
         if (!c)
             return NULL;
-        idx = slot_take(c);
+        idx = 0;
     }
     page_t *page = &c->pages[idx];
     page_init(page, c, idx, cls);
+    page->tail_resident = was_dirty;
     if (++c->pages_used == c->npages && c->next) {
         /* Full chunks go to the back: the front one always has room if any has. */
         chunk_t **list = &heap->chunks[kind];
@@ -267,15 +291,15 @@ static void page_unlink(heap_t *heap, page_t *page)
     }
 }
 
-/* The owner freed the last block of a page. A small page (64 KiB) is kept when it is all
- * its class has, so that a loop of malloc/free does not take and return pages; medium and
- * big pages go back at once, so that their chunks empty out and reach the arena, whose
- * purge (by the background purger too) returns them to the kernel after purge_delay even
- * when this thread makes no further call. Kept, they held up to 2 MiB per class and thread
- * after a busy phase. */
+/* The owner freed the last block of a page. The page is kept when it is all its class
+ * has, so that a loop of malloc/free does not take and return a page each time (that cost
+ * 110-160 ns per call for medium and big blocks, when only small pages were kept). Kept
+ * pages of a thread that goes idle are purged by the reclaimer (reclaim.c) after
+ * purge_delay; other empty pages go back to their chunk at once. */
 void page_retire(heap_t *heap, page_t *page)
 {
-    if (page->chunk->kind == CHUNK_SMALL && !(page->flags & PAGE_IN_FULL)) {
+    heap->slow_ops++;
+    if (!(page->flags & PAGE_IN_FULL)) {
         page_queue_t *q = &heap->queues[page->cls];
         if (q->first == page && !page->next)
             return;
@@ -284,6 +308,12 @@ void page_retire(heap_t *heap, page_t *page)
     page_free(heap, page);
     if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
         purger_start_if_wanted(); /* the end of a free: a safe point */
+}
+
+void page_retire_leave(heap_t *heap, page_t *page)
+{
+    page_retire(heap, page);
+    heap_leave(heap);
 }
 
 /* Moves a page without free blocks to the full list. Dekker with free_slow: publish
@@ -410,6 +440,8 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
         page_t *page = q->first;
         while (page) {
             page_collect(page);
+            if (!page->free && page->holes)
+                page_refill_holes(heap, page);
             if (!page->free && page->capacity < page->reserved)
                 page_extend(page);
             if (page->free) {
@@ -448,19 +480,21 @@ static heap_t *heap_create(void)
             heaps_all = heap;
         }
     }
-    if (heap)
+    if (heap) {
+        /* Set up under the lock: the purger looks at heaps in use under it. */
         heaps_live++;
+        heap_t *keep_next = heap->next_all;
+        memset(heap, 0, sizeof *heap);
+        heap->next_all = keep_next;
+        for (size_t i = 0; i < DIRECT_SLOTS; i++)
+            heap->direct[i] = &page_empty;
+        heap->in_use = true;
+    }
     pthread_mutex_unlock(&heaps_lock);
     if (!heap) {
         errno = ENOMEM;
         return NULL;
     }
-    heap_t *keep_next = heap->next_all;
-    memset(heap, 0, sizeof *heap);
-    heap->next_all = keep_next;
-    for (size_t i = 0; i < DIRECT_SLOTS; i++)
-        heap->direct[i] = &page_empty;
-    heap->in_use = true;
     tl_heap = heap;
     /* The key's destructor abandons the heap at thread exit. */
     if (heap_key_ok)
@@ -485,10 +519,18 @@ void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
             return NULL;
     }
     unsigned cls = sc_class_of(size);
+    heap_enter(heap);
+    heap->slow_ops++;
+    if (unlikely(heap->reclaimed)) {
+        /* Reclaimed while idle, busy again: the purger may be asleep with nothing due. */
+        heap->reclaimed = false;
+        purge_note_dirty();
+    }
     page_t *page = heap->queues[cls].first;
     if (!page || !page->free)
         page = heap_find_page(heap, cls);
     if (unlikely(!page)) {
+        heap_leave(heap);
         errno = ENOMEM;
         return NULL;
     }
@@ -498,6 +540,9 @@ void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
     page->free = b->next;
     page->used++;
     b->key = 0;
+    if (page->block_size >= 2 * OS_PAGE_SIZE)
+        ((uintptr_t *)b)[2] = 0; /* the purged-inside mark (reclaim.c) */
+    heap_leave(heap);
     if (zero)
         memset(b, 0, page->block_size);
     return b;
@@ -519,13 +564,19 @@ void free_slow(chunk_t *c, page_t *page, void *p)
         p = block_start(page, p);
     else if (unlikely(block_misaligned(page, p)))
         thp_fatal("free(): invalid pointer", p);
+    if (unlikely(block_in_hole(page, p)))
+        thp_fatal("free(): double free detected", p);
     block_t *b = p;
     heap_t *heap = tl_heap;
+    bool has_heap = heap != &heap_empty && heap != &heap_exited;
+    if (has_heap)
+        heap_enter(heap);
     heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
-    if (!owner && heap != &heap_empty && heap != &heap_exited &&
-        atomic_load_explicit(&c->abandoned, memory_order_relaxed) && heap_reclaim(heap, c))
+    if (!owner && has_heap && atomic_load_explicit(&c->abandoned, memory_order_relaxed) &&
+        heap_reclaim(heap, c))
         owner = heap;
     if (owner == heap) {
+        heap->slow_ops++;
         /* Our own page, but full or with aligned blocks. */
         if (unlikely(b->key == free_key(page)))
             free_check_double(page, p);
@@ -541,8 +592,11 @@ void free_slow(chunk_t *c, page_t *page, void *p)
         }
         if (--page->used == 0)
             page_retire(heap, page);
+        heap_leave(heap);
         return;
     }
+    if (has_heap)
+        heap_leave(heap);
     b->key = free_key(page);
     block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
     do {
@@ -617,12 +671,23 @@ void heap_thread_exit(void *arg)
     if (!heap || heap == &heap_empty || heap == &heap_exited || !heap->in_use)
         return;
     tl_heap = &heap_exited;
+    heap_enter(heap);
     heap_abandon(heap);
+    heap_leave(heap);
     pthread_mutex_lock(&heaps_lock);
     heap->in_use = false;
     heap->next_free = heaps_free;
     heaps_free = heap;
     heaps_live--;
+    pthread_mutex_unlock(&heaps_lock);
+}
+
+void heap_foreach_in_use(void (*fn)(heap_t *heap, void *arg), void *arg)
+{
+    pthread_mutex_lock(&heaps_lock);
+    for (heap_t *h = heaps_all; h; h = h->next_all)
+        if (h->in_use)
+            fn(h, arg);
     pthread_mutex_unlock(&heaps_lock);
 }
 
@@ -738,4 +803,17 @@ void large_free(chunk_t *c, void *p)
     chunk_desc_free(c);
     arena_free_chunks(arena, base, n);
     large_done();
+}
+
+void heap_wait_reclaim(heap_t *heap)
+{
+    for (;;) {
+        atomic_store_explicit(&heap->busy, 0, memory_order_release);
+        while (atomic_load_explicit(&heap->claimed, memory_order_acquire))
+            sched_yield();
+        atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (!atomic_load_explicit(&heap->claimed, memory_order_acquire))
+            return;
+    }
 }

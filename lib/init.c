@@ -21,6 +21,7 @@ static bool dormant;
 /* Lock order: heaps, abandoned, arena, ranges, meta (the order they nest in). */
 static void fork_prepare(void)
 {
+    reclaim_fork_prepare();
     heap_fork_prepare();
     arena_fork_prepare();
     policy_fork_prepare();
@@ -33,6 +34,7 @@ static void fork_parent(void)
     policy_fork_parent();
     arena_fork_parent();
     heap_fork_parent();
+    reclaim_fork_parent();
 }
 
 static void fork_child(void)
@@ -41,6 +43,7 @@ static void fork_child(void)
     policy_fork_child();
     arena_fork_child();
     heap_fork_child();
+    reclaim_fork_child();
 }
 
 /* Who answers a call to malloc? Our references to malloc resolve to the process's malloc

@@ -91,7 +91,15 @@ typedef struct page {
     chunk_t *chunk;
     /* ceil(2^64 / block_size): off % block_size == 0 iff off * div_check < div_check */
     uint64_t div_check;
-    uint32_t retired_at;                /* ms clock when the page became PAGE_DIRTY */
+    uint32_t retired_at; /* ms clock when the page became PAGE_DIRTY */
+    /* Small pages: OS pages the purger gave back while the page had live blocks (bit i:
+     * the i-th 4 KiB). Every block overlapping one is free and on no list; the owner takes
+     * them back (page_refill_holes) before it carves new blocks. Written under the
+     * reclaim handshake; read by remote frees (double free check). */
+    uint16_t holes;
+    /* The slot was resident when the page took it (a dirty slot or chunk): beyond the
+     * carved blocks there may be old pages, which the purger gives back (reclaim.c). */
+    bool tail_resident;
 } __attribute__((aligned(128))) page_t; /* a power of two: the page index is a shift */
 
 /* A page slot's life. Only the owner heap moves a slot to PAGE_USED (from FREE or, by CAS,
@@ -130,6 +138,20 @@ static inline bool block_misaligned(const page_t *page, const void *p)
 }
 #define PAGE_HAS_ALIGNED 1 /* interior (aligned) pointers may be freed */
 #define PAGE_IN_FULL 2     /* on the heap's full list (owner's copy of in_full) */
+#define PAGE_HAS_HOLES 4   /* holes != 0: frees take the slow path, which checks them */
+
+/* true when block p of a small page overlaps one of its holes (so it is free already). */
+static inline bool block_in_hole(const page_t *page, const void *p)
+{
+    uint16_t holes = __atomic_load_n(&page->holes, __ATOMIC_RELAXED);
+    if (!holes)
+        return false;
+    size_t off = (size_t)((const uint8_t *)p - page->start);
+    unsigned first = (unsigned)(off / OS_PAGE_SIZE);
+    unsigned last = (unsigned)((off + page->block_size - 1) / OS_PAGE_SIZE);
+    uint32_t span = ((2u << last) - 1) & ~((1u << first) - 1);
+    return (holes & span) != 0;
+}
 
 /* A chunk descriptor, kept outside the chunk so that large blocks start 2 MiB-aligned.
  * The registry maps every chunk address to its descriptor. */
@@ -259,6 +281,15 @@ typedef struct page_queue {
 
 struct heap {
     page_t *direct[DIRECT_SLOTS]; /* by (size+15)/16: the page to allocate from */
+    /* The reclaim handshake (reclaim.c): the owner sets busy around every use of its
+     * owner-only structures; the purger sets claimed, and works on the heap only when,
+     * after a process-wide barrier (membarrier), it sees busy clear. */
+    _Atomic int busy;
+    _Atomic int claimed;
+    uint32_t slow_ops; /* owner-only count of slow-path calls: activity, read by the purger */
+    /* the purger's own notes: slow_ops when last looked at, since when, when reclaimed */
+    uint32_t seen_ops, seen_at, reclaimed_ops, reclaim_pass;
+    bool reclaimed; /* also cleared by the owner: it is active again, wake the purger */
     page_queue_t queues[SC_COUNT];
     page_queue_t full;              /* pages without a free block */
     _Atomic int full_has_xfree;     /* another thread freed into a full page */
@@ -269,6 +300,24 @@ struct heap {
 };
 
 extern HIDDEN heap_t heap_empty, heap_exited;
+
+/* The purger holds this heap: wait until it lets go (reclaim.c). */
+HIDDEN void heap_wait_reclaim(heap_t *heap);
+
+/* Brackets the owner's use of its heap: two plain stores and a load, no fence (the purger
+ * supplies the barrier with membarrier: see reclaim.c). */
+static inline void heap_enter(heap_t *heap)
+{
+    atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (unlikely(atomic_load_explicit(&heap->claimed, memory_order_acquire)))
+        heap_wait_reclaim(heap);
+}
+
+static inline void heap_leave(heap_t *heap)
+{
+    atomic_store_explicit(&heap->busy, 0, memory_order_release);
+}
 extern HIDDEN __thread heap_t *tl_heap __attribute__((tls_model("initial-exec")));
 extern HIDDEN page_t page_empty;
 
@@ -279,16 +328,30 @@ HIDDEN void free_check_double(page_t *page, void *p);
 /* malloc popped a block without the free key: a double free or a write after free. */
 HIDDEN void malloc_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
 HIDDEN void page_retire(heap_t *heap, page_t *page);
+/* page_retire, then heap_leave: the free fast path's tail call. */
+HIDDEN void page_retire_leave(heap_t *heap, page_t *page);
 HIDDEN void heap_thread_exit(void *heap);
 HIDDEN void heap_fork_prepare(void);
 HIDDEN void heap_fork_parent(void);
 HIDDEN void heap_fork_child(void);
 HIDDEN size_t heap_count(void);
+/* Calls fn for every heap in use, under the heaps lock (fn must not allocate). */
+HIDDEN void heap_foreach_in_use(void (*fn)(heap_t *heap, void *arg), void *arg);
+
+/* reclaim (reclaim.c): the purger gives back the free memory inside the pages of heaps
+ * that have been idle for purge_delay (all heaps with force): empty pages a heap keeps
+ * for its next allocation, and the OS pages inside free blocks of 8 KiB and more. Returns
+ * the bytes purged and sets *next to when it wants to look again (0: not until woken). */
+HIDDEN size_t heaps_reclaim(uint32_t now, bool force, uint32_t *next);
+HIDDEN void reclaim_fork_prepare(void);
+HIDDEN void reclaim_fork_parent(void);
+HIDDEN void reclaim_fork_child(void);
 
 /* pages (page.c) */
 HIDDEN void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls);
 HIDDEN void page_extend(page_t *page);
 HIDDEN uint32_t page_collect(page_t *page);
+HIDDEN void page_refill_holes(heap_t *heap, page_t *page);
 HIDDEN void *block_start(page_t *page, void *p);
 static inline size_t page_size_of(const chunk_t *c)
 {

@@ -7,11 +7,16 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #ifndef PR_SET_VMA
 #define PR_SET_VMA 0x53564d41
 #define PR_SET_VMA_ANON_NAME 0
+#endif
+#ifndef MEMBARRIER_CMD_PRIVATE_EXPEDITED
+#define MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)
+#define MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
 #endif
 #ifndef MADV_FREE
 #define MADV_FREE 8
@@ -130,4 +135,27 @@ char *os_format_u64(char *buf, uint64_t v)
     memcpy(buf, tmp + i, n);
     buf[n] = '\0';
     return buf;
+}
+
+static bool membarrier_cmd(int cmd)
+{
+#ifdef SYS_membarrier
+    int saved = errno;
+    long rc = syscall(SYS_membarrier, cmd, 0, 0);
+    errno = saved;
+    return rc == 0;
+#else
+    (void)cmd;
+    return false;
+#endif
+}
+
+bool os_barrier_register(void)
+{
+    return membarrier_cmd(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+}
+
+bool os_barrier(void)
+{
+    return membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 }

@@ -23,6 +23,11 @@ bool os_advise(void *addr, size_t size, enum os_advice advice);
 /* Names an anonymous mapping "[anon:NAME]"; best effort (EINVAL without
  * CONFIG_ANON_VMA_NAME). */
 void os_name(void *addr, size_t size, const char *name);
+/* A process-wide memory barrier: every thread of the process that is running passes a full
+ * barrier before os_barrier returns (membarrier, private expedited). os_barrier_register
+ * must succeed once first; false where the kernel or a seccomp filter refuses. */
+bool os_barrier_register(void);
+bool os_barrier(void);
 /* Reads at most cap-1 bytes of a small file (sysfs, procfs) into buf, NUL-terminated,
  * with open/read/close only. Returns the length or -1. */
 long os_read_small_file(const char *path, char *buf, size_t cap);

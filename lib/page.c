@@ -24,6 +24,7 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
     page->start = c->base + ((size_t)idx << c->page_shift);
     page->chunk = c;
     page->div_check = UINT64_MAX / page->block_size + 1;
+    __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
     THP_ASSERT(page->reserved >= 1);
 }
 
@@ -76,6 +77,39 @@ uint32_t page_collect(page_t *page)
         page->local_free = NULL;
     }
     return n;
+}
+
+/* The owner takes back the blocks in the page's holes (all free: the purger kept only
+ * free blocks' OS pages), in address order, before it carves new ones. Writing their
+ * links brings the OS pages back. */
+void page_refill_holes(heap_t *heap, page_t *page)
+{
+    size_t bs = page->block_size;
+    uint16_t holes = page->holes;
+    uintptr_t key = free_key(page);
+    block_t *head = page->free;
+    uint32_t lowest = UINT32_MAX; /* blocks from here up are on the list already */
+    for (int i = 15; i >= 0; i--) {
+        if (!(holes & (1u << i)))
+            continue;
+        size_t lo = (size_t)i * OS_PAGE_SIZE;
+        uint32_t j0 = (uint32_t)(lo / bs);
+        uint32_t j1 = (uint32_t)((lo + OS_PAGE_SIZE - 1) / bs);
+        if (j1 >= page->capacity)
+            j1 = page->capacity - 1;
+        for (uint32_t j = j1 + 1; j-- > j0;) {
+            if (j >= lowest)
+                continue;
+            block_t *b = (block_t *)(page->start + (size_t)j * bs);
+            b->next = head;
+            b->key = key;
+            head = b;
+            lowest = j;
+        }
+    }
+    page->free = head;
+    __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
+    page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_HAS_HOLES);
 }
 
 void free_check_double(page_t *page, void *p)

@@ -1,0 +1,308 @@
+/* reclaim: the purger gives back memory that a thread's heap keeps inside its own pages,
+ * once the thread has made no slow-path call for purge_delay. Chunks and empty page slots
+ * are purged elsewhere (arena.c, page.c); what only this file reaches is
+ *   - the empty page a heap keeps as the only page of its class (so that a loop of
+ *     malloc/free does not take and return pages): purged and reset to no blocks, so the
+ *     owner carves it again on its next allocation of that class;
+ *   - the OS pages inside free blocks of 8 KiB and more, on the owner's own lists: purged,
+ *     the block's first OS page (its list link) kept, the block marked so that it is not
+ *     purged twice.
+ * Idle threads make no call at all, so the purger must do it while the owner may wake at
+ * any moment, without a lock or an atomic read-modify-write on the owner's fast path. The
+ * handshake (asymmetric Dekker): the owner stores heap->busy = 1, then loads
+ * heap->claimed (heap_enter); the purger stores claimed = 1, runs membarrier() (every
+ * running thread of the process passes a full barrier), then loads busy. Either the owner's
+ * store is visible and the purger backs off, or the owner's load comes after the barrier,
+ * sees claimed and waits in heap_wait_reclaim until the purger is done. Without membarrier
+ * (old kernel, a seccomp filter refusing it) nothing here runs. */
+#include "internal.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#define RECLAIM_BATCH 64
+/* Word 2 of a free block whose inside is purged: the block's address xor this. */
+#define PURGED_MARK ((uintptr_t)0x6567727570706874ull) /* "thppurge" */
+/* The smallest delay between two looks at the heaps, however short purge_delay is. */
+#define RECLAIM_MIN_PERIOD_MS 50
+
+static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
+static int barrier_state; /* 0: not tried, 1: membarrier registered, -1: unavailable */
+static uint32_t pass;     /* calls of heaps_reclaim, so that one call looks at a heap once */
+
+/* The OS pages inside a free block, after its header (link, key, mark). */
+static size_t purge_block_inside(const page_t *page, block_t *b, enum os_purge how)
+{
+    uintptr_t *w = (uintptr_t *)b;
+    if (w[2] == ((uintptr_t)b ^ PURGED_MARK))
+        return 0;
+    uintptr_t lo = ((uintptr_t)b + 3 * sizeof(uintptr_t) + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+    uintptr_t hi = ((uintptr_t)b + page->block_size) & ~(OS_PAGE_SIZE - 1);
+    if (hi <= lo || !os_purge((void *)lo, hi - lo, how))
+        return 0;
+    w[2] = (uintptr_t)b ^ PURGED_MARK;
+    return hi - lo;
+}
+
+/* An empty page the owner keeps: purge what was carved, and forget its blocks. used == 0
+ * also means no remote free is pending (they count in used until collected). */
+static size_t reset_empty_page(heap_t *heap, const chunk_t *c, page_t *page, enum os_purge how)
+{
+    if (page->capacity == 0 && !page->tail_resident)
+        return 0;
+    if (page->holes) {
+        __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
+        page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_HAS_HOLES);
+    }
+    size_t len = (size_t)page->capacity * page->block_size;
+    len = (len + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+    if (len > page_size_of(c) || page->tail_resident)
+        len = page_size_of(c);
+    page->tail_resident = false;
+    if (!os_purge(page->start, len, how))
+        return 0;
+    page->free = NULL;
+    page->local_free = NULL;
+    page->capacity = 0;
+    return len;
+}
+
+/* Blocks of a small page: 64 KiB / 16 B. */
+#define SMALL_PAGE_BLOCKS_MAX 4096
+#define SMALL_PAGE_OS_PAGES 16
+
+static inline bool bit_test(const uint64_t *m, uint32_t i)
+{
+    return (m[i / 64] >> (i % 64)) & 1;
+}
+
+/* The OS pages of a small page that hold only free blocks become holes: purged, their
+ * blocks taken off the lists (page_refill_holes gives them back to the owner). Keys of
+ * those blocks are cleared first, so that with purge = free (old contents may survive) a
+ * block in a hole never looks free to the double-free check. */
+static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
+{
+    size_t bs = p->block_size;
+    uint32_t cap = p->capacity;
+    uint64_t is_free[SMALL_PAGE_BLOCKS_MAX / 64];
+    memset(is_free, 0, ((cap + 63) / 64) * sizeof(uint64_t));
+    uint32_t nfree = 0;
+    for (int l = 0; l < 2; l++) {
+        for (block_t *b = l ? p->local_free : p->free; b; b = b->next) {
+            uint32_t j = (uint32_t)((size_t)((uint8_t *)b - p->start) / bs);
+            is_free[j / 64] |= (uint64_t)1 << (j % 64);
+            nfree++;
+        }
+    }
+    uint16_t old = p->holes, add = 0;
+    for (unsigned i = 0; i < SMALL_PAGE_OS_PAGES; i++) {
+        size_t lo = (size_t)i * OS_PAGE_SIZE;
+        if (lo >= (size_t)cap * bs)
+            break; /* never carved: not resident */
+        if (old & (1u << i))
+            continue;
+        uint32_t j0 = (uint32_t)(lo / bs), j1 = (uint32_t)((lo + OS_PAGE_SIZE - 1) / bs);
+        bool all_free = true;
+        for (uint32_t j = j0; j <= j1 && j < cap && all_free; j++) {
+            /* free: on a list, or inside an older hole (on no list) */
+            void *b = p->start + (size_t)j * bs;
+            all_free = bit_test(is_free, j) || block_in_hole(p, b);
+        }
+        if (all_free)
+            add |= (uint16_t)(1u << i);
+    }
+    if (!add || !nfree)
+        return 0;
+    uint16_t holes = (uint16_t)(old | add);
+    /* The lists again, in address order, without the blocks in holes. */
+    __atomic_store_n(&p->holes, holes, __ATOMIC_RELAXED);
+    block_t *head = NULL;
+    for (uint32_t j = cap; j-- > 0;) {
+        if (!bit_test(is_free, j))
+            continue;
+        block_t *b = (block_t *)(p->start + (size_t)j * bs);
+        if (block_in_hole(p, b)) {
+            b->key = 0;
+            continue;
+        }
+        b->next = head;
+        head = b;
+    }
+    p->free = head;
+    p->local_free = NULL;
+    page_set_flags(p, heap, p->flags | PAGE_HAS_HOLES);
+    size_t bytes = 0;
+    for (unsigned i = 0; i < SMALL_PAGE_OS_PAGES;) {
+        if (!(add & (1u << i))) {
+            i++;
+            continue;
+        }
+        unsigned n = 1;
+        while (i + n < SMALL_PAGE_OS_PAGES && (add & (1u << (i + n))))
+            n++;
+        if (os_purge(p->start + (size_t)i * OS_PAGE_SIZE, (size_t)n * OS_PAGE_SIZE, how))
+            bytes += (size_t)n * OS_PAGE_SIZE;
+        i += n;
+    }
+    return bytes;
+}
+
+/* Beyond the carved blocks of a page that took a resident slot: old pages. */
+static size_t purge_tail(const chunk_t *c, page_t *page, enum os_purge how)
+{
+    page->tail_resident = false;
+    size_t carved = (size_t)page->capacity * page->block_size;
+    carved = (carved + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+    if (carved >= page_size_of(c) || !os_purge(page->start + carved, page_size_of(c) - carved, how))
+        return 0;
+    return page_size_of(c) - carved;
+}
+
+/* The purger holds the heap (claimed, owner not inside): nothing of it moves but remote
+ * frees, which only touch xthread_free (left alone here). */
+static size_t reclaim_heap(heap_t *heap, enum os_purge how)
+{
+    size_t bytes = 0;
+    for (int kind = CHUNK_SMALL; kind <= CHUNK_BIG; kind++) {
+        for (chunk_t *c = heap->chunks[kind]; c; c = c->next) {
+            for (unsigned i = 0; i < c->npages; i++) {
+                page_t *p = &c->pages[i];
+                if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_USED)
+                    continue;
+                /* Other threads' frees, as the owner would take them (not on the full
+                 * list, whose pages the owner rescues by looking at xthread_free). */
+                if (!(p->flags & PAGE_IN_FULL))
+                    page_collect(p);
+                if (p->used == 0) {
+                    bytes += reset_empty_page(heap, c, p, how);
+                    continue;
+                }
+                if (p->tail_resident)
+                    bytes += purge_tail(c, p, how);
+                if (kind == CHUNK_SMALL) {
+                    bytes += reclaim_small_page(heap, p, how);
+                    continue;
+                }
+                for (block_t *b = p->free; b; b = b->next)
+                    bytes += purge_block_inside(p, b, how);
+                for (block_t *b = p->local_free; b; b = b->next)
+                    bytes += purge_block_inside(p, b, how);
+            }
+        }
+    }
+    return bytes;
+}
+
+struct pick {
+    uint32_t now, delay, next, pass;
+    bool force;
+    unsigned n, skipped;
+    heap_t *heap[RECLAIM_BATCH];
+};
+
+/* Under the heaps lock: claims the heaps idle for purge_delay that changed since their
+ * last reclaim (every heap with force). */
+static void pick_heap(heap_t *h, void *arg)
+{
+    struct pick *k = arg;
+    if (h->reclaim_pass == k->pass)
+        return; /* looked at in this call already */
+    uint32_t ops = __atomic_load_n(&h->slow_ops, __ATOMIC_RELAXED);
+    if (ops != h->seen_ops) {
+        h->seen_ops = ops;
+        h->seen_at = k->now;
+    }
+    if (!k->force) {
+        if (h->reclaimed && h->reclaimed_ops == ops)
+            return; /* nothing new since the last reclaim */
+        uint32_t idle = k->now - h->seen_at;
+        if (idle < k->delay) {
+            uint32_t due = h->seen_at + k->delay;
+            if (k->next == 0 || (int32_t)(due - k->next) < 0)
+                k->next = due;
+            return;
+        }
+    }
+    if (k->n == RECLAIM_BATCH) {
+        k->skipped++;
+        return;
+    }
+    h->reclaim_pass = k->pass;
+    atomic_store_explicit(&h->claimed, 1, memory_order_relaxed);
+    k->heap[k->n++] = h;
+}
+
+static bool barrier_ready(void)
+{
+    if (barrier_state == 0)
+        barrier_state = os_barrier_register() ? 1 : -1;
+    return barrier_state > 0;
+}
+
+size_t heaps_reclaim(uint32_t now, bool force, uint32_t *next)
+{
+    *next = 0;
+    long delay = thp_policy_in_force.purge_delay_ms;
+    /* purge_delay = never: only thpalloc_purge() (force). Mode always: small chunks are
+     * huge pages, which a 4 KiB purge would split. */
+    if ((delay < 0 && !force) || thp_policy_in_force.thp.mode == THP_MODE_ALWAYS)
+        return 0;
+    pthread_mutex_lock(&reclaim_lock);
+    if (!barrier_ready()) {
+        pthread_mutex_unlock(&reclaim_lock);
+        return 0;
+    }
+    size_t bytes = 0;
+    struct pick k;
+    k.now = now;
+    k.delay = delay < RECLAIM_MIN_PERIOD_MS ? RECLAIM_MIN_PERIOD_MS : (uint32_t)delay;
+    k.next = 0;
+    k.force = force;
+    k.pass = ++pass ? pass : ++pass; /* never 0, the value of a fresh heap */
+    do {
+        k.n = k.skipped = 0;
+        heap_foreach_in_use(pick_heap, &k);
+        if (k.n == 0)
+            break;
+        /* Every owner that had not seen claimed now shows busy if it is inside. */
+        bool fenced = os_barrier();
+        for (unsigned i = 0; i < k.n; i++) {
+            heap_t *h = k.heap[i];
+            if (fenced && !atomic_load_explicit(&h->busy, memory_order_acquire)) {
+                bytes += reclaim_heap(h, thp_policy_in_force.purge);
+                h->reclaimed = true;
+                h->reclaimed_ops = __atomic_load_n(&h->slow_ops, __ATOMIC_RELAXED);
+            } else {
+                /* busy: it is working, look again later */
+                uint32_t due = now + k.delay;
+                if (k.next == 0 || (int32_t)(due - k.next) < 0)
+                    k.next = due;
+            }
+            atomic_store_explicit(&h->claimed, 0, memory_order_release);
+        }
+        if (!fenced)
+            break;
+    } while (k.skipped);
+    pthread_mutex_unlock(&reclaim_lock);
+    if (bytes)
+        atomic_fetch_add_explicit(&stat_purged, bytes, memory_order_relaxed);
+    *next = k.next;
+    return bytes;
+}
+
+/* No claim may be held across fork: the child has no purger to release it. */
+void reclaim_fork_prepare(void)
+{
+    pthread_mutex_lock(&reclaim_lock);
+}
+
+void reclaim_fork_parent(void)
+{
+    pthread_mutex_unlock(&reclaim_lock);
+}
+
+void reclaim_fork_child(void)
+{
+    pthread_mutex_init(&reclaim_lock, NULL);
+}

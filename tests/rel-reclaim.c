@@ -1,0 +1,649 @@
+/* rel-reclaim: memory inside the pages of an idle thread's heap goes back to the kernel
+ * (lib/reclaim.c), for tests/rel-reclaim.sh. Residency is read from the kernel with
+ * mincore(2), OS page by OS page, so every check is exact.
+ *
+ *   rel-reclaim kept|holes|inside|busy|fork|background|nobarrier|hole-double-free
+ *
+ * A worker thread allocates on command and otherwise waits on a condition variable (no
+ * allocator call: idle, as far as thpalloc can tell); the main thread makes thpalloc
+ * reclaim with thpalloc_purge() (or waits for the background purger) and checks. Output:
+ * "ok - ..." / "not ok - ..." lines and "end" (tests/api-taplib.sh's relay()). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "relay-report.h"
+
+#define OSP ((uintptr_t)4096)
+
+/* The extension API, looked up: the program does not link libthpalloc (the script
+ * preloads it). */
+static size_t (*purge_fn)(void);
+static size_t purge_now(void)
+{
+    return purge_fn();
+}
+#define NSMALL 1300
+#define SMALL 48
+
+/* ---- a worker that is idle between commands ---------------------------------------- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static void (*job)(void);
+static int job_done = 1;
+
+static void *worker_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        while (job_done)
+            pthread_cond_wait(&cv, &mu);
+        void (*fn)(void) = job;
+        pthread_mutex_unlock(&mu);
+        if (!fn)
+            return NULL;
+        fn();
+        pthread_mutex_lock(&mu);
+        job_done = 1;
+        pthread_cond_broadcast(&cv);
+    }
+}
+
+/* Runs fn on the worker and waits for it. */
+static void on_worker(void (*fn)(void))
+{
+    pthread_mutex_lock(&mu);
+    job = fn;
+    job_done = 0;
+    pthread_cond_broadcast(&cv);
+    while (!job_done)
+        pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+}
+
+static pthread_t worker;
+static void worker_start(void)
+{
+    if (pthread_create(&worker, NULL, worker_main, NULL) != 0) {
+        printf("not ok - pthread_create\n");
+        exit(1);
+    }
+}
+
+static void worker_stop(void)
+{
+    pthread_mutex_lock(&mu);
+    job = NULL;
+    job_done = 0;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(worker, NULL);
+}
+
+/* ---- residency ------------------------------------------------------------------------ */
+
+static int resident(const void *p)
+{
+    unsigned char v;
+    void *page = (void *)((uintptr_t)p & ~(OSP - 1));
+    if (mincore(page, OSP, &v) != 0)
+        return -1;
+    return v & 1;
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(seed * 131 + i * 7);
+}
+
+static int intact(const unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != (unsigned char)(seed * 131 + i * 7))
+            return 0;
+    return 1;
+}
+
+/* ---- kept: the empty page a heap keeps for its class -------------------------------- */
+
+static unsigned char *small[NSMALL];
+static unsigned char *again[2 * NSMALL];
+static int alloc_ok;
+
+static void job_fill_small(void)
+{
+    alloc_ok = 1;
+    for (int i = 0; i < NSMALL; i++) {
+        small[i] = malloc(SMALL);
+        if (!small[i]) {
+            alloc_ok = 0;
+            return;
+        }
+        fill(small[i], SMALL, (unsigned)i);
+    }
+}
+
+static void job_free_all_small(void)
+{
+    for (int i = 0; i < NSMALL; i++)
+        free(small[i]);
+}
+
+static int again_n = NSMALL;
+static int again_ok;
+static void job_alloc_again(void)
+{
+    again_ok = 1;
+    for (int i = 0; i < again_n; i++) {
+        again[i] = malloc(SMALL);
+        if (!again[i]) {
+            again_ok = 0;
+            return;
+        }
+        fill(again[i], SMALL, (unsigned)i + 7777);
+    }
+    for (int i = 0; i < again_n; i++)
+        if (!intact(again[i], SMALL, (unsigned)i + 7777))
+            again_ok = 0;
+}
+
+static void job_free_again(void)
+{
+    for (int i = 0; i < again_n; i++)
+        free(again[i]);
+}
+
+/* OS pages that only our blocks [0, n) overlap, by whether any live one does. */
+static void count_pages(int keep_every, int *holes_res, int *holes, int *live_res, int *live)
+{
+    *holes_res = *holes = *live_res = *live = 0;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < NSMALL; i++) {
+        uintptr_t a = (uintptr_t)small[i];
+        if (a < lo)
+            lo = a;
+        if (a + SMALL > hi)
+            hi = a + SMALL;
+    }
+    for (uintptr_t pg = lo & ~(OSP - 1); pg < hi; pg += OSP) {
+        int any_live = 0, any_ours = 0;
+        for (int i = 0; i < NSMALL; i++) {
+            uintptr_t a = (uintptr_t)small[i];
+            if (a + SMALL <= pg || a >= pg + OSP)
+                continue;
+            any_ours = 1;
+            if (keep_every && i % keep_every == 0)
+                any_live = 1;
+        }
+        if (!any_ours)
+            continue;
+        int r = resident((void *)pg);
+        if (any_live) {
+            (*live)++;
+            *live_res += r == 1;
+        } else {
+            (*holes)++;
+            *holes_res += r == 1;
+        }
+    }
+}
+
+static int reclaim_and_count(int keep_every, int *holes, int *live_res, int *live)
+{
+    int holes_res;
+    size_t got = purge_now();
+    count_pages(keep_every, &holes_res, holes, live_res, live);
+    printf("# thpalloc_purge() returned %zu bytes; %d of %d free OS pages resident, %d of %d "
+           "with live blocks\n",
+           got, holes_res, *holes, *live_res, *live);
+    return holes_res;
+}
+
+static void test_kept(void)
+{
+    worker_start();
+    on_worker(job_fill_small);
+    report(alloc_ok, "the worker allocated %d blocks of %d bytes", NSMALL, SMALL);
+    on_worker(job_free_all_small);
+    int holes_res0, holes0, lr, l;
+    count_pages(0, &holes_res0, &holes0, &lr, &l);
+    report(holes_res0 == holes0 && holes0 >= 12,
+           "freed, the page the heap keeps is resident (%d of %d OS pages)", holes_res0, holes0);
+    int holes;
+    int res = reclaim_and_count(0, &holes, &lr, &l);
+    report(res == 0, "after reclaim none of its %d OS pages is resident (%d are)", holes, res);
+    on_worker(job_alloc_again);
+    report(again_ok, "the worker allocates %d blocks of that class again, all intact", again_n);
+    on_worker(job_free_again);
+    worker_stop();
+}
+
+/* ---- holes: a small page with scattered live blocks ---------------------------------- */
+
+#define KEEP_EVERY 128
+static void job_free_most_small(void)
+{
+    for (int i = 0; i < NSMALL; i++)
+        if (i % KEEP_EVERY)
+            free(small[i]);
+}
+
+static int live_intact(void)
+{
+    for (int i = 0; i < NSMALL; i += KEEP_EVERY)
+        if (!intact(small[i], SMALL, (unsigned)i))
+            return 0;
+    return 1;
+}
+
+static int overlaps_live(void)
+{
+    for (int j = 0; j < again_n; j++)
+        for (int i = 0; i < NSMALL; i += KEEP_EVERY)
+            if ((uintptr_t)again[j] < (uintptr_t)small[i] + SMALL &&
+                (uintptr_t)small[i] < (uintptr_t)again[j] + SMALL)
+                return 1;
+    return 0;
+}
+
+static void job_free_live_small(void)
+{
+    for (int i = 0; i < NSMALL; i += KEEP_EVERY)
+        free(small[i]);
+}
+
+static void test_holes(void)
+{
+    worker_start();
+    on_worker(job_fill_small);
+    report(alloc_ok, "the worker allocated %d blocks of %d bytes", NSMALL, SMALL);
+    on_worker(job_free_most_small);
+    int holes, live_res, live;
+    int res = reclaim_and_count(KEEP_EVERY, &holes, &live_res, &live);
+    report(holes >= 4 && res == 0, "every OS page with no live block went back (%d resident of %d)",
+           res, holes);
+    report(live_res == live, "every OS page with a live block stayed (%d of %d)", live_res, live);
+    report(live_intact(), "the %d live blocks kept their contents",
+           (NSMALL + KEEP_EVERY - 1) / KEEP_EVERY);
+    size_t again2 = purge_now();
+    report(again2 == 0, "a second reclaim finds nothing new (%zu bytes)", again2);
+    again_n = 2 * NSMALL;
+    on_worker(job_alloc_again);
+    report(again_ok, "the worker allocates %d more blocks (the holes and beyond), intact", again_n);
+    report(!overlaps_live(), "none of them overlaps a live block");
+    report(live_intact(), "the live blocks are still intact");
+    on_worker(job_free_again);
+    on_worker(job_free_live_small);
+    worker_stop();
+}
+
+/* A block in a hole is free: freeing it again is a double free, caught. */
+static void test_hole_double_free(void)
+{
+    worker_start();
+    on_worker(job_fill_small);
+    on_worker(job_free_most_small);
+    purge_now();
+    int victim = -1;
+    for (int i = 0; i < NSMALL && victim < 0; i++)
+        if (i % KEEP_EVERY && resident(small[i]) == 0)
+            victim = i;
+    if (victim < 0) {
+        printf("not ok - hole-double-free: no block in a hole\n");
+        exit(1);
+    }
+    printf("# freeing block %d again (in a hole)\n", victim);
+    fflush(stdout);
+    free(small[victim]); /* must abort */
+    printf("not ok - hole-double-free: the second free returned\n");
+    exit(1);
+}
+
+/* ---- inside: the OS pages inside free medium and big blocks ------------------------- */
+
+static size_t inside_size;
+static unsigned char *blk[16];
+static void job_fill_blocks(void)
+{
+    alloc_ok = 1;
+    for (int i = 0; i < 16; i++) {
+        blk[i] = malloc(inside_size);
+        if (!blk[i]) {
+            alloc_ok = 0;
+            return;
+        }
+        fill(blk[i], inside_size, (unsigned)i);
+    }
+}
+
+static void job_free_odd_blocks(void)
+{
+    for (int i = 1; i < 16; i += 2)
+        free(blk[i]);
+}
+
+static void job_refill_odd_blocks(void)
+{
+    alloc_ok = 1;
+    for (int i = 1; i < 16; i += 2) {
+        blk[i] = malloc(inside_size);
+        if (!blk[i]) {
+            alloc_ok = 0;
+            return;
+        }
+        fill(blk[i], inside_size, (unsigned)i + 99);
+    }
+    for (int i = 1; i < 16; i += 2)
+        if (!intact(blk[i], inside_size, (unsigned)i + 99))
+            alloc_ok = 0;
+}
+
+static void job_free_blocks(void)
+{
+    for (int i = 0; i < 16; i++)
+        free(blk[i]);
+}
+
+static void test_inside_one(size_t size)
+{
+    inside_size = size;
+    on_worker(job_fill_blocks);
+    report(alloc_ok, "%zu-byte blocks: the worker allocated and filled 16 blocks", size);
+    on_worker(job_free_odd_blocks);
+    purge_now();
+    int inner = 0, inner_res = 0, head_res = 0, live_pages = 0, live_res = 0;
+    for (int i = 0; i < 16; i++) {
+        uintptr_t a = (uintptr_t)blk[i];
+        for (uintptr_t pg = (a + OSP - 1) & ~(OSP - 1); pg + OSP <= a + size; pg += OSP) {
+            if (i % 2 == 0) {
+                live_pages++;
+                live_res += resident((void *)pg) == 1;
+            } else if (pg >= a + 32) {
+                inner++;
+                inner_res += resident((void *)pg) == 1;
+            }
+        }
+        if (i % 2)
+            head_res += resident((void *)a) == 1;
+    }
+    printf("# inside %zu: free blocks: %d of %d inner OS pages resident, %d of 8 first pages; "
+           "live blocks: %d of %d\n",
+           size, inner_res, inner, head_res, live_res, live_pages);
+    report(inner > 8 && inner_res == 0,
+           "%zu-byte blocks: the OS pages inside the 8 free blocks went back (%d of %d resident)",
+           size, inner_res, inner);
+    report(live_res == live_pages, "%zu-byte blocks: the 8 live blocks stayed resident (%d of %d)",
+           size, live_res, live_pages);
+    int ok = 1;
+    for (int i = 0; i < 16; i += 2)
+        ok &= intact(blk[i], size, (unsigned)i);
+    report(ok, "%zu-byte blocks: the live blocks kept their contents", size);
+    on_worker(job_refill_odd_blocks);
+    report(alloc_ok, "%zu-byte blocks: blocks of that size are handed out again and hold data",
+           size);
+    on_worker(job_free_blocks);
+}
+
+static void test_inside(void)
+{
+    worker_start();
+    test_inside_one((size_t)20 << 10);  /* medium pages */
+    test_inside_one((size_t)200 << 10); /* big pages */
+    worker_stop();
+}
+
+/* ---- busy: reclaim while threads allocate as fast as they can ----------------------- */
+
+#define BUSY_THREADS 4
+#define BUSY_SLOTS 512
+static volatile int busy_stop;
+static int busy_bad[BUSY_THREADS];
+static unsigned long busy_ops[BUSY_THREADS];
+
+static void *busy_main(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    unsigned char *slot[BUSY_SLOTS] = {0};
+    size_t len[BUSY_SLOTS] = {0};
+    uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(t + 1);
+    while (!busy_stop) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        unsigned i = (unsigned)(x % BUSY_SLOTS);
+        if (slot[i]) {
+            if (!intact(slot[i], len[i], i + (unsigned)t * 1000))
+                busy_bad[t]++;
+            free(slot[i]);
+            slot[i] = NULL;
+        } else {
+            unsigned k = (unsigned)(x >> 32) % 100;
+            len[i] = k < 70   ? 16 + (x >> 40) % 500
+                     : k < 95 ? 1024 + (x >> 40) % 40000
+                              : 100000 + (x >> 40) % 200000;
+            slot[i] = malloc(len[i]);
+            if (!slot[i]) {
+                busy_bad[t]++;
+                continue;
+            }
+            fill(slot[i], len[i], i + (unsigned)t * 1000);
+        }
+        busy_ops[t]++;
+    }
+    for (unsigned i = 0; i < BUSY_SLOTS; i++) {
+        if (slot[i] && !intact(slot[i], len[i], i + (unsigned)t * 1000))
+            busy_bad[t]++;
+        free(slot[i]);
+    }
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void test_busy(void)
+{
+    pthread_t th[BUSY_THREADS];
+    for (int t = 0; t < BUSY_THREADS; t++)
+        pthread_create(&th[t], NULL, busy_main, (void *)(intptr_t)t);
+    unsigned long calls = 0;
+    size_t bytes = 0;
+    double end = now_s() + 3.0;
+    while (now_s() < end) {
+        bytes += purge_now();
+        calls++;
+    }
+    busy_stop = 1;
+    int bad = 0;
+    unsigned long ops = 0;
+    for (int t = 0; t < BUSY_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        bad += busy_bad[t];
+        ops += busy_ops[t];
+    }
+    printf("# busy: %lu thpalloc_purge() calls gave back %zu bytes while %d threads made %lu "
+           "calls\n",
+           calls, bytes, BUSY_THREADS, ops);
+    report(bad == 0, "no block lost its contents (%d bad) under %lu reclaims", bad, calls);
+    report(ops > 10000 && calls > 100, "the threads and the reclaimer both made progress");
+}
+
+/* ---- fork: reclaim in one thread while another forks -------------------------------- */
+
+static void *purge_loop(void *arg)
+{
+    (void)arg;
+    while (!busy_stop)
+        purge_now();
+    return NULL;
+}
+
+static void test_fork(void)
+{
+    pthread_t th[2], p;
+    for (int t = 0; t < 2; t++)
+        pthread_create(&th[t], NULL, busy_main, (void *)(intptr_t)t);
+    pthread_create(&p, NULL, purge_loop, NULL);
+    int good = 0, n = 200;
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            /* the child: its heap must not be held by a purger it does not have */
+            for (int k = 0; k < 1000; k++)
+                free(malloc(16 + (size_t)k * 40));
+            purge_now();
+            _exit(0);
+        }
+        int st;
+        if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+            good++;
+    }
+    busy_stop = 1;
+    pthread_join(p, NULL);
+    int bad = 0;
+    for (int t = 0; t < 2; t++) {
+        pthread_join(th[t], NULL);
+        bad += busy_bad[t];
+    }
+    report(good == n, "%d of %d children forked during reclaims allocated and exited 0", good, n);
+    report(bad == 0, "the parent's threads kept their blocks intact");
+}
+
+/* ---- background: the purger does it on its own after purge_delay --------------------- */
+
+static void job_churn(void)
+{
+    /* 64 MiB through the arena: enough pending purge to start the background purger */
+    for (int r = 0; r < 4; r++) {
+        void *b[4];
+        for (int i = 0; i < 4; i++) {
+            b[i] = malloc((size_t)4 << 20);
+            if (b[i])
+                memset(b[i], 1, (size_t)4 << 20);
+        }
+        for (int i = 0; i < 4; i++)
+            free(b[i]);
+    }
+}
+
+static void test_background(void)
+{
+    worker_start();
+    on_worker(job_churn);
+    on_worker(job_fill_small);
+    on_worker(job_free_most_small);
+    double t0 = now_s();
+    int holes_res = -1, holes = 0, lr, l;
+    double gone = -1;
+    while (now_s() - t0 < 3.0) {
+        count_pages(KEEP_EVERY, &holes_res, &holes, &lr, &l);
+        if (holes_res == 0) {
+            gone = now_s() - t0;
+            break;
+        }
+        usleep(20000);
+    }
+    printf("# background: the free OS pages went back after %.0f ms (purge_delay 200ms)\n",
+           gone * 1000);
+    report(gone >= 0.15 && gone <= 1.5,
+           "with no call from the idle worker, its free OS pages went back between "
+           "purge_delay and 1.5 s (%.0f ms)",
+           gone * 1000);
+    report(lr == l, "the OS pages with live blocks stayed (%d of %d)", lr, l);
+    report(live_intact(), "the live blocks kept their contents");
+    on_worker(job_free_live_small);
+    worker_stop();
+}
+
+/* ---- nobarrier: without membarrier, nothing is touched ------------------------------- */
+
+static int refuse_membarrier(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -1;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+static void test_nobarrier(void)
+{
+    report(refuse_membarrier() == 0, "a seccomp filter refuses membarrier (ENOSYS)");
+    worker_start();
+    on_worker(job_fill_small);
+    on_worker(job_free_most_small);
+    int holes, lr, l;
+    int res = reclaim_and_count(KEEP_EVERY, &holes, &lr, &l);
+    report(res == holes, "the idle heap is left alone (%d of %d free OS pages resident)", res,
+           holes);
+    report(live_intact(), "the live blocks are intact");
+    again_n = NSMALL;
+    on_worker(job_alloc_again);
+    report(again_ok, "the worker allocates normally");
+    on_worker(job_free_again);
+    on_worker(job_free_live_small);
+    worker_stop();
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *what = argc > 1 ? argv[1] : "";
+    int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "thpalloc_active");
+    purge_fn = (size_t(*)(void))dlsym(RTLD_DEFAULT, "thpalloc_purge");
+    if (!active || !purge_fn || !active()) {
+        printf("not ok - thpalloc is not the malloc in charge\n");
+        return 1;
+    }
+    if (!strcmp(what, "kept"))
+        test_kept();
+    else if (!strcmp(what, "holes"))
+        test_holes();
+    else if (!strcmp(what, "hole-double-free"))
+        test_hole_double_free();
+    else if (!strcmp(what, "inside"))
+        test_inside();
+    else if (!strcmp(what, "busy"))
+        test_busy();
+    else if (!strcmp(what, "fork"))
+        test_fork();
+    else if (!strcmp(what, "background"))
+        test_background();
+    else if (!strcmp(what, "nobarrier"))
+        test_nobarrier();
+    else {
+        fprintf(stderr, "usage: rel-reclaim "
+                        "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier\n");
+        return 2;
+    }
+    printf("end\n");
+    return report_failures != 0;
+}

@@ -1,0 +1,25 @@
+#!/bin/sh
+# rel-reclaim: the free memory inside an idle thread's pages goes back to the kernel
+# (lib/reclaim.c): the empty page a heap keeps per class, the OS pages of a small page
+# that hold no live block (holes), the OS pages inside free medium and big blocks. Read
+# with mincore(2) page by page; live blocks keep their contents; a block in a hole freed
+# again is a double free; reclaim while threads allocate and fork is safe; with
+# membarrier refused by a seccomp filter nothing is touched.
+. "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
+
+prog=$TESTS_BUILDDIR/rel-reclaim
+test -x "$prog" || bail "$prog not built"
+for what in kept holes inside busy fork nobarrier; do
+    relay "$what" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" "$what"
+done
+relay background 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" background
+
+# A double free of a block in a hole aborts with glibc's words, like any other.
+tap_timeout 30 env LD_PRELOAD="$THPALLOC_LIB" "$prog" hole-double-free \
+    >"$tap_tmp/df.out" 2>"$tap_tmp/df.err"
+rc=$?
+diag "hole-double-free: exit status $rc, stderr: $(head -c 300 "$tap_tmp/df.err")"
+check "hole-double-free: the second free of a block in a hole aborts (SIGABRT)" test "$rc" = 134
+check "hole-double-free: with a \"double free detected\" message" \
+    grep -q "thpalloc: free(): double free detected" "$tap_tmp/df.err"
+done_testing
