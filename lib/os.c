@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -158,4 +159,18 @@ bool os_barrier_register(void)
 bool os_barrier(void)
 {
     return membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+}
+
+void os_wait_while(_Atomic int *addr, int val)
+{
+    int saved = errno;
+    syscall(SYS_futex, (int *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+    errno = saved;
+}
+
+void os_wake_all(_Atomic int *addr)
+{
+    int saved = errno;
+    syscall(SYS_futex, (int *)addr, FUTEX_WAKE_PRIVATE, __INT_MAX__, NULL, NULL, 0);
+    errno = saved;
 }

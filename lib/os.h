@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 enum os_advice { OS_ADVICE_NONE = 0, OS_ADVICE_HUGE = 1, OS_ADVICE_NOHUGE = 2 };
@@ -28,6 +29,10 @@ void os_name(void *addr, size_t size, const char *name);
  * must succeed once first; false where the kernel or a seccomp filter refuses. */
 bool os_barrier_register(void);
 bool os_barrier(void);
+/* Sleeps while *addr == val (futex; returns at once when it differs, and may return
+ * spuriously); os_wake_all wakes every thread sleeping on addr. */
+void os_wait_while(_Atomic int *addr, int val);
+void os_wake_all(_Atomic int *addr);
 /* Reads at most cap-1 bytes of a small file (sysfs, procfs) into buf, NUL-terminated,
  * with open/read/close only. Returns the length or -1. */
 long os_read_small_file(const char *path, char *buf, size_t cap);

@@ -279,7 +279,8 @@ size_t heaps_reclaim(uint32_t now, bool force, uint32_t *next)
                 if (k.next == 0 || (int32_t)(due - k.next) < 0)
                     k.next = due;
             }
-            atomic_store_explicit(&h->claimed, 0, memory_order_release);
+            if (atomic_exchange_explicit(&h->claimed, 0, memory_order_release) == 2)
+                os_wake_all(&h->claimed); /* the owner sleeps in heap_wait_reclaim */
         }
         if (!fenced)
             break;
@@ -305,4 +306,5 @@ void reclaim_fork_parent(void)
 void reclaim_fork_child(void)
 {
     pthread_mutex_init(&reclaim_lock, NULL);
+    barrier_state = 0; /* the child is a new mm: register again (registering twice is fine) */
 }
