@@ -2,7 +2,7 @@
  * (lib/reclaim.c), for tests/rel-reclaim.sh. Residency is read from the kernel with
  * mincore(2), OS page by OS page, so every check is exact.
  *
- *   rel-reclaim kept|holes|inside|busy|fork|background|nobarrier|hole-double-free
+ *   rel-reclaim kept|holes|inside|busy|fork|background|nobarrier|hole-double-free|loop
  *
  * A worker thread allocates on command and otherwise waits on a condition variable (no
  * allocator call: idle, as far as thpalloc can tell); the main thread makes thpalloc
@@ -613,6 +613,39 @@ static void test_nobarrier(void)
     worker_stop();
 }
 
+/* ---- loop: malloc/free of one block in a loop keeps its page ------------------------ */
+
+struct stats_head {
+    uint64_t reserved, committed, huge_advised, in_use, purge_pending, purged;
+};
+
+static void test_loop(void)
+{
+    int (*get)(struct stats_head *, size_t) =
+        (int (*)(struct stats_head *, size_t))dlsym(RTLD_DEFAULT, "thpalloc_get_stats");
+    static const size_t sizes[] = {100, 5000, 20000, 60000, 200000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        int kept = 1;
+        struct stats_head a, b;
+        for (int i = 0; i < 1000; i++) {
+            void *p = malloc(n);
+            ((volatile char *)p)[0] = 1;
+            get(&a, sizeof a);
+            free(p);
+            get(&b, sizeof b);
+            /* A page given back shows as waiting for purge, its chunk as no longer
+             * committed. */
+            kept &= b.purge_pending == a.purge_pending && b.committed == a.committed;
+        }
+        report(kept,
+               "1000 malloc/free pairs of %zu bytes: no free gives the block's page back "
+               "(pending %llu -> %llu, committed %llu -> %llu bytes at the last)",
+               n, (unsigned long long)a.purge_pending, (unsigned long long)b.purge_pending,
+               (unsigned long long)a.committed, (unsigned long long)b.committed);
+    }
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -639,9 +672,11 @@ int main(int argc, char **argv)
         test_background();
     else if (!strcmp(what, "nobarrier"))
         test_nobarrier();
+    else if (!strcmp(what, "loop"))
+        test_loop();
     else {
         fprintf(stderr, "usage: rel-reclaim "
-                        "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier\n");
+                        "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop\n");
         return 2;
     }
     printf("end\n");

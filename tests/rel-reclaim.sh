@@ -4,12 +4,13 @@
 # that hold no live block (holes), the OS pages inside free medium and big blocks. Read
 # with mincore(2) page by page; live blocks keep their contents; a block in a hole freed
 # again is a double free; reclaim while threads allocate and fork is safe; with
-# membarrier refused by a seccomp filter nothing is touched.
+# membarrier refused by a seccomp filter nothing is touched. And the page a loop of
+# malloc/free uses stays (loop): no page or chunk given back per call.
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/rel-reclaim
 test -x "$prog" || bail "$prog not built"
-for what in kept holes inside busy fork nobarrier; do
+for what in kept holes inside busy fork nobarrier loop; do
     relay "$what" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" "$what"
 done
 relay background 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" background
