@@ -30,6 +30,10 @@ static bool purge_armed;       /* some dirty chunk waits for its delay */
  * once PURGER_MIN_PENDING waits for purging, so most processes never see it. */
 #define PURGER_MIN_PENDING ((uint64_t)16 << 20)
 static bool purger_started, purger_waiting;
+/* Reclaimed heaps that became busy again (purge_note_active): counted before
+ * purge_note_dirty looks at purger_waiting, looked at by the purger after it says it waits,
+ * the same Dekker pair as stat_pages_dirty. */
+static _Atomic uint32_t purge_wakes;
 _Atomic int purger_wanted; /* start one at the next safe point (purger_start_if_wanted) */
 
 /* Asks for a purger (arena lock held) once enough waits; it is started at a safe point. */
@@ -274,6 +278,7 @@ static void *purger_main(void *arg)
             pthread_mutex_lock(&arena_lock);
         }
         uint32_t heaps_next = 0;
+        uint32_t wakes = atomic_load_explicit(&purge_wakes, memory_order_seq_cst);
         pthread_mutex_unlock(&arena_lock);
         heaps_reclaim(now, false, &heaps_next);
         pthread_mutex_lock(&arena_lock);
@@ -288,7 +293,8 @@ static void *purger_main(void *arg)
              * purger_waiting without the lock (purge_note_dirty): so say "waiting" first,
              * then look at the count (a Dekker pair, one of the two sees the other). */
             __atomic_store_n(&purger_waiting, true, __ATOMIC_SEQ_CST);
-            if (atomic_load_explicit(&stat_pages_dirty, memory_order_seq_cst) || purge_armed) {
+            if (atomic_load_explicit(&stat_pages_dirty, memory_order_seq_cst) || purge_armed ||
+                atomic_load_explicit(&purge_wakes, memory_order_seq_cst) != wakes) {
                 __atomic_store_n(&purger_waiting, false, __ATOMIC_RELAXED);
                 continue;
             }
@@ -474,6 +480,12 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
             want_purger_locked();
     }
     pthread_mutex_unlock(&arena_lock);
+}
+
+void purge_note_active(void)
+{
+    atomic_fetch_add_explicit(&purge_wakes, 1, memory_order_seq_cst);
+    purge_note_dirty();
 }
 
 void purge_note_dirty(void)

@@ -1,6 +1,6 @@
 /* heap: one per thread (DESIGN.md, layer 5). Pages of each size class in queues, full pages
  * aside, chunks owned by the heap; heaps of exited threads abandon their chunks, which
- * other heaps adopt. Also the large blocks, which belong to no heap. */
+ * other heaps adopt. Large blocks belong to no heap: large.c. */
 #include "internal.h"
 
 #include <errno.h>
@@ -158,11 +158,12 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
     uint32_t now = dirty ? now_ms() : 0;
     for (unsigned i = 0; i < c->npages; i++) {
         c->pages[i].retired_at = now;
+        /* release: the purger reads the descriptor (base, shift) once it sees DIRTY */
         atomic_store_explicit(&c->pages[i].in_use,
                               i == 0  ? PAGE_USED
                               : dirty ? PAGE_DIRTY
                                       : PAGE_FREE,
-                              memory_order_relaxed);
+                              memory_order_release);
     }
     if (dirty)
         atomic_fetch_add_explicit(&stat_pages_dirty, CHUNK_SIZE - page_size_of(c),
@@ -309,7 +310,9 @@ static void page_free(heap_t *heap, page_t *page)
     /* The heap's only chunk of its kind stays, empty (its pages purged after purge_delay):
      * a loop that allocates and frees one medium or big block took and returned a chunk
      * on every call (two arena locks, the registry: 110-160 ns). */
-    if (--c->pages_used == 0 && !(heap && heap->chunks[kind] == c && !c->next)) {
+    bool keep_chunk = heap && heap->chunks[kind] == c && !c->next &&
+                      thp_policy_in_force.thp.mode != THP_MODE_ALWAYS;
+    if (--c->pages_used == 0 && !keep_chunk) {
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
         if (heap)
             chunk_list_remove(&heap->chunks[kind], c);
@@ -361,7 +364,9 @@ static void page_unlink(heap_t *heap, page_t *page)
 void page_retire(heap_t *heap, page_t *page)
 {
     heap->slow_ops++;
+    /* (mode always: small pages only, as reclaim, which would purge the others, is off) */
     if ((size_t)page->capacity * page->block_size <= KEEP_PAGE_MAX &&
+        (page->chunk->kind == CHUNK_SMALL || thp_policy_in_force.thp.mode != THP_MODE_ALWAYS) &&
         !(page->flags & PAGE_IN_FULL)) {
         page_queue_t *q = &heap->queues[page->cls];
         if (q->first == page && !page->next)
@@ -505,6 +510,8 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
             page_collect(page);
             if (!page->free && page->holes)
                 page_refill_holes(heap, page);
+            if (page->flags & PAGE_RESET)
+                page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_RESET);
             if (!page->free && page->capacity < page->reserved)
                 page_extend(page);
             if (page->free) {
@@ -587,7 +594,7 @@ void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
     if (unlikely(heap->reclaimed)) {
         /* Reclaimed while idle, busy again: the purger may be asleep with nothing due. */
         heap->reclaimed = false;
-        purge_note_dirty();
+        purge_note_active();
     }
     page_t *page = heap->queues[cls].first;
     if (!page || !page->free)
@@ -629,6 +636,10 @@ void free_slow(chunk_t *c, page_t *page, void *p)
         thp_fatal("free(): invalid pointer", p);
     if (unlikely(block_in_hole(page, p)))
         thp_fatal("free(): double free detected", p);
+    /* beyond the carved blocks: free already (a page the reclaimer reset) */
+    if (unlikely((size_t)((uint8_t *)p - page->start) >=
+                 (size_t)__atomic_load_n(&page->capacity, __ATOMIC_RELAXED) * page->block_size))
+        thp_fatal("free(): double free detected", p);
     block_t *b = p;
     heap_t *heap = tl_heap;
     bool has_heap = heap != &heap_empty && heap != &heap_exited;
@@ -668,13 +679,6 @@ void free_slow(chunk_t *c, page_t *page, void *p)
                                                     memory_order_seq_cst, memory_order_relaxed));
     if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner)
         atomic_store_explicit(&owner->full_has_xfree, 1, memory_order_relaxed);
-}
-
-/* The end of a large free or resize (top-level calls): a safe point to start the purger. */
-static void large_done(void)
-{
-    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
-        purger_start_if_wanted();
 }
 
 /* ---- thread exit and fork ------------------------------------------------------------------ */
@@ -742,7 +746,12 @@ void heap_thread_exit(void *arg)
     heap_abandon(heap);
     heap_leave(heap);
     pthread_mutex_lock(&heaps_lock);
-    heap->in_use = false;
+    heap->in_use = false; /* the purger claims no more: it picks heaps in use, under the lock */
+    pthread_mutex_unlock(&heaps_lock);
+    /* A claim taken before that may still be held: the heap is recycled only once it is let
+     * go (heap_create's memset would otherwise clear a claim the purger still works under). */
+    heap_wait_unclaimed(heap);
+    pthread_mutex_lock(&heaps_lock);
     heap->next_free = heaps_free;
     heaps_free = heap;
     heaps_live--;
@@ -785,111 +794,13 @@ void heap_fork_child(void)
      * the child only; fork is mostly followed by exec). */
     pthread_mutex_init(&abandoned_lock, NULL);
     pthread_mutex_init(&heaps_lock, NULL);
-}
-
-/* ---- large blocks -------------------------------------------------------------------------- */
-
-void *large_alloc(size_t size, size_t align, bool zero)
-{
-    if (size > ALLOC_MAX) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    thp_process_init();
-    size_t usable = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
-    size_t n = (usable + CHUNK_MASK) >> CHUNK_SHIFT;
-    arena_t *arena;
-    bool is_zero;
-    uint8_t *base = arena_alloc_chunks(n, align > CHUNK_SIZE ? align : CHUNK_SIZE,
-                                       THP_USE_LARGE_PIECE, usable, &arena, &is_zero);
-    if (!base)
-        return NULL;
-    chunk_t *c = chunk_desc_alloc();
-    if (!c) {
-        arena_free_chunks(arena, base, n);
-        errno = ENOMEM;
-        return NULL;
-    }
-    c->base = base;
-    c->kind = CHUNK_LARGE;
-    c->page_shift = 63;
-    c->npages = 0;
-    c->arena = arena;
-    c->large_size = usable;
-    c->nchunks = n;
-    c->large_start = base;
-    atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
-    if (!registry_set(base, n, c)) {
-        registry_set(base, n, registry_unused(arena));
-        arena_free_chunks(arena, base, n);
-        chunk_desc_free(c);
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (zero && !is_zero)
-        memset(base, 0, size);
-    return base;
-}
-
-/* Resizes a large block where it stands: within its chunks, by taking the free chunks that
- * follow it, or by giving back its tail. false when it would have to move. */
-bool large_resize(chunk_t *c, size_t size)
-{
-    if (size > ALLOC_MAX || c->arena->dedicated)
-        return false;
-    size_t usable = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
-    size_t n = c->nchunks, want = (usable + CHUNK_MASK) >> CHUNK_SHIFT;
-    if (want > n) {
-        if (!arena_grow_chunks(c->arena, c->base, n, want, usable))
-            return false;
-        if (!registry_set(c->base + (n << CHUNK_SHIFT), want - n, c)) {
-            registry_set(c->base + (n << CHUNK_SHIFT), want - n, registry_unused(c->arena));
-            arena_free_chunks(c->arena, c->base + (n << CHUNK_SHIFT), want - n);
-            return false;
+    /* Nor does the purger reclaim them: mark them reclaimed with nothing new since (their
+     * owners are gone, so that stays true), instead of claiming them forever, or working
+     * on one that was mid-update. */
+    for (heap_t *h = heaps_all; h; h = h->next_all) {
+        if (h->in_use && h != tl_heap) {
+            h->reclaimed = true;
+            h->reclaimed_ops = h->slow_ops;
         }
-    } else if (want < n) {
-        registry_set(c->base + (want << CHUNK_SHIFT), n - want, registry_unused(c->arena));
-        arena_free_chunks(c->arena, c->base + (want << CHUNK_SHIFT), n - want);
-    } else if ((usable >> CHUNK_SHIFT) != (c->large_size >> CHUNK_SHIFT)) {
-        arena_readvise(c->arena, c->base, n, usable); /* a tail became a full piece */
-    }
-    c->nchunks = want;
-    c->large_size = usable;
-    large_done();
-    return true;
-}
-
-void large_free(chunk_t *c, void *p)
-{
-    if (unlikely((uint8_t *)p != c->large_start))
-        thp_fatal("free(): invalid pointer", p);
-    uint8_t *base = c->base;
-    size_t n = c->nchunks;
-    arena_t *arena = c->arena;
-    registry_set(base, n, registry_unused(arena));
-    chunk_desc_free(c);
-    arena_free_chunks(arena, base, n);
-    large_done();
-}
-
-/* Sleeps (futex) rather than spins: a real-time owner spinning on the purger's CPU would
- * never let it finish. claimed 2 says someone sleeps: the purger wakes it. */
-void heap_wait_reclaim(heap_t *heap)
-{
-    for (;;) {
-        atomic_store_explicit(&heap->busy, 0, memory_order_release);
-        for (;;) {
-            int c = atomic_load_explicit(&heap->claimed, memory_order_acquire);
-            if (!c)
-                break;
-            if (c == 1 && !atomic_compare_exchange_strong_explicit(
-                              &heap->claimed, &c, 2, memory_order_acq_rel, memory_order_acquire))
-                continue;
-            os_wait_while(&heap->claimed, 2);
-        }
-        atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
-        atomic_signal_fence(memory_order_seq_cst);
-        if (!atomic_load_explicit(&heap->claimed, memory_order_acquire))
-            return;
     }
 }

@@ -139,6 +139,7 @@ static inline bool block_misaligned(const page_t *page, const void *p)
 #define PAGE_HAS_ALIGNED 1 /* interior (aligned) pointers may be freed */
 #define PAGE_IN_FULL 2     /* on the heap's full list (owner's copy of in_full) */
 #define PAGE_HAS_HOLES 4   /* holes != 0: frees take the slow path, which checks them */
+#define PAGE_RESET 8       /* reset by the reclaimer: frees take the slow path until refilled */
 
 /* true when block p of a small page overlaps one of its holes (so it is free already). */
 static inline bool block_in_hole(const page_t *page, const void *p)
@@ -249,6 +250,8 @@ HIDDEN size_t arena_purge(bool force);
 HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
 /* A page slot became dirty: wake the purger, or ask for one (purger_start_if_wanted). */
 HIDDEN void purge_note_dirty(void);
+/* A heap the purger reclaimed is busy again: it has to be looked at after purge_delay. */
+HIDDEN void purge_note_active(void);
 /* Starts the background purger when one was asked for. Only at a safe point: the top of a
  * malloc or the end of a free, where no heap list is being walked (pthread_create
  * allocates). */
@@ -303,6 +306,8 @@ extern HIDDEN heap_t heap_empty, heap_exited;
 
 /* The purger holds this heap: wait until it lets go (reclaim.c). */
 HIDDEN void heap_wait_reclaim(heap_t *heap);
+/* Sleeps until no claim is held on heap (without being inside it). */
+HIDDEN void heap_wait_unclaimed(heap_t *heap);
 
 /* Brackets the owner's use of its heap: two plain stores and a load, no fence (the purger
  * supplies the barrier with membarrier: see reclaim.c). */

@@ -18,7 +18,6 @@
 #include "internal.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <string.h>
 
 #define RECLAIM_BATCH 64
@@ -51,20 +50,19 @@ static size_t reset_empty_page(heap_t *heap, const chunk_t *c, page_t *page, enu
 {
     if (page->capacity == 0 && !page->tail_resident)
         return 0;
-    if (page->holes) {
-        __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
-        page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_HAS_HOLES);
-    }
     size_t len = (size_t)page->capacity * page->block_size;
     len = (len + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
     if (len > page_size_of(c) || page->tail_resident)
         len = page_size_of(c);
-    page->tail_resident = false;
     if (!os_purge(page->start, len, how))
-        return 0;
+        return 0; /* nothing changed: the blocks are all still there */
+    page->tail_resident = false;
+    __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
     page->free = NULL;
     page->local_free = NULL;
-    page->capacity = 0;
+    __atomic_store_n(&page->capacity, 0, __ATOMIC_RELAXED);
+    /* until the owner carves again, every free of this page is a double free: slow path */
+    page_set_flags(page, heap, (uint8_t)((page->flags & ~PAGE_HAS_HOLES) | PAGE_RESET));
     return len;
 }
 
@@ -233,6 +231,12 @@ static void pick_heap(heap_t *h, void *arg)
     k->heap[k->n++] = h;
 }
 
+static void release(heap_t *h)
+{
+    if (atomic_exchange_explicit(&h->claimed, 0, memory_order_release) == 2)
+        os_wake_all(&h->claimed); /* the owner sleeps in heap_wait_unclaimed */
+}
+
 static bool barrier_ready(void)
 {
     if (barrier_state == 0)
@@ -265,22 +269,28 @@ size_t heaps_reclaim(uint32_t now, bool force, uint32_t *next)
         heap_foreach_in_use(pick_heap, &k);
         if (k.n == 0)
             break;
-        /* Every owner that had not seen claimed now shows busy if it is inside. */
+        /* Every owner that had not seen claimed now shows busy if it is inside. Let the
+         * busy ones go at once (they are working: look again later), then do the others,
+         * each let go as soon as it is done. */
         bool fenced = os_barrier();
         for (unsigned i = 0; i < k.n; i++) {
             heap_t *h = k.heap[i];
-            if (fenced && !atomic_load_explicit(&h->busy, memory_order_acquire)) {
-                bytes += reclaim_heap(h, thp_policy_in_force.purge);
-                h->reclaimed = true;
-                h->reclaimed_ops = __atomic_load_n(&h->slow_ops, __ATOMIC_RELAXED);
-            } else {
-                /* busy: it is working, look again later */
-                uint32_t due = now + k.delay;
-                if (k.next == 0 || (int32_t)(due - k.next) < 0)
-                    k.next = due;
-            }
-            if (atomic_exchange_explicit(&h->claimed, 0, memory_order_release) == 2)
-                os_wake_all(&h->claimed); /* the owner sleeps in heap_wait_reclaim */
+            if (fenced && !atomic_load_explicit(&h->busy, memory_order_acquire))
+                continue;
+            k.heap[i] = NULL;
+            release(h);
+            uint32_t due = now + k.delay;
+            if (k.next == 0 || (int32_t)(due - k.next) < 0)
+                k.next = due;
+        }
+        for (unsigned i = 0; i < k.n; i++) {
+            heap_t *h = k.heap[i];
+            if (!h)
+                continue;
+            bytes += reclaim_heap(h, thp_policy_in_force.purge);
+            h->reclaimed = true;
+            h->reclaimed_ops = __atomic_load_n(&h->slow_ops, __ATOMIC_RELAXED);
+            release(h);
         }
         if (!fenced)
             break;
@@ -290,6 +300,35 @@ size_t heaps_reclaim(uint32_t now, bool force, uint32_t *next)
         atomic_fetch_add_explicit(&stat_purged, bytes, memory_order_relaxed);
     *next = k.next;
     return bytes;
+}
+
+/* ---- the owner's side ------------------------------------------------------------------ */
+
+/* Sleeps (futex) rather than spins: a real-time owner spinning on the purger's CPU would
+ * never let it finish. claimed 2 says someone sleeps: the purger wakes it. */
+void heap_wait_unclaimed(heap_t *heap)
+{
+    for (;;) {
+        int c = atomic_load_explicit(&heap->claimed, memory_order_acquire);
+        if (!c)
+            return;
+        if (c == 1 && !atomic_compare_exchange_strong_explicit(
+                          &heap->claimed, &c, 2, memory_order_acq_rel, memory_order_acquire))
+            continue;
+        os_wait_while(&heap->claimed, 2);
+    }
+}
+
+void heap_wait_reclaim(heap_t *heap)
+{
+    for (;;) {
+        atomic_store_explicit(&heap->busy, 0, memory_order_release);
+        heap_wait_unclaimed(heap);
+        atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (!atomic_load_explicit(&heap->claimed, memory_order_acquire))
+            return;
+    }
 }
 
 /* No claim may be held across fork: the child has no purger to release it. */

@@ -2,7 +2,8 @@
  * (lib/reclaim.c), for tests/rel-reclaim.sh. Residency is read from the kernel with
  * mincore(2), OS page by OS page, so every check is exact.
  *
- *   rel-reclaim kept|holes|inside|busy|fork|background|nobarrier|hole-double-free|loop
+ *   rel-reclaim kept|holes|inside|busy|fork|background|nobarrier|hole-double-free|loop|
+ *               recycle|reset-double-free
  *
  * A worker thread allocates on command and otherwise waits on a condition variable (no
  * allocator call: idle, as far as thpalloc can tell); the main thread makes thpalloc
@@ -318,6 +319,21 @@ static void test_hole_double_free(void)
     exit(1);
 }
 
+/* A block of a page the reclaimer reset (kept, empty, purged) is free: freeing it again
+ * is a double free, caught although the page has no blocks on its lists. */
+static void test_reset_double_free(void)
+{
+    worker_start();
+    on_worker(job_fill_small);
+    on_worker(job_free_all_small);
+    purge_now();
+    printf("# freeing block 7 again (its page was reset)\n");
+    fflush(stdout);
+    free(small[7]); /* must abort */
+    printf("not ok - reset-double-free: the second free returned\n");
+    exit(1);
+}
+
 /* ---- inside: the OS pages inside free medium and big blocks ------------------------- */
 
 static size_t inside_size;
@@ -532,6 +548,83 @@ static void test_fork(void)
     report(bad == 0, "the parent's threads kept their blocks intact");
 }
 
+/* ---- recycle: heaps of exiting threads reused while the purger reclaims ------------- */
+
+static void *short_lived(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    unsigned char *b[64];
+    size_t len[64];
+    int bad = 0;
+    for (int i = 0; i < 64; i++) {
+        len[i] = 16 + (seed * 7919u + (unsigned)i * 104729u) % 30000;
+        b[i] = malloc(len[i]);
+        if (!b[i])
+            return (void *)1;
+        fill(b[i], len[i], seed + (unsigned)i);
+    }
+    for (int i = 0; i < 64; i += 2) {
+        bad += !intact(b[i], len[i], seed + (unsigned)i);
+        free(b[i]);
+    }
+    for (int i = 1; i < 64; i += 2) {
+        bad += !intact(b[i], len[i], seed + (unsigned)i);
+        free(b[i]);
+    }
+    return (void *)(uintptr_t)bad;
+}
+
+static void *spawner(void *arg)
+{
+    unsigned id = (unsigned)(uintptr_t)arg;
+    unsigned long n = 0, bad = 0;
+    while (!busy_stop) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, short_lived, (void *)(uintptr_t)(id * 1000003u + n)) != 0)
+            continue;
+        void *r;
+        pthread_join(t, &r);
+        bad += (uintptr_t)r;
+        n++;
+    }
+    busy_ops[id] = n;
+    busy_bad[id] = (int)bad;
+    return NULL;
+}
+
+static void test_recycle(void)
+{
+    /* idle heaps to reclaim, holding blocks */
+    worker_start();
+    on_worker(job_fill_small);
+    on_worker(job_free_most_small);
+    pthread_t sp[BUSY_THREADS];
+    for (int t = 0; t < BUSY_THREADS; t++)
+        pthread_create(&sp[t], NULL, spawner, (void *)(uintptr_t)t);
+    unsigned long calls = 0;
+    double end = now_s() + 3.0;
+    while (now_s() < end) {
+        purge_now();
+        calls++;
+    }
+    busy_stop = 1;
+    unsigned long threads = 0;
+    int bad = 0;
+    for (int t = 0; t < BUSY_THREADS; t++) {
+        pthread_join(sp[t], NULL);
+        threads += busy_ops[t];
+        bad += busy_bad[t];
+    }
+    printf("# recycle: %lu short-lived threads, %lu thpalloc_purge() calls\n", threads, calls);
+    report(bad == 0 && threads > 100,
+           "%lu threads created and exited during %lu reclaims, their heaps recycled: every "
+           "block intact (%d bad)",
+           threads, calls, bad);
+    report(live_intact(), "the idle worker's live blocks are intact");
+    on_worker(job_free_live_small);
+    worker_stop();
+}
+
 /* ---- background: the purger does it on its own after purge_delay --------------------- */
 
 static void job_churn(void)
@@ -674,9 +767,14 @@ int main(int argc, char **argv)
         test_nobarrier();
     else if (!strcmp(what, "loop"))
         test_loop();
+    else if (!strcmp(what, "recycle"))
+        test_recycle();
+    else if (!strcmp(what, "reset-double-free"))
+        test_reset_double_free();
     else {
         fprintf(stderr, "usage: rel-reclaim "
-                        "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop\n");
+                        "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop|"
+                        "recycle|reset-double-free\n");
         return 2;
     }
     printf("end\n");

@@ -10,17 +10,20 @@
 
 prog=$TESTS_BUILDDIR/rel-reclaim
 test -x "$prog" || bail "$prog not built"
-for what in kept holes inside busy fork nobarrier loop; do
+for what in kept holes inside busy fork recycle nobarrier loop; do
     relay "$what" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" "$what"
 done
 relay background 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" background
 
-# A double free of a block in a hole aborts with glibc's words, like any other.
-tap_timeout 30 env LD_PRELOAD="$THPALLOC_LIB" "$prog" hole-double-free \
-    >"$tap_tmp/df.out" 2>"$tap_tmp/df.err"
-rc=$?
-diag "hole-double-free: exit status $rc, stderr: $(head -c 300 "$tap_tmp/df.err")"
-check "hole-double-free: the second free of a block in a hole aborts (SIGABRT)" test "$rc" = 134
-check "hole-double-free: with a \"double free detected\" message" \
-    grep -q "thpalloc: free(): double free detected" "$tap_tmp/df.err"
+# A double free of a block in a hole, or of a block of a page reset empty, aborts with
+# glibc's words, like any other.
+for what in hole-double-free reset-double-free; do
+    tap_timeout 30 env LD_PRELOAD="$THPALLOC_LIB" "$prog" $what \
+        >"$tap_tmp/df.out" 2>"$tap_tmp/df.err"
+    rc=$?
+    diag "$what: exit status $rc, stderr: $(head -c 300 "$tap_tmp/df.err")"
+    check "$what: the second free aborts (SIGABRT)" test "$rc" = 134
+    check "$what: with a \"double free detected\" message" \
+        grep -q "thpalloc: free(): double free detected" "$tap_tmp/df.err"
+done
 done_testing

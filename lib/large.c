@@ -1,0 +1,96 @@
+/* large: blocks above the largest size class (1 MiB), each in a run of chunks of its own,
+ * owned by no heap: allocated, resized in place and freed under the arena lock only. */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* The end of a large free or resize (top-level calls): a safe point to start the purger. */
+static void large_done(void)
+{
+    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
+        purger_start_if_wanted();
+}
+
+void *large_alloc(size_t size, size_t align, bool zero)
+{
+    if (size > ALLOC_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    thp_process_init();
+    size_t usable = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+    size_t n = (usable + CHUNK_MASK) >> CHUNK_SHIFT;
+    arena_t *arena;
+    bool is_zero;
+    uint8_t *base = arena_alloc_chunks(n, align > CHUNK_SIZE ? align : CHUNK_SIZE,
+                                       THP_USE_LARGE_PIECE, usable, &arena, &is_zero);
+    if (!base)
+        return NULL;
+    chunk_t *c = chunk_desc_alloc();
+    if (!c) {
+        arena_free_chunks(arena, base, n);
+        errno = ENOMEM;
+        return NULL;
+    }
+    c->base = base;
+    c->kind = CHUNK_LARGE;
+    c->page_shift = 63;
+    c->npages = 0;
+    c->arena = arena;
+    c->large_size = usable;
+    c->nchunks = n;
+    c->large_start = base;
+    atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
+    if (!registry_set(base, n, c)) {
+        registry_set(base, n, registry_unused(arena));
+        arena_free_chunks(arena, base, n);
+        chunk_desc_free(c);
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (zero && !is_zero)
+        memset(base, 0, size);
+    return base;
+}
+
+/* Resizes a large block where it stands: within its chunks, by taking the free chunks that
+ * follow it, or by giving back its tail. false when it would have to move. */
+bool large_resize(chunk_t *c, size_t size)
+{
+    if (size > ALLOC_MAX || c->arena->dedicated)
+        return false;
+    size_t usable = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+    size_t n = c->nchunks, want = (usable + CHUNK_MASK) >> CHUNK_SHIFT;
+    if (want > n) {
+        if (!arena_grow_chunks(c->arena, c->base, n, want, usable))
+            return false;
+        if (!registry_set(c->base + (n << CHUNK_SHIFT), want - n, c)) {
+            registry_set(c->base + (n << CHUNK_SHIFT), want - n, registry_unused(c->arena));
+            arena_free_chunks(c->arena, c->base + (n << CHUNK_SHIFT), want - n);
+            return false;
+        }
+    } else if (want < n) {
+        registry_set(c->base + (want << CHUNK_SHIFT), n - want, registry_unused(c->arena));
+        arena_free_chunks(c->arena, c->base + (want << CHUNK_SHIFT), n - want);
+    } else if ((usable >> CHUNK_SHIFT) != (c->large_size >> CHUNK_SHIFT)) {
+        arena_readvise(c->arena, c->base, n, usable); /* a tail became a full piece */
+    }
+    c->nchunks = want;
+    c->large_size = usable;
+    large_done();
+    return true;
+}
+
+void large_free(chunk_t *c, void *p)
+{
+    if (unlikely((uint8_t *)p != c->large_start))
+        thp_fatal("free(): invalid pointer", p);
+    uint8_t *base = c->base;
+    size_t n = c->nchunks;
+    arena_t *arena = c->arena;
+    registry_set(base, n, registry_unused(arena));
+    chunk_desc_free(c);
+    arena_free_chunks(arena, base, n);
+    large_done();
+}
