@@ -93,11 +93,11 @@ ok $? "the symbols file lists every exported symbol"
 for d in "${debs[@]}"; do note "$(dpkg-deb -c "$d" | awk '{print $6}' | grep -v '/$' | tr '\n' ' ')"; done
 
 # Contents that matter.
-dpkg-deb -c "$work"/libthpalloc1_*.deb | grep -q "\./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libthpalloc\.so\.1"
+dpkg-deb -c "$work"/libthpalloc1_*.deb | grep "\./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libthpalloc\.so\.1" >/dev/null
 ok $? "libthpalloc1 has the library in /usr/lib/<multiarch>/"
-dpkg-deb -I "$work"/thpalloc_*.deb conffiles 2>/dev/null | grep -qx /etc/thpalloc.conf
+dpkg-deb -I "$work"/thpalloc_*.deb conffiles 2>/dev/null | grep -x /etc/thpalloc.conf >/dev/null
 ok $? "thpalloc: /etc/thpalloc.conf is a conffile"
-dpkg-deb -c "$work"/thpalloc-preload_*.deb | grep -q 'ld\.so\.preload'
+dpkg-deb -c "$work"/thpalloc-preload_*.deb | grep 'ld\.so\.preload' >/dev/null
 [ $? -ne 0 ]
 ok $? "no package ships /etc/ld.so.preload"
 
@@ -217,7 +217,8 @@ for cmd in "/bin/true" "ls -la /" "echo hello" "sort /etc/passwd | head -3" \
     [ $good -eq 0 ] || sed 's/^/# stderr: /' "$work/err" | head -5
     ok $good "in the chroot, under /etc/ld.so.preload: $cmd (rc=$rc)"
 done
-in_chroot env LD_DEBUG=libs /bin/true 2>&1 | grep -q 'calling init: .*/libthpalloc\.so\.1'
+# grep reads all of it: with pipefail, grep -q exiting first would fail the pipeline on SIGPIPE.
+in_chroot env LD_DEBUG=libs /bin/true 2>&1 | grep 'calling init: .*/libthpalloc\.so\.1' >/dev/null
 ok $? "ld.so loads /usr/lib/<multiarch>/libthpalloc.so.1 into /bin/true"
 if in_chroot python3 -c 'import ctypes' >/dev/null 2>&1; then
     t python3 -c 'import ctypes; l = ctypes.CDLL(None); b = bytearray(32 << 20); print("thpalloc_active", l.thpalloc_active())'
