@@ -44,7 +44,7 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
             __libc_free(p); /* not ours: glibc's own, or from before we were in charge */
         return;
     }
-    /* Chunks are 2 MiB-aligned; a large block's page_shift of 63 makes its index 0. */
+    /* Chunks are 2 MiB-aligned; a large block's PAGE_SHIFT_NONE makes its index 0. */
     page_t *page = &c->pages[((uintptr_t)p & CHUNK_MASK) >> c->page_shift];
     heap_t *heap = tl_heap;
     block_t *b = p;

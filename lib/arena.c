@@ -11,7 +11,7 @@
 
 _Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
 chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
-chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = 63};
+chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = PAGE_SHIFT_NONE};
 
 struct policy thp_policy_in_force = {
     .thp = {.mode = THP_MODE_LARGE, .threshold = (size_t)2 << 20},
@@ -61,7 +61,7 @@ bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
 {
     for (size_t i = 0; i < nchunks; i++) {
         uintptr_t a = (uintptr_t)(base + (i << CHUNK_SHIFT));
-        if (a >> REG_ADDR_BITS)
+        if (REG_OUT_OF_RANGE(a))
             return false; /* never: our mappings come from the 47-bit user space */
         _Atomic uintptr_t *slot = &registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)];
         uintptr_t off = atomic_load_explicit(slot, memory_order_acquire);

@@ -114,13 +114,14 @@ void thp_fatal(const char *msg, const void *p)
 {
     char buf[160];
     static const char hex[] = "0123456789abcdef";
-    char num[2 + 16 + 1];
+    enum { DIGITS = 2 * sizeof(uintptr_t) }; /* 16, or 8 in a 32-bit process */
+    char num[2 + DIGITS + 1];
     uintptr_t v = (uintptr_t)p;
     num[0] = '0';
     num[1] = 'x';
-    for (int i = 0; i < 16; i++)
-        num[2 + i] = hex[(v >> (60 - 4 * i)) & 15];
-    num[18] = '\0';
+    for (int i = 0; i < DIGITS; i++)
+        num[2 + i] = hex[(v >> (4 * (DIGITS - 1 - i))) & 15];
+    num[2 + DIGITS] = '\0';
     size_t n = 0;
     const char *parts[] = {"thpalloc: ", msg, " (", num, ")\n"};
     for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)

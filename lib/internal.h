@@ -52,8 +52,9 @@ enum chunk_kind {
 #define DIRECT_MAX ((size_t)1024)
 #define DIRECT_SLOTS (DIRECT_MAX / 16 + 1)
 
-/* Requests above this fail with ENOMEM, as glibc's do (PTRDIFF_MAX). */
-#define ALLOC_MAX ((size_t)PTRDIFF_MAX - CHUNK_SIZE)
+/* Requests above this fail with ENOMEM, as glibc's do (PTRDIFF_MAX). Up to it, rounding
+ * to pages and chunks cannot wrap, and in a 32-bit process a 2 GiB block can be had. */
+#define ALLOC_MAX ((size_t)PTRDIFF_MAX)
 
 /* A free block: the list link, and a key that marks it free (see free_key()). Every block
  * on a free list carries the key; malloc checks it when it pops a block (the line is loaded
@@ -154,12 +155,16 @@ static inline bool block_in_hole(const page_t *page, const void *p)
     return (holes & span) != 0;
 }
 
+/* The page_shift of chunks without pages: any offset in a chunk, shifted by it, gives page
+ * index 0, with a shift count below the word size (a larger one is undefined behaviour). */
+#define PAGE_SHIFT_NONE (sizeof(uintptr_t) * 8 - 1)
+
 /* A chunk descriptor, kept outside the chunk so that large blocks start 2 MiB-aligned.
  * The registry maps every chunk address to its descriptor. */
 struct chunk {
     uint8_t *base;
     uint8_t kind;       /* enum chunk_kind */
-    uint8_t page_shift; /* log2 of page size; 63 for large (index 0 always) */
+    uint8_t page_shift; /* log2 of page size; PAGE_SHIFT_NONE for large and unused */
     uint8_t npages;
     uint8_t pages_used;
     _Atomic(heap_t *) owner;   /* NULL: abandoned, or large (not owned) */
@@ -174,8 +179,15 @@ struct chunk {
 };
 
 /* ---- registry: is this pointer ours? O(1), two loads ----------------------------- */
-#define REG_ADDR_BITS 47
+#if UINTPTR_MAX > 0xffffffffu
+#define REG_ADDR_BITS 47 /* x86-64 and arm64 user space (4-level page tables) */
 #define REG_LEAF_BITS 13
+#else
+#define REG_ADDR_BITS 32 /* 32-bit programs: the whole space, 2048 chunks */
+#define REG_LEAF_BITS 6
+#endif
+/* Beyond the registry's range: never on 32-bit (the 64-bit cast keeps the shift defined). */
+#define REG_OUT_OF_RANGE(a) ((uint64_t)(a) >> REG_ADDR_BITS)
 #define REG_ROOT_BITS (REG_ADDR_BITS - CHUNK_SHIFT - REG_LEAF_BITS)
 /* Root entries are offsets from registry_empty_leaf (a leaf of NULLs in .bss, never
  * written), so that a lookup has no NULL test for a missing leaf: 0 means "empty". */
@@ -187,7 +199,7 @@ extern HIDDEN chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
 static inline chunk_t *registry_lookup(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
-    if (unlikely(a >> REG_ADDR_BITS))
+    if (unlikely(REG_OUT_OF_RANGE(a)))
         return NULL;
     uintptr_t off = atomic_load_explicit(&registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)],
                                          memory_order_acquire);

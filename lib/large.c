@@ -35,7 +35,7 @@ void *large_alloc(size_t size, size_t align, bool zero)
     }
     c->base = base;
     c->kind = CHUNK_LARGE;
-    c->page_shift = 63;
+    c->page_shift = PAGE_SHIFT_NONE;
     c->npages = 0;
     c->arena = arena;
     c->large_size = usable;

@@ -29,7 +29,7 @@ EXPORT void mmapfail_set(int on);
 EXPORT long mmapfail_calls(void);
 EXPORT long mmapfail_failed(void);
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
-EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off);
 EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...);
 EXPORT int mprotect(void *addr, size_t len, int prot);
 EXPORT int madvise(void *addr, size_t len, int advice);
@@ -82,18 +82,27 @@ long mmapfail_failed(void)
     return __atomic_load_n(&failed, __ATOMIC_RELAXED);
 }
 
-void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static void *mmap_call(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
     if ((flags & MAP_ANONYMOUS) && should_fail()) {
         errno = ENOMEM;
         return MAP_FAILED;
     }
+#ifdef SYS_mmap2 /* 32-bit: SYS_mmap takes a struct; mmap2 an offset in 4 KiB units */
+    return (void *)syscall(SYS_mmap2, addr, len, prot, flags, fd, (long)(off >> 12));
+#else
     return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+#endif
 }
 
-void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    return mmap(addr, len, prot, flags, fd, off);
+    return mmap_call(addr, len, prot, flags, fd, off);
+}
+
+void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+{
+    return mmap_call(addr, len, prot, flags, fd, off);
 }
 
 void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)

@@ -12,10 +12,10 @@
  *   ok               no misuse at all (the control: must exit 0)
  *
  * Before the misuse the program prints "ptr=0x%016lx" (the pointer handed to free/realloc,
- * in the format thpalloc's fatal message uses) on stdout and flushes. A correct allocator
- * stops the process in the misuse call. When the call returns, the program looks for the
- * silent corruption that undetected misuse causes (the same block handed out twice) and
- * says what it found on stdout, then exits 3. */
+ * in the format thpalloc's fatal message uses: 8 digits in a 32-bit process) on stdout and
+ * flushes. A correct allocator stops the process in the misuse call. When the call
+ * returns, the program looks for the silent corruption that undetected misuse causes (the
+ * same block handed out twice) and says what it found on stdout, then exits 3. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
@@ -37,7 +37,7 @@ static void *launder(void *p)
 
 static void announce(const void *p)
 {
-    printf("ptr=0x%016lx\n", (unsigned long)(uintptr_t)p);
+    printf("ptr=0x%0*lx\n", (int)(2 * sizeof p), (unsigned long)(uintptr_t)p);
     fflush(stdout);
 }
 

@@ -7,7 +7,8 @@
 #   - a dynamic program really gets thpalloc through ld.so.preload ($LIB expanded);
 #   - a static binary (tests/rel-static, busybox) runs untouched: thpalloc not mapped;
 #   - a 32-bit program (when gcc -m32 works): runs, and ld.so says at most that the
-#     preload "cannot be preloaded ... ignored" (there is no 32-bit library);
+#     preload "cannot be preloaded ... ignored" (there is no 32-bit library here; with
+#     one, tests/rel-m32.sh checks that ld.so says nothing and the program gets it);
 #   - man -P cat under man-db's seccomp filter (MAN_DISABLE_SECCOMP unset);
 #   - sudo -V as root and as nobody (setuid root: secure execution);
 #   - python3 -c "import ctypes", and thpalloc_active() = 1 inside python3;

@@ -269,9 +269,10 @@ static void leak_check_end(size_t slack)
 
 struct msg {
     void *p;
-    size_t size;
+    size_t size; /* the producer's id in the top 8 bits (sizes stay under 2^24) */
     uint64_t seed;
 };
+#define MSG_ID_SHIFT (sizeof(size_t) * 8 - 8)
 
 struct queue {
     pthread_mutex_t mu;
@@ -381,7 +382,7 @@ static void *pc_producer(void *arg)
         uint64_t seed = mix64(((uint64_t)id << 48) ^ (seq << 8) ^ size);
         void *p = xmalloc(size, "producer malloc");
         pat_fill(p, 0, size, seed);
-        q_push(&pc_fwd, (struct msg){p, size | ((size_t)id << 56), seed});
+        q_push(&pc_fwd, (struct msg){p, size | ((size_t)id << MSG_ID_SHIFT), seed});
         /* Reverse direction: blocks that consumers allocated for us. */
         while (q_trypop(&pc_back[id], &m) == 0) {
             verify_and_free(m, "producer (reverse) verify");
@@ -397,8 +398,8 @@ static void *pc_consumer(void *arg)
     uint64_t n = 0;
     struct msg m;
     while (q_pop(&pc_fwd, &m) == 0) {
-        unsigned from = (unsigned)(m.size >> 56);
-        m.size &= ((size_t)1 << 56) - 1;
+        unsigned from = (unsigned)(m.size >> MSG_ID_SHIFT);
+        m.size &= ((size_t)1 << MSG_ID_SHIFT) - 1;
         verify_and_free(m, "consumer verify");
         atomic_fetch_add(&pc_consumed, 1);
         /* Every 4th message: allocate here, free in the producer's thread. */

@@ -435,6 +435,50 @@ static bool smoke(char *why, size_t cap)
     return true;
 }
 
+/* dpkg architectures and where their libraries go (the $LIB of their ld.so). */
+static const struct {
+    const char *arch, *triplet;
+} arch_dirs[] = {
+    {"amd64", "x86_64-linux-gnu"},        {"i386", "i386-linux-gnu"},
+    {"arm64", "aarch64-linux-gnu"},       {"armhf", "arm-linux-gnueabihf"},
+    {"armel", "arm-linux-gnueabi"},       {"ppc64el", "powerpc64le-linux-gnu"},
+    {"s390x", "s390x-linux-gnu"},         {"mips64el", "mips64el-linux-gnuabi64"},
+    {"riscv64", "riscv64-linux-gnu"},     {"x32", "x86_64-linux-gnux32"},
+    {"loong64", "loongarch64-linux-gnu"},
+};
+
+/* The entry reaches every architecture through $LIB, but ld.so prints an error in each
+ * program of an architecture whose library is missing: name the dpkg architectures of the
+ * root (DIR/var/lib/dpkg/arch) that lack libthpalloc1. Says nothing otherwise. */
+static void warn_missing_archs(void)
+{
+    if (!strstr(entry, "$LIB"))
+        return;
+    char file[PATH_MAX + 32];
+    snprintf(file, sizeof file, "%s/var/lib/dpkg/arch", root);
+    FILE *f = fopen(file, "re");
+    if (!f)
+        return; /* no foreign architecture was ever added */
+    char line[64];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, " \t\r\n")] = '\0';
+        for (size_t i = 0; i < sizeof arch_dirs / sizeof *arch_dirs; i++) {
+            if (strcmp(line, arch_dirs[i].arch) != 0 ||
+                strcmp(arch_dirs[i].triplet, THPALLOC_MULTIARCH) == 0)
+                continue;
+            char lib[2 * PATH_MAX];
+            snprintf(lib, sizeof lib, "%s/usr/lib/%s/%s", root, arch_dirs[i].triplet, LIBNAME);
+            if (access(lib, F_OK) != 0)
+                fprintf(stderr,
+                        "%s: warning: dpkg architecture %s has no %s: its programs will "
+                        "print an ld.so error and run without thpalloc (apt install "
+                        "libthpalloc1:%s)\n",
+                        prog, line, lib + strlen(root), line);
+        }
+    }
+    fclose(f);
+}
+
 /* --- verbs --- */
 
 static int cmd_status(void)
@@ -530,6 +574,8 @@ static int cmd_enable(void)
         printf("%s: enabled (%s added to %s)\n", prog, entry, path);
     free(out);
 out:
+    if (rc == 0)
+        warn_missing_archs();
     free(p.tok);
     free(buf);
     return rc;
