@@ -1,7 +1,9 @@
 #!/bin/sh
-# The thpalloc-preload matrix again, with the tool built as the Debian package builds it:
-# its entry is /usr/$LIB/libthpalloc.so.1 (ld.so expands $LIB), which also brings in the
-# checks for foreign dpkg architectures. Skipped where the compiler has no multiarch triplet.
+# The thpalloc-preload matrix again, with the tool built as the Debian package builds it
+# and under ASan + UBSan: its entry is /usr/$LIB/libthpalloc.so.1 (ld.so expands $LIB),
+# which also brings in the checks for foreign dpkg architectures; a sanitizer report makes
+# the tool exit non-zero or write to stderr, which the matrix's cases catch. Skipped where
+# the compiler has no multiarch triplet.
 BUILD=${TESTS_BUILDDIR:-$(cd "$(dirname "$0")" && pwd)}
 case $("$BUILD/thpalloc-preload-multiarch" --help 2>/dev/null | sed -n 's/^entry: //p') in
 *'$LIB'*) ;;

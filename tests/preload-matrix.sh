@@ -283,7 +283,8 @@ r=$(mkroot eq)
 "$TOOL" --root="$r" enable >/dev/null 2>&1 && [ "$("$TOOL" status --root "$r")" = enabled ]
 ok $? "--root=DIR and options after the verb"
 
-# Foreign dpkg architectures (DIR/var/lib/dpkg/arch): enable names each one whose library
+# Foreign dpkg architectures (dpkg --root DIR --print-foreign-architectures reads them from
+# DIR/var/lib/dpkg/arch, written here): enable names each one whose library
 # is missing at /usr/lib/<triplet>/ (its programs would print an ld.so error), and only
 # when the entry goes through $LIB; the file is written all the same, exit 0.
 case $E in

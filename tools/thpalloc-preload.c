@@ -333,40 +333,40 @@ static bool only_separators(const char *buf, size_t len)
 
 /* --- the smoke test --- */
 
-/* Runs argv with LD_PRELOAD=lib and a small fixed environment; true when it exits 0 and
- * writes nothing to stderr. On failure, why[] says what happened. */
-static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap)
+/* Runs argv[0] (a full path) with envp, stdin and the other output on /dev/null, and output
+ * `fd` (1 or 2) read into out[cap] (NUL-terminated, trailing newlines and blanks cut; the
+ * rest of a longer output is read and dropped). Returns the wait status, or -1 with why[]
+ * saying what failed. */
+static int run_capture(char *const argv[], char *const envp[], int fd, char *out, size_t cap,
+                       char *why, size_t wcap)
 {
-    char pre[2 * PATH_MAX + 16];
-    snprintf(pre, sizeof pre, "LD_PRELOAD=%s", lib);
-    char *envp[] = {pre, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0) {
-        snprintf(why, cap, "pipe: %s", strerror(errno));
-        return false;
+        snprintf(why, wcap, "pipe: %s", strerror(errno));
+        return -1;
     }
     pid_t pid = fork();
     if (pid < 0) {
-        snprintf(why, cap, "fork: %s", strerror(errno));
+        snprintf(why, wcap, "fork: %s", strerror(errno));
         close(pfd[0]);
         close(pfd[1]);
-        return false;
+        return -1;
     }
     if (pid == 0) {
         int nul = open("/dev/null", O_RDWR);
         if (nul >= 0) {
             dup2(nul, 0);
             dup2(nul, 1);
+            dup2(nul, 2);
         }
-        dup2(pfd[1], 2);
+        dup2(pfd[1], fd);
         signal(SIGALRM, SIG_DFL);
-        alarm(30); /* a library that hangs fails the test instead of the install */
+        alarm(30); /* a program that hangs fails the check instead of the install */
         execve(argv[0], argv, envp);
-        dprintf(2, "cannot run %s: %s", argv[0], strerror(errno));
+        dprintf(fd, "cannot run %s: %s", argv[0], strerror(errno));
         _exit(127);
     }
     close(pfd[1]);
-    char err[1024];
     size_t n = 0;
     for (;;) {
         char tmp[512];
@@ -376,21 +376,36 @@ static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap
         if (r <= 0)
             break;
         size_t c = (size_t)r;
-        if (c > sizeof err - 1 - n)
-            c = sizeof err - 1 - n;
-        memcpy(err + n, tmp, c);
+        if (c > cap - 1 - n)
+            c = cap - 1 - n;
+        memcpy(out + n, tmp, c);
         n += c;
     }
     close(pfd[0]);
-    err[n] = '\0';
-    while (n > 0 && (err[n - 1] == '\n' || err[n - 1] == ' '))
-        err[--n] = '\0';
+    out[n] = '\0';
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
+        out[--n] = '\0';
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR) {
-            snprintf(why, cap, "waitpid: %s", strerror(errno));
-            return false;
+            snprintf(why, wcap, "waitpid: %s", strerror(errno));
+            return -1;
         }
+    return st;
+}
+
+/* Runs argv with LD_PRELOAD=lib and a small fixed environment; true when it exits 0 and
+ * writes nothing to stderr. On failure, why[] says what happened. */
+static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap)
+{
+    char pre[2 * PATH_MAX + 16];
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s", lib);
+    char *envp[] = {pre, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+    char err[1024];
+    int st = run_capture(argv, envp, 2, err, sizeof err, why, cap);
+    if (st < 0)
+        return false;
+    size_t n = strlen(err);
     if (WIFSIGNALED(st)) {
         snprintf(why, cap, "LD_PRELOAD=%s %s was killed by signal %d%s%s", lib, argv[0],
                  WTERMSIG(st), n ? ": " : "", err);
@@ -448,22 +463,27 @@ static const struct {
 };
 
 /* The entry reaches every architecture through $LIB, but ld.so prints an error in each
- * program of an architecture whose library is missing: name the dpkg architectures of the
- * root (DIR/var/lib/dpkg/arch) that lack libthpalloc1. Says nothing otherwise. */
+ * program of an architecture whose library is missing: name the root's foreign dpkg
+ * architectures (dpkg --root DIR --print-foreign-architectures) that lack libthpalloc1.
+ * Says nothing otherwise, nor where there is no dpkg. */
 static void warn_missing_archs(void)
 {
-    if (!strstr(entry, "$LIB"))
+    if (!strstr(entry, "$LIB") || access("/usr/bin/dpkg", X_OK) != 0)
         return;
-    char file[PATH_MAX + 32];
-    snprintf(file, sizeof file, "%s/var/lib/dpkg/arch", root);
-    FILE *f = fopen(file, "re");
-    if (!f)
-        return; /* no foreign architecture was ever added */
-    char line[64];
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, " \t\r\n")] = '\0';
+    char *argv[] = {"/usr/bin/dpkg", "--root", root, "--print-foreign-architectures", NULL};
+    if (root[0] == '\0') {
+        argv[1] = "--print-foreign-architectures";
+        argv[2] = NULL;
+    }
+    char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+    char out[1024], why[256];
+    int st = run_capture(argv, envp, 1, out, sizeof out, why, sizeof why);
+    if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return;
+    for (char *save = NULL, *arch = strtok_r(out, " \t\n", &save); arch;
+         arch = strtok_r(NULL, " \t\n", &save))
         for (size_t i = 0; i < sizeof arch_dirs / sizeof *arch_dirs; i++) {
-            if (strcmp(line, arch_dirs[i].arch) != 0 ||
+            if (strcmp(arch, arch_dirs[i].arch) != 0 ||
                 strcmp(arch_dirs[i].triplet, THPALLOC_MULTIARCH) == 0)
                 continue;
             char lib[2 * PATH_MAX];
@@ -473,73 +493,99 @@ static void warn_missing_archs(void)
                         "%s: warning: dpkg architecture %s has no %s: its programs will "
                         "print an ld.so error and run without thpalloc (apt install "
                         "libthpalloc1:%s)\n",
-                        prog, line, lib + strlen(root), line);
+                        prog, arch, lib + strlen(root), arch);
         }
-    }
-    fclose(f);
 }
 
 /* --- verbs --- */
 
+/* The file as it stands, read and split into tokens. */
+struct current {
+    char *buf;
+    size_t len;
+    struct stat st;
+    bool exists;
+    struct parsed p;
+};
+
+static void unload(struct current *c)
+{
+    free(c->p.tok);
+    free(c->buf);
+}
+
+/* 0 when read (c->exists: whether there is a file), -1 on an error (already said). */
+static int load(struct current *c)
+{
+    memset(c, 0, sizeof *c);
+    int r = read_file(&c->buf, &c->len, &c->st);
+    if (r < 0)
+        return -1;
+    c->exists = r > 0;
+    if (c->exists && parse(c->buf, c->len, &c->p) != 0) {
+        unload(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* The file's bytes without our tokens: every one, or (dups_only) all but the first.
+ * Returns a malloc'd buffer (its length in *n), NULL when out of memory. */
+static char *without_ours(const struct current *c, bool dups_only, size_t *n)
+{
+    bool *drop = calloc(c->p.ntok + 1, sizeof *drop);
+    bool *del = calloc(c->len + 1, sizeof *del);
+    char *out = malloc(c->len + 1);
+    if (drop && del && out) {
+        bool seen = false;
+        for (size_t k = 0; k < c->p.ntok; k++)
+            if (c->p.tok[k].ours) {
+                drop[k] = !dups_only || seen;
+                seen = true;
+            }
+        mark(c->buf, c->len, &c->p, drop, del);
+        *n = squeeze(c->buf, c->len, del, out);
+    } else {
+        free(out);
+        out = NULL;
+    }
+    free(drop);
+    free(del);
+    return out;
+}
+
 static int cmd_status(void)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    struct stat st;
-    int r = read_file(&buf, &len, &st);
-    if (r < 0)
+    struct current c;
+    if (load(&c) < 0)
         return 1;
-    struct parsed p = {0};
-    if (r > 0 && parse(buf, len, &p) != 0)
-        return 1;
-    puts(r > 0 && p.ours > 0 ? "enabled" : "disabled");
-    free(p.tok);
-    free(buf);
+    puts(c.exists && c.p.ours > 0 ? "enabled" : "disabled");
+    unload(&c);
     return 0;
 }
 
 static int cmd_enable(void)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    struct stat st;
-    int r = read_file(&buf, &len, &st);
-    if (r < 0)
-        return 1;
-    struct parsed p = {0};
-    if (r > 0 && parse(buf, len, &p) != 0)
+    struct current c;
+    if (load(&c) < 0)
         return 1;
     int rc = 0;
-    if (r > 0 && p.ours > 0) {
+    char *out = NULL;
+    size_t n = 0;
+    if (c.exists && c.p.ours > 0) {
         /* Already there: only duplicates go, and a mode other than 0644 is repaired (a 0600
          * file silently disables every preload for users other than root). */
-        bool fix_mode = (st.st_mode & 07777) != 0644;
-        if (p.ours == 1 && !fix_mode) {
+        bool fix_mode = (c.st.st_mode & 07777) != 0644;
+        if (c.p.ours == 1 && !fix_mode) {
             printf("%s: already enabled (%s in %s)\n", prog, entry, path);
             goto out;
         }
-        bool *drop = calloc(p.ntok + 1, sizeof *drop);
-        bool *del = calloc(len + 1, sizeof *del);
-        char *out = malloc(len + 1);
-        if (!drop || !del || !out) {
-            rc = 1;
-            goto out;
-        }
-        bool seen = false;
-        for (size_t k = 0; k < p.ntok; k++)
-            if (p.tok[k].ours) {
-                drop[k] = seen;
-                seen = true;
-            }
-        mark(buf, len, &p, drop, del);
-        size_t n = squeeze(buf, len, del, out);
-        rc = write_file(out, n) == 0 ? 0 : 1;
+        out = without_ours(&c, true, &n);
+        rc = out && write_file(out, n) == 0 ? 0 : 1;
         if (rc == 0)
             printf("%s: already enabled (%s in %s)%s%s\n", prog, entry, path,
-                   p.ours > 1 ? "; duplicates removed" : "", fix_mode ? "; mode set to 0644" : "");
-        free(drop);
-        free(del);
-        free(out);
+                   c.p.ours > 1 ? "; duplicates removed" : "",
+                   fix_mode ? "; mode set to 0644" : "");
         goto out;
     }
     char why[2048];
@@ -550,15 +596,14 @@ static int cmd_enable(void)
         goto out;
     }
     /* Append on a line of its own; a file without a final newline keeps not having one. */
-    char *out = malloc(len + entry_len + 2);
+    out = malloc(c.len + entry_len + 2);
     if (!out) {
         rc = 1;
         goto out;
     }
-    size_t n = 0;
-    if (r > 0) {
-        memcpy(out, buf, len);
-        n = len;
+    if (c.exists) {
+        memcpy(out, c.buf, c.len);
+        n = c.len;
     }
     if (n == 0 || out[n - 1] == '\n') {
         memcpy(out + n, entry, entry_len);
@@ -572,64 +617,41 @@ static int cmd_enable(void)
     rc = write_file(out, n) == 0 ? 0 : 1;
     if (rc == 0)
         printf("%s: enabled (%s added to %s)\n", prog, entry, path);
-    free(out);
 out:
     if (rc == 0)
         warn_missing_archs();
-    free(p.tok);
-    free(buf);
+    free(out);
+    unload(&c);
     return rc;
 }
 
 static int cmd_disable(void)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    struct stat st;
-    int r = read_file(&buf, &len, &st);
-    if (r < 0)
-        return 1;
-    if (r == 0) {
-        printf("%s: already disabled (no %s)\n", prog, path);
-        return 0;
-    }
-    struct parsed p = {0};
-    if (parse(buf, len, &p) != 0)
+    struct current c;
+    if (load(&c) < 0)
         return 1;
     int rc = 0;
-    if (p.ours == 0) {
+    if (!c.exists) {
+        printf("%s: already disabled (no %s)\n", prog, path);
+    } else if (c.p.ours == 0) {
         printf("%s: already disabled (%s not in %s)\n", prog, entry, path);
-        goto out;
-    }
-    bool *drop = calloc(p.ntok + 1, sizeof *drop);
-    bool *del = calloc(len + 1, sizeof *del);
-    char *out = malloc(len + 1);
-    if (!drop || !del || !out) {
-        free(drop);
-        free(del);
-        free(out);
-        rc = 1;
-        goto out;
-    }
-    for (size_t k = 0; k < p.ntok; k++)
-        drop[k] = p.tok[k].ours;
-    mark(buf, len, &p, drop, del);
-    size_t n = squeeze(buf, len, del, out);
-    if (only_separators(out, n)) {
-        rc = remove_file() == 0 ? 0 : 1;
-        if (rc == 0)
-            printf("%s: disabled (%s removed: the entry was all it held)\n", prog, path);
     } else {
-        rc = write_file(out, n) == 0 ? 0 : 1;
-        if (rc == 0)
-            printf("%s: disabled (%s taken out of %s)\n", prog, entry, path);
+        size_t n = 0;
+        char *out = without_ours(&c, false, &n);
+        if (!out) {
+            rc = 1;
+        } else if (only_separators(out, n)) {
+            rc = remove_file() == 0 ? 0 : 1;
+            if (rc == 0)
+                printf("%s: disabled (%s removed: the entry was all it held)\n", prog, path);
+        } else {
+            rc = write_file(out, n) == 0 ? 0 : 1;
+            if (rc == 0)
+                printf("%s: disabled (%s taken out of %s)\n", prog, entry, path);
+        }
+        free(out);
     }
-    free(drop);
-    free(del);
-    free(out);
-out:
-    free(p.tok);
-    free(buf);
+    unload(&c);
     return rc;
 }
 
