@@ -91,6 +91,8 @@ static void *aligned_impl(size_t alignment, size_t size)
         errno = ENOMEM;
         return NULL;
     }
+    if (unlikely(thp_passthrough())) /* a glibc block cannot be aligned inside (below) */
+        return passthrough_alloc(size, alignment, false);
     if (size == 0)
         size = 1;
     if (size <= SC_MAX_SIZE) {
@@ -286,12 +288,20 @@ API size_t malloc_usable_size(void *p)
 
 API int malloc_trim(size_t pad)
 {
-    (void)pad;
+    if (unlikely(thp_passthrough())) {
+        int (*next)(size_t) = (int (*)(size_t))passthrough_next("malloc_trim");
+        return next ? next(pad) : 0;
+    }
     return arena_purge(true) > 0;
 }
 
 API int mallopt(int param, int value)
 {
+    if (unlikely(thp_passthrough())) {
+        int (*next)(int, int) = (int (*)(int, int))passthrough_next("mallopt");
+        if (next)
+            return next(param, value);
+    }
     /* Accepted and ignored, as glibc accepts them; only M_MXFAST has a range there. */
     if (param == M_MXFAST)
         return value >= 0 && (size_t)value <= 80 * sizeof(size_t) / 4;

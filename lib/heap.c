@@ -584,6 +584,8 @@ void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
     if (unlikely(size > SC_MAX_SIZE))
         return large_alloc(size, 0, zero);
     if (unlikely(heap == &heap_empty || heap == &heap_exited)) {
+        if (unlikely(thp_passthrough()))
+            return passthrough_alloc(size, 0, zero); /* no heap, ever: always here */
         heap = heap_create();
         if (!heap)
             return NULL;

@@ -4,10 +4,12 @@
 #include "internal.h"
 #include "thpalloc.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 pthread_key_t heap_key;
@@ -17,6 +19,7 @@ enum { INIT_NONE = 0, INIT_RUNNING, INIT_DONE };
 static _Atomic int init_state;
 static pthread_t init_thread;
 static bool dormant;
+bool passthrough;
 
 /* Lock order: heaps, abandoned, arena, ranges, meta (the order they nest in). */
 static void fork_prepare(void)
@@ -87,7 +90,11 @@ void thp_process_init(void)
         return;
     }
     init_thread = pthread_self();
-    dormant = other_allocator_in_charge();
+    size_t pagesize = os_page_size();
+    passthrough = pagesize != OS_PAGE_SIZE;
+    if (passthrough)
+        policy_say_passthrough(pagesize);
+    dormant = passthrough || other_allocator_in_charge();
     introspect_set_active(!dormant);
     if (!dormant) {
         /* Neither call allocates: glibc keeps the first keys and fork handlers in static
@@ -96,6 +103,28 @@ void thp_process_init(void)
         pthread_atfork(fork_prepare, fork_parent, fork_child);
     }
     atomic_store_explicit(&init_state, INIT_DONE, memory_order_release);
+}
+
+bool thp_passthrough(void)
+{
+    thp_process_init();
+    return passthrough;
+}
+
+void *passthrough_alloc(size_t size, size_t align, bool zero)
+{
+    if (align > 16) {
+        void *p = __libc_memalign(align, size);
+        if (p && zero)
+            memset(p, 0, size);
+        return p;
+    }
+    return zero ? __libc_calloc(1, size) : __libc_malloc(size);
+}
+
+void *passthrough_next(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
 }
 
 bool thp_is_dormant(void)

@@ -238,6 +238,7 @@ struct policy {
 extern HIDDEN struct policy thp_policy_in_force;
 /* policy.c: resolves the policy on the first chunk-level event (never at process start). */
 HIDDEN void policy_ensure_loaded(void);
+HIDDEN void policy_say_passthrough(size_t pagesize);
 HIDDEN void introspect_set_active(bool active);
 HIDDEN void introspect_add_range(void *base, size_t size);
 HIDDEN void introspect_remove_range(void *base);
@@ -390,12 +391,25 @@ extern HIDDEN pthread_t probe_thread;
 /* init */
 HIDDEN void thp_process_init(void);
 HIDDEN bool thp_is_dormant(void);
+/* True when the kernel's page size is not OS_PAGE_SIZE (64 KiB pages on ppc64el, 16 KiB on
+ * loong64 or some arm64 kernels): every purge here would round to the kernel's page and
+ * could drop live data, so the process runs on glibc's malloc instead (pass-through):
+ * new blocks come from glibc, and frees and reallocs of them go back to it as for any
+ * pointer that is not ours. */
+HIDDEN bool thp_passthrough(void);
+HIDDEN void *passthrough_alloc(size_t size, size_t align, bool zero);
+/* glibc's own definition of an API function we also define (dlsym RTLD_NEXT; only in
+ * pass-through, never on an allocation path), or NULL. */
+HIDDEN void *passthrough_next(const char *name);
+extern HIDDEN bool passthrough;
 HIDDEN void thp_fatal(const char *msg, const void *p) __attribute__((noreturn, cold));
 
 /* foreign pointers: glibc's own functions */
 extern void __libc_free(void *);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_memalign(size_t, size_t);
 HIDDEN size_t foreign_usable_size(void *p);
 
 /* statistics */

@@ -18,7 +18,8 @@ void *large_alloc(size_t size, size_t align, bool zero)
         errno = ENOMEM;
         return NULL;
     }
-    thp_process_init();
+    if (unlikely(thp_passthrough()))
+        return passthrough_alloc(size, align, zero);
     size_t usable = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
     size_t n = (usable + CHUNK_MASK) >> CHUNK_SHIFT;
     arena_t *arena;

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <linux/futex.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -173,4 +174,14 @@ void os_wake_all(_Atomic int *addr)
     int saved = errno;
     syscall(SYS_futex, (int *)addr, FUTEX_WAKE_PRIVATE, __INT_MAX__, NULL, NULL, 0);
     errno = saved;
+}
+
+size_t os_page_size(void)
+{
+    unsigned long v = getauxval(AT_PAGESZ);
+    if (v == 0) {
+        long s = sysconf(_SC_PAGESIZE);
+        v = s > 0 ? (unsigned long)s : 4096;
+    }
+    return (size_t)v;
 }

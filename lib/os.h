@@ -39,6 +39,8 @@ long os_read_small_file(const char *path, char *buf, size_t cap);
 /* Reads an open file to its end or cap-1 bytes into buf, NUL-terminated; returns the
  * length. */
 size_t os_read_fd(int fd, char *buf, size_t cap);
+/* The kernel's base page size (the auxiliary vector: no system call). */
+size_t os_page_size(void);
 /* Writes a whole string to fd 2 (never through stdio). */
 void os_write_stderr(const char *s);
 /* Formats v in decimal into buf (at least 21 bytes) without stdio; returns buf. */

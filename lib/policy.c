@@ -69,6 +69,16 @@ static void say_policy(void)
     }
 }
 
+void policy_say_passthrough(size_t pagesize)
+{
+    if (getauxval(AT_SECURE) != 0 || !env_is_one("THPALLOC_VERBOSE"))
+        return;
+    char num[21];
+    os_write_stderr("thpalloc: the kernel's page size is ");
+    os_write_stderr(os_format_u64(num, pagesize));
+    os_write_stderr(" bytes, not 4096: every allocation goes to glibc's malloc\n");
+}
+
 void policy_ensure_loaded(void)
 {
     if (likely(atomic_load_explicit(&load_state, memory_order_acquire) == 2))

@@ -63,6 +63,11 @@ API int thpalloc_get_stats(struct thpalloc_stats *out, size_t size)
 
 API struct mallinfo2 mallinfo2(void)
 {
+    if (unlikely(thp_passthrough())) {
+        struct mallinfo2 (*next)(void) = (struct mallinfo2(*)(void))passthrough_next("mallinfo2");
+        if (next)
+            return next();
+    }
     struct thpalloc_stats s;
     stats_collect(&s);
     struct mallinfo2 m;
@@ -83,9 +88,14 @@ API struct mallinfo mallinfo(void)
     memset(&m, 0, sizeof m);
 #define SAT(x) ((x) > (size_t)__INT_MAX__ ? __INT_MAX__ : (int)(x))
     m.arena = SAT(m2.arena);
+    m.ordblks = SAT(m2.ordblks);
+    m.smblks = SAT(m2.smblks);
+    m.hblks = SAT(m2.hblks);
+    m.hblkhd = SAT(m2.hblkhd);
+    m.usmblks = SAT(m2.usmblks);
+    m.fsmblks = SAT(m2.fsmblks);
     m.uordblks = SAT(m2.uordblks);
     m.fordblks = SAT(m2.fordblks);
-    m.hblks = SAT(m2.hblks);
     m.keepcost = SAT(m2.keepcost);
 #undef SAT
     return m;
