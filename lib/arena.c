@@ -1,7 +1,7 @@
 /* arena: address space reserved in pieces of arena_size, handed out as runs of 2 MiB
- * chunks (the unit of THP advice and of purging), plus the registry that maps every chunk
- * in use to its descriptor (DESIGN.md, layer 4). All of it under one lock: only chunk-level
- * events (a new page chunk, a large block) come here. */
+ * chunks (the unit of THP advice and of purging; DESIGN.md, layer 4). All of it under one
+ * lock: only chunk-level events (a new page chunk, a large block) come here. The registry
+ * that maps chunks to descriptors is registry.c. */
 #include "internal.h"
 
 #include <errno.h>
@@ -9,8 +9,6 @@
 #include <signal.h>
 #include <time.h>
 
-_Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
-chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
 chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = PAGE_SHIFT_NONE};
 
 struct policy thp_policy_in_force = {
@@ -53,34 +51,6 @@ uint32_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
-}
-
-/* ---- registry ---------------------------------------------------------------------- */
-
-bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
-{
-    for (size_t i = 0; i < nchunks; i++) {
-        uintptr_t a = (uintptr_t)(base + (i << CHUNK_SHIFT));
-        if (REG_OUT_OF_RANGE(a))
-            return false; /* never: our mappings come from the 47-bit user space */
-        _Atomic uintptr_t *slot = &registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)];
-        uintptr_t off = atomic_load_explicit(slot, memory_order_acquire);
-        if (!off) {
-            chunk_t **fresh = meta_alloc(sizeof(chunk_t *) << REG_LEAF_BITS);
-            if (!fresh)
-                return false;
-            uintptr_t want = (uintptr_t)fresh - (uintptr_t)registry_empty_leaf;
-            /* A lost race leaks one 64 KiB leaf: harmless and rare. */
-            if (atomic_compare_exchange_strong_explicit(slot, &off, want, memory_order_acq_rel,
-                                                        memory_order_acquire))
-                off = want;
-        }
-        chunk_t **leaf = (chunk_t **)((uintptr_t)registry_empty_leaf + off);
-        /* Release: a thread that gets a pointer into this chunk sees the descriptor. */
-        __atomic_store_n(&leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)], desc,
-                         __ATOMIC_RELEASE);
-    }
-    return true;
 }
 
 /* ---- bitmaps ------------------------------------------------------------------------ */

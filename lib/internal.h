@@ -180,7 +180,9 @@ struct chunk {
 
 /* ---- registry: is this pointer ours? O(1), two loads ----------------------------- */
 #if UINTPTR_MAX > 0xffffffffu
-#define REG_ADDR_BITS 47 /* x86-64 and arm64 user space (4-level page tables) */
+/* 48: arm64's user space (48-bit VA: mmap hands out addresses near 2^48); x86-64's is 47
+ * bits, and with 5-level paging mmap stays below 2^47 unless given a higher hint. */
+#define REG_ADDR_BITS 48
 #define REG_LEAF_BITS 13
 #else
 #define REG_ADDR_BITS 32 /* 32-bit programs: the whole space, 2048 chunks */

@@ -5,7 +5,8 @@
 # both. Here, with gcc -m32 (gcc-multilib) and Debian's i386 libinih.a
 # (tools/fetch-inih-i386, run by tools/install-build-deps):
 #   1. the lib/ sources build as a 32-bit libthpalloc.so.1 with the project's warnings and
-#      -Werror, exporting exactly the 64-bit library's symbols;
+#      -Werror, exporting exactly the 64-bit library's symbols; tests/unit-registry passes
+#      at 32 bits;
 #   2. the API, foreign-pointer, out-of-memory, misuse, thread-churn, reclaim and stress
 #      suites (the same scripts as the 64-bit run) pass with 32-bit builds of their
 #      programs under the 32-bit library; a UBSan build of the 32-bit library runs
@@ -115,6 +116,23 @@ suite() {
         tail -n 5 "$tap_tmp/suite.err" | while IFS= read -r l; do diag "$l"; done
     fi
 }
+# The registry's unit test at 32 bits (the top of the 4 GiB, the 2 GiB line).
+if $CC $cflags -I"$top/lib" "$top/tests/unit-registry.c" "$top/lib/registry.c" "$top/lib/meta.c" \
+    "$top/lib/os.c" -o "$m32/tests/unit-registry" >"$tap_tmp/cc.log" 2>&1; then
+    "$m32/tests/unit-registry" >"$tap_tmp/ur.out" 2>&1
+    rc=$?
+    while IFS= read -r l; do
+        case $l in
+        "ok "*) ok "m32 unit-registry: ${l#ok * - }" ;;
+        "not ok "*) not_ok "m32 unit-registry: ${l#not ok * - }" ;;
+        esac
+    done <"$tap_tmp/ur.out"
+    check "m32 unit-registry exits 0 (exit $rc)" test "$rc" = 0
+else
+    not_ok "m32 unit-registry builds"
+    head -n 5 "$tap_tmp/cc.log" | while IFS= read -r l; do diag "$l"; done
+fi
+
 # (Not dormant.sh: it also preloads the library into the machine's 64-bit /bin/sh.)
 for s in ${REL_M32_SUITES:-api-conformance.sh foreign.sh oom-rlimit.sh oom-mmapfail.sh \
     rel-misuse.sh rel-threads.sh rel-reclaim.sh stress.sh}; do

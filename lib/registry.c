@@ -1,0 +1,35 @@
+/* registry: chunk address -> chunk descriptor, for every chunk of ours (DESIGN.md, layer
+ * 4). A two-level table over the whole user address space: a root of offsets in .bss and
+ * leaves from meta.c, never freed, so a lookup is two loads with no lock and no NULL test
+ * (registry_lookup, internal.h). Writers are arena-level events under the arena lock, or
+ * a large block's own resize; a leaf is installed with a CAS. */
+#include "internal.h"
+
+_Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
+chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
+
+bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
+{
+    for (size_t i = 0; i < nchunks; i++) {
+        uintptr_t a = (uintptr_t)(base + (i << CHUNK_SHIFT));
+        if (REG_OUT_OF_RANGE(a))
+            return false; /* never: mmap stays below 2^48 unless asked for more */
+        _Atomic uintptr_t *slot = &registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)];
+        uintptr_t off = atomic_load_explicit(slot, memory_order_acquire);
+        if (!off) {
+            chunk_t **fresh = meta_alloc(sizeof(chunk_t *) << REG_LEAF_BITS);
+            if (!fresh)
+                return false;
+            uintptr_t want = (uintptr_t)fresh - (uintptr_t)registry_empty_leaf;
+            /* A lost race leaks one 64 KiB leaf: harmless and rare. */
+            if (atomic_compare_exchange_strong_explicit(slot, &off, want, memory_order_acq_rel,
+                                                        memory_order_acquire))
+                off = want;
+        }
+        chunk_t **leaf = (chunk_t **)((uintptr_t)registry_empty_leaf + off);
+        /* Release: a thread that gets a pointer into this chunk sees the descriptor. */
+        __atomic_store_n(&leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)], desc,
+                         __ATOMIC_RELEASE);
+    }
+    return true;
+}

@@ -1,0 +1,64 @@
+/* unit-registry: the chunk registry (lib/registry.c) over the whole address range it
+ * covers. Entries are only recorded, never dereferenced, so addresses no mapping of this
+ * machine can have are tested as well: the top of arm64's 48-bit user space (where its
+ * mmap hands out memory), both sides of 2^47, and on 32-bit the top of the 4 GiB. */
+#include "internal.h"
+#include "tap.h"
+
+#include <stdint.h>
+
+_Atomic uint64_t stat_reserved; /* meta.c counts its segments here */
+
+static chunk_t descs[8];
+
+static int set_get(uintptr_t a, chunk_t *d)
+{
+    return registry_set((uint8_t *)a, 1, d) && registry_lookup((void *)a) == d &&
+           registry_lookup((void *)(a + CHUNK_SIZE - 1)) == d &&
+           registry_lookup((void *)(a + CHUNK_SIZE / 2)) == d;
+}
+
+int main(void)
+{
+    tap_ok(registry_lookup(NULL) == NULL, "NULL is not ours");
+    tap_ok(registry_lookup((void *)(uintptr_t)0x1234) == NULL, "an address never set: NULL");
+
+    uintptr_t low = (uintptr_t)16 << CHUNK_SHIFT;
+    tap_ok(set_get(low, &descs[0]),
+           "a low chunk: set, then found from its first, middle and last byte");
+    tap_ok(registry_lookup((void *)(low - 1)) == NULL &&
+               registry_lookup((void *)(low + CHUNK_SIZE)) == NULL,
+           "the bytes just before and after it are not ours");
+    tap_ok(
+        registry_set((uint8_t *)(low + CHUNK_SIZE), 3, &descs[1]) &&
+            registry_lookup((void *)(low + 3 * CHUNK_SIZE + 5)) == &descs[1] &&
+            registry_lookup((void *)low) == &descs[0],
+        "a run of 3 chunks after it: each maps to the run's descriptor, the first keeps its own");
+    /* A run that crosses from one leaf to the next. */
+    uintptr_t leaf_span = (uintptr_t)CHUNK_SIZE << REG_LEAF_BITS;
+    uintptr_t cross = 3 * leaf_span - CHUNK_SIZE;
+    tap_ok(registry_set((uint8_t *)cross, 2, &descs[2]) &&
+               registry_lookup((void *)cross) == &descs[2] &&
+               registry_lookup((void *)(cross + CHUNK_SIZE)) == &descs[2],
+           "a run across a leaf boundary is found on both sides");
+    tap_ok(registry_set((uint8_t *)cross, 2, NULL) && registry_lookup((void *)cross) == NULL &&
+               registry_lookup((void *)(cross + CHUNK_SIZE)) == NULL,
+           "cleared again: not ours");
+#if UINTPTR_MAX > 0xffffffffu
+    uintptr_t top48 = ((uintptr_t)1 << 48) - CHUNK_SIZE;
+    tap_ok(set_get(top48, &descs[3]), "the last chunk below 2^48 (arm64's mmap area)");
+    tap_ok(set_get(((uintptr_t)1 << 47) - CHUNK_SIZE, &descs[4]), "the last chunk below 2^47");
+    tap_ok(set_get((uintptr_t)1 << 47, &descs[5]), "the first chunk at 2^47");
+    tap_ok(!registry_set((uint8_t *)((uintptr_t)1 << 48), 1, &descs[6]) &&
+               registry_lookup((void *)((uintptr_t)1 << 48)) == NULL,
+           "2^48 and above: refused, and not ours");
+    tap_ok(registry_lookup((void *)~(uintptr_t)0) == NULL,
+           "the top of the address space: not ours");
+#else
+    uintptr_t top32 = (uintptr_t)0 - CHUNK_SIZE;
+    tap_ok(set_get(top32, &descs[3]), "the last chunk of the 4 GiB");
+    tap_ok(set_get((uintptr_t)1 << 31, &descs[4]), "the chunk at 2 GiB");
+#endif
+    tap_ok(registry_lookup((void *)low) == &descs[0], "the first entry survives all of it");
+    return tap_done();
+}
