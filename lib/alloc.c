@@ -111,10 +111,7 @@ static void *aligned_impl(size_t alignment, size_t size)
                 page_t *page = &c->pages[((uintptr_t)b - (uintptr_t)c->base) >> c->page_shift];
                 /* our own page: we just allocated from it (flags are the owner's: inside
                  * the reclaim handshake, like every change to the heap) */
-                heap_t *heap = tl_heap;
-                heap_enter(heap);
-                page_set_flags(page, NULL, page->flags | PAGE_HAS_ALIGNED);
-                heap_leave(heap);
+                heap_page_set_aligned(page);
             }
             return (void *)a;
         }

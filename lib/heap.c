@@ -11,13 +11,20 @@ page_t page_empty; /* free == NULL: every fast path through it falls to the slow
 /* The heap of a thread that has not allocated yet: every direct slot leads to the slow path. */
 heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 /* The same for a thread whose heap was abandoned at exit: it may still allocate in a later
- * TLS destructor (and gets a heap again), but must not start the purger (see arena.c). */
+ * TLS destructor, and must not start the purger (see arena.c). */
 heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
 static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
 static heap_t *heaps_all, *heaps_free;
 static size_t heaps_live;
+
+/* Threads past their heap's exit destructor share one heap, under late_lock: a heap of
+ * their own would never be abandoned when the allocation comes in glibc's last destructor
+ * pass (a 2 MiB chunk lost per thread). Their frees take the cross-thread path, and the
+ * purger reclaims the shared heap like any idle one. Lock order: late_lock, heaps_lock. */
+static pthread_mutex_t late_lock = PTHREAD_MUTEX_INITIALIZER;
+static heap_t *late_heap;
 
 static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
 static chunk_t *abandoned;
@@ -536,7 +543,8 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
     return page;
 }
 
-static heap_t *heap_create(void)
+/* A heap from the free list or the meta pool, set up and counted; NULL when out of memory. */
+static heap_t *heap_new(void)
 {
     thp_process_init();
     pthread_mutex_lock(&heaps_lock);
@@ -561,15 +569,49 @@ static heap_t *heap_create(void)
         heap->in_use = true;
     }
     pthread_mutex_unlock(&heaps_lock);
-    if (!heap) {
+    if (!heap)
         errno = ENOMEM;
+    return heap;
+}
+
+static heap_t *heap_create(void)
+{
+    heap_t *heap = heap_new();
+    if (!heap)
         return NULL;
-    }
     tl_heap = heap;
     /* The key's destructor abandons the heap at thread exit. */
     if (heap_key_ok)
         pthread_setspecific(heap_key, heap);
     return heap;
+}
+
+static void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
+
+/* A small block for a thread past its exit destructor, from the shared late heap. */
+static void *late_malloc(size_t size, bool zero)
+{
+    pthread_mutex_lock(&late_lock);
+    if (!late_heap)
+        late_heap = heap_new();
+    void *p = late_heap ? heap_malloc_small(late_heap, size, zero) : NULL;
+    pthread_mutex_unlock(&late_lock);
+    return p;
+}
+
+void heap_page_set_aligned(page_t *page)
+{
+    heap_t *heap = tl_heap;
+    bool late = heap == &heap_exited;
+    if (late) {
+        pthread_mutex_lock(&late_lock);
+        heap = late_heap; /* the block came from it: late_malloc set it up */
+    }
+    heap_enter(heap);
+    page_set_flags(page, NULL, page->flags | PAGE_HAS_ALIGNED);
+    heap_leave(heap);
+    if (late)
+        pthread_mutex_unlock(&late_lock);
 }
 
 void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
@@ -586,10 +628,19 @@ void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
     if (unlikely(heap == &heap_empty || heap == &heap_exited)) {
         if (unlikely(thp_passthrough()))
             return passthrough_alloc(size, 0, zero); /* no heap, ever: always here */
+        if (unlikely(heap == &heap_exited))
+            return late_malloc(size, zero);
         heap = heap_create();
         if (!heap)
             return NULL;
     }
+    return heap_malloc_small(heap, size, zero);
+}
+
+/* A block of a small class from the heap's pages (the caller owns the heap, or holds
+ * late_lock for the shared late heap). */
+static void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
+{
     unsigned cls = sc_class_of(size);
     heap_enter(heap);
     heap->slow_ops++;
@@ -779,6 +830,7 @@ size_t heap_count(void)
 
 void heap_fork_prepare(void)
 {
+    pthread_mutex_lock(&late_lock);
     pthread_mutex_lock(&heaps_lock);
     pthread_mutex_lock(&abandoned_lock);
 }
@@ -787,6 +839,7 @@ void heap_fork_parent(void)
 {
     pthread_mutex_unlock(&abandoned_lock);
     pthread_mutex_unlock(&heaps_lock);
+    pthread_mutex_unlock(&late_lock);
 }
 
 void heap_fork_child(void)
@@ -796,6 +849,7 @@ void heap_fork_child(void)
      * the child only; fork is mostly followed by exec). */
     pthread_mutex_init(&abandoned_lock, NULL);
     pthread_mutex_init(&heaps_lock, NULL);
+    pthread_mutex_init(&late_lock, NULL);
     /* Nor does the purger reclaim them: mark them reclaimed with nothing new since (their
      * owners are gone, so that stays true), instead of claiming them forever, or working
      * on one that was mid-update. */

@@ -342,6 +342,9 @@ extern HIDDEN __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))
 extern HIDDEN page_t page_empty;
 
 HIDDEN void *heap_malloc_slow(heap_t *heap, size_t size, bool zero);
+/* Marks a page of the calling thread's heap (or of the shared late heap, for a thread past
+ * its exit destructor) as holding aligned blocks, inside the reclaim handshake. */
+HIDDEN void heap_page_set_aligned(page_t *page);
 HIDDEN void free_slow(chunk_t *c, page_t *page, void *p);
 /* A freed-looking block is freed again: abort if it really is on the page's free lists. */
 HIDDEN void free_check_double(page_t *page, void *p);

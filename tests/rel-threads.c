@@ -9,6 +9,12 @@
  *                                      range from 4 threads: NULL + ENOMEM or a usable
  *                                      block, never a crash; after the filler is gone,
  *                                      every allocation succeeds again
+ *   rel-threads [-g] late N            N threads (4 at a time) allocate in glibc's last
+ *                                      TLS-destructor pass, after their heap's own exit
+ *                                      destructor: small, aligned and medium blocks, some
+ *                                      freed there, some handed to the main thread; the
+ *                                      contents hold and (thpalloc) no heap or chunk is
+ *                                      left behind per thread
  *
  * Output: "ok - ..." / "not ok - ..." lines, "# ..." diagnostics, "end" when finished
  * (the relay() format of tests/api-taplib.sh). "thp-only - ..." lines hold only for
@@ -214,6 +220,116 @@ static void mode_cycles(long n, int chains)
     }
 }
 
+/* ---- late ---------------------------------------------------------------------- */
+
+/* A key whose destructor re-arms itself until glibc's last pass (PTHREAD_DESTRUCTOR_
+ * ITERATIONS = 4), then allocates: by then the thread's heap is long abandoned. */
+#define LATE_PASSES 4
+static pthread_key_t late_key;
+static pthread_mutex_t late_mu = PTHREAD_MUTEX_INITIALIZER;
+struct late_block {
+    struct late_block *next;
+    size_t n;
+    uint64_t seed;
+};
+static struct late_block *late_list;
+static long late_bad, late_done;
+
+static void late_dtor(void *arg)
+{
+    uintptr_t pass = (uintptr_t)arg;
+    if (pass < LATE_PASSES) {
+        pthread_setspecific(late_key, (void *)(pass + 1));
+        return;
+    }
+    uint64_t seed = (uint64_t)(uintptr_t)&pass;
+    static const size_t sizes[] = {24, 100, 700, 5000, 20000};
+    long bad = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        size_t len = sizes[i], total = sizeof(struct late_block) + len;
+        /* 124 bytes aligned to 64 (aligned_alloc(64, 128)): from a class whose size is no
+         * multiple of 64, so the block is aligned inside it and its page marked */
+        struct late_block *b =
+            i == 1 ? aligned_alloc(64, (total + 63) & ~(size_t)63) : malloc(total);
+        if (!b || (i == 1 && ((uintptr_t)b & 63))) {
+            bad++;
+            continue;
+        }
+        b->n = len;
+        b->seed = seed + i;
+        fill((unsigned char *)(b + 1), len, b->seed);
+        if (i % 2) {
+            pthread_mutex_lock(&late_mu);
+            b->next = late_list;
+            late_list = b;
+            pthread_mutex_unlock(&late_mu);
+        } else {
+            bad += !verify((unsigned char *)(b + 1), len, b->seed);
+            free(b);
+        }
+    }
+    pthread_mutex_lock(&late_mu);
+    late_bad += bad;
+    late_done++;
+    pthread_mutex_unlock(&late_mu);
+}
+
+static void *late_thread(void *arg)
+{
+    (void)arg;
+    void *p = malloc(200); /* the thread's own heap, abandoned by its exit destructor */
+    free(p);
+    pthread_setspecific(late_key, (void *)1);
+    return NULL;
+}
+
+static void mode_late(long n)
+{
+    struct thpalloc_stats st0, st1;
+    pthread_key_create(&late_key, late_dtor);
+    int have = get_stats(&st0);
+    long cfail = 0, handed = 0;
+    for (long i = 0; i < n; i += 4) {
+        pthread_t t[4];
+        int made[4];
+        for (int k = 0; k < 4; k++)
+            cfail += !(made[k] = pthread_create(&t[k], NULL, late_thread, NULL) == 0);
+        for (int k = 0; k < 4; k++)
+            if (made[k])
+                pthread_join(t[k], NULL);
+        /* The main thread checks and frees what the batch handed over: frees into the
+         * shared late heap from another thread, which later late allocations reuse. */
+        while (late_list) {
+            struct late_block *b = late_list;
+            late_list = b->next;
+            late_bad += !verify((unsigned char *)(b + 1), b->n, b->seed);
+            free(b);
+            handed++;
+        }
+    }
+    printf("# late: %ld threads, %ld last-pass destructors ran, %ld blocks handed to main, "
+           "%ld bad\n",
+           n, late_done, handed, late_bad);
+    report(cfail == 0 && late_done == (n + 3) / 4 * 4,
+           "late: every thread ran its last-pass destructor");
+    report(late_bad == 0, "late: blocks allocated in the last pass keep their contents");
+    if (!glibc_mode) {
+        int ok = have && get_stats(&st1);
+        printf("# late: heaps %llu -> %llu, committed %llu -> %llu MiB, in_use %llu -> %llu\n",
+               (unsigned long long)st0.heaps, (unsigned long long)st1.heaps,
+               (unsigned long long)(st0.committed / MiB), (unsigned long long)(st1.committed / MiB),
+               (unsigned long long)st0.in_use, (unsigned long long)st1.in_use);
+        thp_report(ok && st1.heaps <= st0.heaps + 1,
+                   "late: no heap left behind per thread (one shared for late allocations)");
+        thp_report(ok && st1.committed <= st0.committed + 16 * MiB,
+                   "late: committed memory does not grow with the threads");
+        /* what stays counted: the last frees into the shared heap, not yet collected by a
+         * late allocation (about 110 KiB whatever the number of threads) */
+        thp_report(ok && st1.in_use <= st0.in_use + 256 * KiB,
+                   "late: in_use within 256 KiB of its start value (no per-thread growth)");
+    }
+}
+
 /* ---- mapcount ------------------------------------------------------------------- */
 
 static long read_max_map_count(void)
@@ -389,8 +505,10 @@ int main(int argc, char **argv)
         mode_cycles(atol(argv[a + 1]), atoi(argv[a + 2]));
     else if (a < argc && !strcmp(argv[a], "mapcount"))
         mode_mapcount();
+    else if (a < argc && !strcmp(argv[a], "late") && a + 1 < argc)
+        mode_late(atol(argv[a + 1]));
     else {
-        fprintf(stderr, "usage: rel-threads [-g] cycles N CHAINS | mapcount\n");
+        fprintf(stderr, "usage: rel-threads [-g] cycles N CHAINS | mapcount | late N\n");
         return 2;
     }
     printf("end\n");

@@ -6,7 +6,10 @@
 # inside the process only (it fills its own map table by splitting one mapping; no
 # sysctl is touched): from 4 threads, every allocation in every size range is NULL +
 # ENOMEM or a usable block, never a crash or a hang; once the filler is unmapped, every
-# allocation succeeds. Both also run under plain glibc (smaller), the test's own sanity.
+# allocation succeeds. Then 4000 threads whose TLS destructor allocates in glibc's last
+# destructor pass (after thpalloc's own exit destructor): contents intact, and no heap or
+# chunk left behind per thread (it was 2 MiB each). All also run under plain glibc, the
+# test's own sanity.
 #   REL_THREAD_CYCLES=N  (default 100000; check-long: 1000000)
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
@@ -17,4 +20,6 @@ relay "glibc" 120 "$prog" -g cycles 4000 2
 relay "glibc" 60 "$prog" -g mapcount
 relay "thpalloc" $((60 + cycles / 1000)) env LD_PRELOAD="$THPALLOC_LIB" "$prog" cycles "$cycles" 2
 relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" mapcount
+relay "glibc" 60 "$prog" -g late 2000
+relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" late 4000
 done_testing
