@@ -15,23 +15,9 @@ heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
-static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
-static heap_t *heaps_all, *heaps_free;
-static size_t heaps_live;
-
-/* Threads past their heap's exit destructor share one heap, under late_lock: a heap of
- * their own would never be abandoned when the allocation comes in glibc's last destructor
- * pass (a 2 MiB chunk lost per thread). Their frees take the cross-thread path, and the
- * purger reclaims the shared heap like any idle one. Lock order: late_lock, heaps_lock. */
-static pthread_mutex_t late_lock = PTHREAD_MUTEX_INITIALIZER;
-static heap_t *late_heap;
-
 static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
 static chunk_t *abandoned;
 static _Atomic size_t abandoned_count;
-
-extern HIDDEN pthread_key_t heap_key;
-extern HIDDEN bool heap_key_ok;
 
 /* ---- queues ---------------------------------------------------------------------------- */
 
@@ -543,77 +529,6 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
     return page;
 }
 
-/* A heap from the free list or the meta pool, set up and counted; NULL when out of memory. */
-static heap_t *heap_new(void)
-{
-    thp_process_init();
-    pthread_mutex_lock(&heaps_lock);
-    heap_t *heap = heaps_free;
-    if (heap) {
-        heaps_free = heap->next_free;
-    } else {
-        heap = meta_alloc(sizeof(heap_t));
-        if (heap) {
-            heap->next_all = heaps_all;
-            heaps_all = heap;
-        }
-    }
-    if (heap) {
-        /* Set up under the lock: the purger looks at heaps in use under it. */
-        heaps_live++;
-        heap_t *keep_next = heap->next_all;
-        memset(heap, 0, sizeof *heap);
-        heap->next_all = keep_next;
-        for (size_t i = 0; i < DIRECT_SLOTS; i++)
-            heap->direct[i] = &page_empty;
-        heap->in_use = true;
-    }
-    pthread_mutex_unlock(&heaps_lock);
-    if (!heap)
-        errno = ENOMEM;
-    return heap;
-}
-
-static heap_t *heap_create(void)
-{
-    heap_t *heap = heap_new();
-    if (!heap)
-        return NULL;
-    tl_heap = heap;
-    /* The key's destructor abandons the heap at thread exit. */
-    if (heap_key_ok)
-        pthread_setspecific(heap_key, heap);
-    return heap;
-}
-
-static void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
-
-/* A small block for a thread past its exit destructor, from the shared late heap. */
-static void *late_malloc(size_t size, bool zero)
-{
-    pthread_mutex_lock(&late_lock);
-    if (!late_heap)
-        late_heap = heap_new();
-    void *p = late_heap ? heap_malloc_small(late_heap, size, zero) : NULL;
-    pthread_mutex_unlock(&late_lock);
-    return p;
-}
-
-void heap_page_set_aligned(page_t *page)
-{
-    heap_t *heap = tl_heap;
-    bool late = heap == &heap_exited;
-    if (late) {
-        pthread_mutex_lock(&late_lock);
-        heap = late_heap; /* the block came from it: late_malloc set it up */
-    }
-    heap_enter(heap);
-    page_set_flags(page, NULL, page->flags | PAGE_HAS_ALIGNED);
-    heap_leave(heap);
-    if (late)
-        pthread_mutex_unlock(&late_lock);
-}
-
 void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
 {
     if (unlikely(atomic_load_explicit(&probe_active, memory_order_relaxed)) &&
@@ -639,7 +554,7 @@ void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
 
 /* A block of a small class from the heap's pages (the caller owns the heap, or holds
  * late_lock for the shared late heap). */
-static void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
+void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
 {
     unsigned cls = sc_class_of(size);
     heap_enter(heap);
@@ -736,7 +651,7 @@ void free_slow(chunk_t *c, page_t *page, void *p)
 
 /* ---- thread exit and fork ------------------------------------------------------------------ */
 
-static void heap_abandon(heap_t *heap)
+void heap_abandon(heap_t *heap)
 {
     /* Give back every page that is empty once remote frees are counted. */
     for (unsigned cls = 1; cls < SC_COUNT; cls++) {
@@ -789,74 +704,17 @@ static void heap_abandon(heap_t *heap)
     }
 }
 
-void heap_thread_exit(void *arg)
-{
-    heap_t *heap = arg;
-    if (!heap || heap == &heap_empty || heap == &heap_exited || !heap->in_use)
-        return;
-    tl_heap = &heap_exited;
-    heap_enter(heap);
-    heap_abandon(heap);
-    heap_leave(heap);
-    pthread_mutex_lock(&heaps_lock);
-    heap->in_use = false; /* the purger claims no more: it picks heaps in use, under the lock */
-    pthread_mutex_unlock(&heaps_lock);
-    /* A claim taken before that may still be held: the heap is recycled only once it is let
-     * go (heap_create's memset would otherwise clear a claim the purger still works under). */
-    heap_wait_unclaimed(heap);
-    pthread_mutex_lock(&heaps_lock);
-    heap->next_free = heaps_free;
-    heaps_free = heap;
-    heaps_live--;
-    pthread_mutex_unlock(&heaps_lock);
-}
-
-void heap_foreach_in_use(void (*fn)(heap_t *heap, void *arg), void *arg)
-{
-    pthread_mutex_lock(&heaps_lock);
-    for (heap_t *h = heaps_all; h; h = h->next_all)
-        if (h->in_use)
-            fn(h, arg);
-    pthread_mutex_unlock(&heaps_lock);
-}
-
-size_t heap_count(void)
-{
-    pthread_mutex_lock(&heaps_lock);
-    size_t n = heaps_live;
-    pthread_mutex_unlock(&heaps_lock);
-    return n;
-}
-
 void heap_fork_prepare(void)
 {
-    pthread_mutex_lock(&late_lock);
-    pthread_mutex_lock(&heaps_lock);
     pthread_mutex_lock(&abandoned_lock);
 }
 
 void heap_fork_parent(void)
 {
     pthread_mutex_unlock(&abandoned_lock);
-    pthread_mutex_unlock(&heaps_lock);
-    pthread_mutex_unlock(&late_lock);
 }
 
 void heap_fork_child(void)
 {
-    /* The other threads' heaps stay as they were: they may have been mid-update when the
-     * parent forked, so the child neither adopts nor frees them (their memory is lost to
-     * the child only; fork is mostly followed by exec). */
     pthread_mutex_init(&abandoned_lock, NULL);
-    pthread_mutex_init(&heaps_lock, NULL);
-    pthread_mutex_init(&late_lock, NULL);
-    /* Nor does the purger reclaim them: mark them reclaimed with nothing new since (their
-     * owners are gone, so that stays true), instead of claiming them forever, or working
-     * on one that was mid-update. */
-    for (heap_t *h = heaps_all; h; h = h->next_all) {
-        if (h->in_use && h != tl_heap) {
-            h->reclaimed = true;
-            h->reclaimed_ops = h->slow_ops;
-        }
-    }
 }

@@ -21,10 +21,11 @@ static pthread_t init_thread;
 static bool dormant;
 bool passthrough;
 
-/* Lock order: heaps, abandoned, arena, ranges, meta (the order they nest in). */
+/* Lock order: late, heaps, abandoned, arena, ranges, meta (the order they nest in). */
 static void fork_prepare(void)
 {
     reclaim_fork_prepare();
+    thread_fork_prepare();
     heap_fork_prepare();
     arena_fork_prepare();
     policy_fork_prepare();
@@ -37,6 +38,7 @@ static void fork_parent(void)
     policy_fork_parent();
     arena_fork_parent();
     heap_fork_parent();
+    thread_fork_parent();
     reclaim_fork_parent();
 }
 
@@ -46,6 +48,7 @@ static void fork_child(void)
     policy_fork_child();
     arena_fork_child();
     heap_fork_child();
+    thread_fork_child();
     reclaim_fork_child();
 }
 

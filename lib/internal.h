@@ -342,6 +342,15 @@ extern HIDDEN __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))
 extern HIDDEN page_t page_empty;
 
 HIDDEN void *heap_malloc_slow(heap_t *heap, size_t size, bool zero);
+/* A block of a small class from the heap's pages (the caller owns the heap, or holds the
+ * late lock for the shared late heap). */
+HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
+/* thread.c: the calling thread's new heap (tl_heap, and the exit destructor armed); a block
+ * from the shared late heap for a thread past its exit destructor. */
+HIDDEN heap_t *heap_create(void);
+HIDDEN void *late_malloc(size_t size, bool zero);
+/* Gives the heap's empty pages back and puts its other chunks on the abandoned list. */
+HIDDEN void heap_abandon(heap_t *heap);
 /* Marks a page of the calling thread's heap (or of the shared late heap, for a thread past
  * its exit destructor) as holding aligned blocks, inside the reclaim handshake. */
 HIDDEN void heap_page_set_aligned(page_t *page);
@@ -357,6 +366,9 @@ HIDDEN void heap_thread_exit(void *heap);
 HIDDEN void heap_fork_prepare(void);
 HIDDEN void heap_fork_parent(void);
 HIDDEN void heap_fork_child(void);
+HIDDEN void thread_fork_prepare(void);
+HIDDEN void thread_fork_parent(void);
+HIDDEN void thread_fork_child(void);
 HIDDEN size_t heap_count(void);
 /* Calls fn for every heap in use, under the heaps lock (fn must not allocate). */
 HIDDEN void heap_foreach_in_use(void (*fn)(heap_t *heap, void *arg), void *arg);
@@ -381,7 +393,7 @@ static inline size_t page_size_of(const chunk_t *c)
     return (size_t)1 << c->page_shift;
 }
 
-/* large blocks (in heap.c) */
+/* large blocks (large.c) */
 HIDDEN void *large_alloc(size_t size, size_t align, bool zero);
 HIDDEN void large_free(chunk_t *c, void *p);
 HIDDEN bool large_resize(chunk_t *c, size_t size);
