@@ -245,11 +245,15 @@ API void *memalign(size_t alignment, size_t size)
 
 API void *valloc(size_t size)
 {
+    if (unlikely(thp_passthrough())) /* glibc's, with the kernel's page size */
+        return __libc_valloc(size);
     return memalign_impl(OS_PAGE_SIZE, size);
 }
 
 API void *pvalloc(size_t size)
 {
+    if (unlikely(thp_passthrough()))
+        return __libc_pvalloc(size);
     size_t rounded;
     if (__builtin_add_overflow(size, OS_PAGE_SIZE - 1, &rounded)) {
         errno = ENOMEM;

@@ -395,7 +395,7 @@ static bool page_to_full(heap_t *heap, page_t *page)
 }
 
 /* Other threads freed into full pages: bring those pages back to their queues. */
-static void heap_rescue_full(heap_t *heap)
+void heap_rescue_full(heap_t *heap, bool may_free)
 {
     atomic_store_explicit(&heap->full_has_xfree, 0, memory_order_seq_cst);
     page_t *next;
@@ -408,7 +408,7 @@ static void heap_rescue_full(heap_t *heap)
         atomic_store_explicit(&p->in_full, 0, memory_order_seq_cst);
         page_collect(p);
         queue_push_back(&heap->queues[p->cls], p);
-        if (p->used == 0 && heap->queues[p->cls].first != p) {
+        if (may_free && p->used == 0 && heap->queues[p->cls].first != p) {
             queue_remove(&heap->queues[p->cls], p);
             page_free(heap, p);
         } else {
@@ -495,7 +495,7 @@ static void adopt_chunk(heap_t *heap, chunk_t *c)
 static page_t *heap_find_page(heap_t *heap, unsigned cls)
 {
     if (atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))
-        heap_rescue_full(heap);
+        heap_rescue_full(heap, true);
     page_queue_t *q = &heap->queues[cls];
     for (int adopted = 0;; adopted++) {
         page_t *page = q->first;

@@ -351,6 +351,10 @@ HIDDEN heap_t *heap_create(void);
 HIDDEN void *late_malloc(size_t size, bool zero);
 /* Gives the heap's empty pages back and puts its other chunks on the abandoned list. */
 HIDDEN void heap_abandon(heap_t *heap);
+/* Takes the full pages that other threads freed into back to the class queues, their frees
+ * collected; may_free: empty ones go (the owner), else they stay for the caller to reset
+ * (the purger, holding the heap by its claim: no chunk may go back to the arena there). */
+HIDDEN void heap_rescue_full(heap_t *heap, bool may_free);
 /* Marks a page of the calling thread's heap (or of the shared late heap, for a thread past
  * its exit destructor) as holding aligned blocks, inside the reclaim handshake. */
 HIDDEN void heap_page_set_aligned(page_t *page);
@@ -427,6 +431,8 @@ extern void *__libc_realloc(void *, size_t);
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
 HIDDEN size_t foreign_usable_size(void *p);
 
 /* statistics */

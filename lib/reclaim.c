@@ -162,6 +162,10 @@ static size_t purge_tail(const chunk_t *c, page_t *page, enum os_purge how)
 static size_t reclaim_heap(heap_t *heap, enum os_purge how)
 {
     size_t bytes = 0;
+    /* Full pages that other threads freed into: collected here as the owner would at its
+     * next allocation, which an idle heap (or the shared late heap) may never make. */
+    if (atomic_load_explicit(&heap->full_has_xfree, memory_order_seq_cst))
+        heap_rescue_full(heap, false);
     for (int kind = CHUNK_SMALL; kind <= CHUNK_BIG; kind++) {
         for (chunk_t *c = heap->chunks[kind]; c; c = c->next) {
             for (unsigned i = 0; i < c->npages; i++) {

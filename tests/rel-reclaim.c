@@ -3,7 +3,7 @@
  * mincore(2), OS page by OS page, so every check is exact.
  *
  *   rel-reclaim kept|holes|inside|busy|fork|background|nobarrier|hole-double-free|loop|
- *               recycle|reset-double-free
+ *               recycle|reset-double-free|remote
  *
  * A worker thread allocates on command and otherwise waits on a condition variable (no
  * allocator call: idle, as far as thpalloc can tell); the main thread makes thpalloc
@@ -235,6 +235,64 @@ static void test_kept(void)
     on_worker(job_alloc_again);
     report(again_ok, "the worker allocates %d blocks of that class again, all intact", again_n);
     on_worker(job_free_again);
+    worker_stop();
+}
+
+/* ---- remote: full pages that only other threads freed into --------------------------- */
+
+#define NREMOTE 8000 /* 48-byte blocks: about six 64 KiB pages, five of them full */
+static unsigned char *remote[NREMOTE];
+
+static void job_fill_remote(void)
+{
+    alloc_ok = 1;
+    for (int i = 0; i < NREMOTE; i++) {
+        remote[i] = malloc(SMALL);
+        if (!remote[i]) {
+            alloc_ok = 0;
+            return;
+        }
+        fill(remote[i], SMALL, (unsigned)i);
+    }
+}
+
+/* The worker's pages fill up and go to its full list; the main thread frees every block
+ * (cross-thread frees into full pages) while the worker stays idle: without the purger
+ * collecting those frees, the pages would stay resident until the worker allocates. */
+static void test_remote(void)
+{
+    worker_start();
+    on_worker(job_fill_remote);
+    report(alloc_ok, "the worker allocated %d blocks of %d bytes", NREMOTE, SMALL);
+    int bad = 0;
+    for (int i = 0; i < NREMOTE; i++)
+        bad += !intact(remote[i], SMALL, (unsigned)i);
+    for (int i = 0; i < NREMOTE; i++)
+        free(remote[i]); /* from the main thread */
+    int before = 0, after = 0, total = 0;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < NREMOTE; i++) {
+        uintptr_t a = (uintptr_t)remote[i];
+        lo = a < lo ? a : lo;
+        hi = a > hi ? a : hi;
+    }
+    for (uintptr_t p = lo & ~(OSP - 1); p <= hi; p += OSP) {
+        total++;
+        before += resident((void *)p) == 1;
+    }
+    purge_now();
+    for (uintptr_t p = lo & ~(OSP - 1); p <= hi; p += OSP)
+        after += resident((void *)p) == 1;
+    report(bad == 0, "the blocks were intact when the main thread freed them");
+    report(before >= total * 9 / 10, "freed by another thread, %d of %d OS pages were resident",
+           before, total);
+    report(after <= 16, "after reclaim %d of them are (the frees into full pages collected)",
+           after);
+    again_n = NREMOTE / 4;
+    on_worker(job_alloc_again);
+    report(again_ok, "the worker allocates %d blocks of that class again, all intact", again_n);
+    on_worker(job_free_again);
+    again_n = NSMALL;
     worker_stop();
 }
 
@@ -771,10 +829,12 @@ int main(int argc, char **argv)
         test_recycle();
     else if (!strcmp(what, "reset-double-free"))
         test_reset_double_free();
+    else if (!strcmp(what, "remote"))
+        test_remote();
     else {
         fprintf(stderr, "usage: rel-reclaim "
                         "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop|"
-                        "recycle|reset-double-free\n");
+                        "recycle|reset-double-free|remote\n");
         return 2;
     }
     printf("end\n");

@@ -5,12 +5,13 @@
 # with mincore(2) page by page; live blocks keep their contents; a block in a hole freed
 # again is a double free; reclaim while threads allocate and fork is safe; with
 # membarrier refused by a seccomp filter nothing is touched. And the page a loop of
-# malloc/free uses stays (loop): no page or chunk given back per call.
+# malloc/free uses stays (loop): no page or chunk given back per call. Full pages that only
+# other threads freed into are collected and given back too (remote).
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/rel-reclaim
 test -x "$prog" || bail "$prog not built"
-for what in kept holes inside busy fork recycle nobarrier loop; do
+for what in kept holes inside busy fork recycle nobarrier loop remote; do
     relay "$what" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" "$what"
 done
 relay background 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" background

@@ -334,11 +334,11 @@ static bool only_separators(const char *buf, size_t len)
 /* --- the smoke test --- */
 
 /* Runs argv[0] (a full path) with envp, stdin and the other output on /dev/null, and output
- * `fd` (1 or 2) read into out[cap] (NUL-terminated, trailing newlines and blanks cut; the
- * rest of a longer output is read and dropped). Returns the wait status, or -1 with why[]
- * saying what failed. */
+ * `fd` (1 or 2) read into out[cap] (NUL-terminated, trailing newlines and blanks cut, *len
+ * bytes; the rest of a longer output is read and dropped). Returns the wait status, or -1
+ * with why[] saying what failed. */
 static int run_capture(char *const argv[], char *const envp[], int fd, char *out, size_t cap,
-                       char *why, size_t wcap)
+                       size_t *len, char *why, size_t wcap)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0) {
@@ -353,13 +353,15 @@ static int run_capture(char *const argv[], char *const envp[], int fd, char *out
         return -1;
     }
     if (pid == 0) {
-        int nul = open("/dev/null", O_RDWR);
+        /* The pipe's end above 2 first: started with 0-2 closed, it may be one of them. */
+        int w = pfd[1] > 2 ? pfd[1] : fcntl(pfd[1], F_DUPFD_CLOEXEC, 3);
+        int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (nul >= 0) {
             dup2(nul, 0);
             dup2(nul, 1);
             dup2(nul, 2);
         }
-        dup2(pfd[1], fd);
+        dup2(w, fd);
         signal(SIGALRM, SIG_DFL);
         alarm(30); /* a program that hangs fails the check instead of the install */
         execve(argv[0], argv, envp);
@@ -385,6 +387,7 @@ static int run_capture(char *const argv[], char *const envp[], int fd, char *out
     out[n] = '\0';
     while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
         out[--n] = '\0';
+    *len = n; /* bytes read: a NUL among them still counts */
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR) {
@@ -402,10 +405,10 @@ static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap
     snprintf(pre, sizeof pre, "LD_PRELOAD=%s", lib);
     char *envp[] = {pre, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     char err[1024];
-    int st = run_capture(argv, envp, 2, err, sizeof err, why, cap);
+    size_t n = 0;
+    int st = run_capture(argv, envp, 2, err, sizeof err, &n, why, cap);
     if (st < 0)
         return false;
-    size_t n = strlen(err);
     if (WIFSIGNALED(st)) {
         snprintf(why, cap, "LD_PRELOAD=%s %s was killed by signal %d%s%s", lib, argv[0],
                  WTERMSIG(st), n ? ": " : "", err);
@@ -477,7 +480,8 @@ static void warn_missing_archs(void)
     }
     char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     char out[1024], why[256];
-    int st = run_capture(argv, envp, 1, out, sizeof out, why, sizeof why);
+    size_t n = 0;
+    int st = run_capture(argv, envp, 1, out, sizeof out, &n, why, sizeof why);
     if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return;
     for (char *save = NULL, *arch = strtok_r(out, " \t\n", &save); arch;
