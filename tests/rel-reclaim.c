@@ -130,17 +130,21 @@ static unsigned char *small[NSMALL];
 static unsigned char *again[2 * NSMALL];
 static int alloc_ok;
 
+/* n blocks of SMALL bytes into b[], block i filled with seed i; 0 when one fails. */
+static int alloc_filled(unsigned char **b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        b[i] = malloc(SMALL);
+        if (!b[i])
+            return 0;
+        fill(b[i], SMALL, (unsigned)i);
+    }
+    return 1;
+}
+
 static void job_fill_small(void)
 {
-    alloc_ok = 1;
-    for (int i = 0; i < NSMALL; i++) {
-        small[i] = malloc(SMALL);
-        if (!small[i]) {
-            alloc_ok = 0;
-            return;
-        }
-        fill(small[i], SMALL, (unsigned)i);
-    }
+    alloc_ok = alloc_filled(small, NSMALL);
 }
 
 static void job_free_all_small(void)
@@ -245,15 +249,7 @@ static unsigned char *remote[NREMOTE];
 
 static void job_fill_remote(void)
 {
-    alloc_ok = 1;
-    for (int i = 0; i < NREMOTE; i++) {
-        remote[i] = malloc(SMALL);
-        if (!remote[i]) {
-            alloc_ok = 0;
-            return;
-        }
-        fill(remote[i], SMALL, (unsigned)i);
-    }
+    alloc_ok = alloc_filled(remote, NREMOTE);
 }
 
 /* The worker's pages fill up and go to its full list; the main thread frees every block
