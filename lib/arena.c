@@ -74,7 +74,14 @@ static inline void bit_clear(uint64_t *bm, size_t i)
  * fresh, hence unadvised. */
 static inline enum os_advice advice_get(const arena_t *a, size_t i)
 {
-    return i < ARENA_MAX_CHUNKS ? (enum os_advice)(a->advice[i] & 0x7f) : OS_ADVICE_NONE;
+    return i < ARENA_MAX_CHUNKS ? (enum os_advice)(a->advice[i] & ADVICE_MASK) : OS_ADVICE_NONE;
+}
+
+/* Chunks that leave MADV_HUGEPAGE without an madvise (decommitted: a new mapping). */
+static void advice_drop_huge(arena_t *a, size_t n)
+{
+    a->huge_chunks -= n;
+    atomic_fetch_sub_explicit(&stat_huge_advised, (uint64_t)n << CHUNK_SHIFT, memory_order_relaxed);
 }
 
 /* Gives chunks [first, first+n) of arena the advice their use calls for, one madvise per
@@ -144,8 +151,86 @@ static arena_t *arena_desc_new(void)
     return meta_alloc(sizeof(arena_t)); /* zeroed */
 }
 
+/* Strict overcommit (vm.overcommit_memory = 2) is read when the first arena is reserved:
+ * there arenas are reserved PROT_NONE and chunks committed as they are handed out, so that
+ * the commit charge follows use (MAP_NORESERVE means nothing in that mode). */
+static int commit_strict = -1;
+
+static bool strict_commit(void)
+{
+    if (commit_strict < 0)
+        commit_strict = os_overcommit_mode() == 2;
+    return commit_strict;
+}
+
+static void arena_unmap(arena_t *a);
+
+static bool arena_has_dirty(const arena_t *a)
+{
+    for (size_t w = 0; w < ARENA_MAX_CHUNKS / 64; w++)
+        if (a->dirty[w])
+            return true;
+    return false;
+}
+
+/* Unmaps every shared arena that has no chunk in use, at once: a reservation failed, and
+ * their address space may be what is missing (arena lock held). Returns how many. */
+static size_t arenas_unmap_all_free(void)
+{
+    size_t n = 0;
+    for (arena_t **pp = &arenas; *pp;) {
+        arena_t *a = *pp;
+        if (a->nfree != a->nchunks) {
+            pp = &a->next;
+            continue;
+        }
+        *pp = a->next;
+        arena_unmap(a);
+        n++;
+    }
+    return n;
+}
+
+/* Unmaps the shared arenas whose chunks have all been free and purged for purge_delay (at
+ * once with force), but one: the spare for the next growth. Lowers *next to when the next
+ * one is due (arena lock held). With purge = free, the chunks stay lazily freed for that
+ * delay, then the address space goes too. */
+static void arenas_unmap_idle(uint32_t now, bool force, uint32_t *next)
+{
+    long delay = thp_policy_in_force.purge_delay_ms;
+    bool spare = false;
+    for (arena_t **pp = &arenas; *pp;) {
+        arena_t *a = *pp;
+        if (a->nfree != a->nchunks || arena_has_dirty(a)) {
+            a->idle = false;
+            pp = &a->next;
+            continue;
+        }
+        if (!a->idle) {
+            a->idle = true;
+            a->idle_since = now;
+        }
+        bool due = force || (delay >= 0 && (int32_t)(now - a->idle_since) >= (int32_t)delay);
+        if (!spare || !due) {
+            if (spare && delay >= 0) {
+                uint32_t t = a->idle_since + (uint32_t)delay;
+                if (*next == 0 || (int32_t)(t - *next) < 0)
+                    *next = t;
+            }
+            spare = true;
+            pp = &a->next;
+            continue;
+        }
+        *pp = a->next;
+        arena_unmap(a);
+    }
+}
+
 /* Reserves a new arena of at least min_chunks chunks: arena_size first, then halves when
- * the kernel says no (RLIMIT_AS, overcommit), down to what the request needs. */
+ * the kernel says no (RLIMIT_AS, overcommit), down to what the request needs. Before the
+ * first halving, the arenas that are wholly free are given back (their address space may
+ * be what is missing). Dedicated mappings are charged as glibc's are, so that the kernel's
+ * overcommit heuristic refuses what cannot be backed. */
 static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
 {
     size_t want = dedicated ? min_chunks : thp_policy_in_force.arena_size >> CHUNK_SHIFT;
@@ -155,10 +240,21 @@ static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
         want = min_chunks;
     if (align < CHUNK_SIZE)
         align = CHUNK_SIZE;
+    enum os_reserve how = dedicated         ? OS_RESERVE_ACCOUNTED
+                          : strict_commit() ? OS_RESERVE_UNCOMMITTED
+                                            : OS_RESERVE_NORESERVE;
     uint8_t *base = NULL;
+    bool unmapped = false;
     for (;;) {
-        base = os_reserve_aligned(want << CHUNK_SHIFT, align);
-        if (base || want <= min_chunks)
+        base = os_reserve_aligned(want << CHUNK_SHIFT, align, how);
+        if (base)
+            break;
+        if (!unmapped) {
+            unmapped = true;
+            if (arenas_unmap_all_free())
+                continue;
+        }
+        if (want <= min_chunks)
             break;
         want = want / 2 > min_chunks ? want / 2 : min_chunks;
     }
@@ -187,6 +283,62 @@ static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
         arenas = a;
     }
     return a;
+}
+
+/* Gives an arena's address space back (arena lock held; a shared one is off the list and
+ * has no chunk in use, a dedicated one is its block's). Its chunks leave the registry: the
+ * space may be mapped by anyone next. */
+static void arena_unmap(arena_t *a)
+{
+    size_t size = (size_t)a->nchunks << CHUNK_SHIFT;
+    if (!a->dedicated) {
+        size_t dirty = 0;
+        for (size_t w = 0; w < ARENA_MAX_CHUNKS / 64; w++)
+            dirty += (size_t)__builtin_popcountll(a->dirty[w]);
+        atomic_fetch_sub_explicit(&stat_purge_pending, dirty << CHUNK_SHIFT, memory_order_relaxed);
+        atomic_fetch_add_explicit(&stat_purged, dirty << CHUNK_SHIFT, memory_order_relaxed);
+        registry_set(a->base, a->nchunks, NULL); /* leaves exist: cannot fail */
+    } else {
+        atomic_fetch_add_explicit(&stat_purged, size, memory_order_relaxed);
+    }
+    atomic_fetch_sub_explicit(&stat_huge_advised, (uint64_t)a->huge_chunks << CHUNK_SHIFT,
+                              memory_order_relaxed);
+    introspect_remove_range(a->base);
+    os_release(a->base, size);
+    atomic_fetch_sub_explicit(&stat_reserved, size, memory_order_relaxed);
+    a->next = arena_desc_free;
+    arena_desc_free = a;
+}
+
+/* Strict overcommit: commits the chunks of [first, first+n) that are not, in runs. On a
+ * refusal (the commit limit), what this call committed is given back and false returned. */
+static bool commit_run(arena_t *a, size_t first, size_t n)
+{
+    for (size_t i = first; i < first + n;) {
+        if (bit_get(a->committed, i)) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < first + n && !bit_get(a->committed, j))
+            j++;
+        if (!os_commit(a->base + (i << CHUNK_SHIFT), (j - i) << CHUNK_SHIFT)) {
+            for (size_t k = first; k < i; k++)
+                if (bit_get(a->committed, k) && !bit_get(a->used, k) && !bit_get(a->dirty, k)) {
+                    os_decommit(a->base + (k << CHUNK_SHIFT), CHUNK_SIZE, "thpalloc");
+                    bit_clear(a->committed, k);
+                    a->advice[k] = OS_ADVICE_NONE;
+                }
+            errno = ENOMEM;
+            return false;
+        }
+        for (size_t k = i; k < j; k++) {
+            bit_set(a->committed, k);
+            a->advice[k] = OS_ADVICE_NONE; /* a fresh mapping since the decommit */
+        }
+        i = j;
+    }
+    return true;
 }
 
 /* First fit of n free chunks whose start is aligned to align. */
@@ -228,7 +380,7 @@ static bool arena_find(arena_t *a, size_t n, size_t align, size_t *first)
     return false;
 }
 
-static void purge_locked(uint32_t now, bool force);
+static void purge_locked(uint32_t now, bool force, bool unmap);
 
 /* The purger: free chunks (under the arena lock) and dirty page slots of live chunks
  * (lock-free, by CAS on each slot), each once its purge_delay has passed; it sleeps until the
@@ -240,7 +392,7 @@ static void *purger_main(void *arg)
     for (;;) {
         uint32_t now = now_ms();
         if (purge_armed && (int32_t)(now - next_purge_ms) >= 0)
-            purge_locked(now, false);
+            purge_locked(now, false, true);
         uint32_t pages_next = 0;
         if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed)) {
             pthread_mutex_unlock(&arena_lock);
@@ -317,15 +469,17 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
     if (purge_armed) {
         uint32_t now = now_ms();
         if ((int32_t)(now - next_purge_ms) >= 0)
-            purge_locked(now, false);
+            purge_locked(now, false, true);
     }
     arena_t *a = NULL;
     size_t first = 0;
     size_t arena_chunks = thp_policy_in_force.arena_size >> CHUNK_SHIFT;
     if (arena_chunks > ARENA_MAX_CHUNKS)
         arena_chunks = ARENA_MAX_CHUNKS;
-    if (n > arena_chunks / 2) {
-        /* A block of half an arena or more gets a mapping of its own. */
+    if (n > arena_chunks / 2 || align > (arena_chunks << CHUNK_SHIFT) / 2) {
+        /* A block of half an arena or more gets a mapping of its own, and so does one
+         * aligned to more: its reservation (size + alignment) is charged, so that the
+         * kernel refuses an absurd one as it would glibc's. */
         a = arena_new(n, align, true);
         first = 0;
     } else {
@@ -344,11 +498,18 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
                 a = NULL; /* over-aligned request in a smaller fallback arena */
         }
     }
+    if (a && !a->dedicated && strict_commit() && !commit_run(a, first, n)) {
+        /* Over the commit limit: give back the charge of free chunks, then try once more. */
+        purge_locked(now_ms(), true, false); /* a stays mapped */
+        if (!commit_run(a, first, n))
+            a = NULL;
+    }
     if (!a) {
         pthread_mutex_unlock(&arena_lock);
         errno = ENOMEM;
         return NULL;
     }
+    a->idle = false;
     bool zero = true;
     if (!a->dedicated) {
         for (size_t i = first; i < first + n; i++) {
@@ -356,10 +517,10 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
                 zero = false;
                 bit_clear(a->dirty, i);
                 atomic_fetch_sub_explicit(&stat_purge_pending, CHUNK_SIZE, memory_order_relaxed);
-            } else if (a->advice[i] & 0x80) {
+            } else if (a->advice[i] & ADVICE_MAYBE_OLD) {
                 zero = false; /* purged with MADV_FREE: old contents may come back */
             }
-            a->advice[i] &= 0x7f;
+            a->advice[i] &= ADVICE_MASK;
             bit_set(a->used, i);
         }
         a->nfree -= (uint32_t)n;
@@ -381,13 +542,15 @@ bool arena_grow_chunks(arena_t *a, uint8_t *base, size_t n, size_t want, size_t 
     bool ok = first + want <= a->nchunks;
     for (size_t i = first + n; ok && i < first + want; i++)
         ok = !bit_get(a->used, i);
+    if (ok && strict_commit())
+        ok = commit_run(a, first + n, want - n);
     if (ok) {
         for (size_t i = first + n; i < first + want; i++) {
             if (bit_get(a->dirty, i)) {
                 bit_clear(a->dirty, i);
                 atomic_fetch_sub_explicit(&stat_purge_pending, CHUNK_SIZE, memory_order_relaxed);
             }
-            a->advice[i] &= 0x7f;
+            a->advice[i] &= ADVICE_MASK;
             bit_set(a->used, i);
         }
         a->nfree -= (uint32_t)(want - n);
@@ -411,16 +574,7 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
     pthread_mutex_lock(&arena_lock);
     atomic_fetch_sub_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
     if (a->dedicated) {
-        atomic_fetch_sub_explicit(&stat_huge_advised, (uint64_t)a->huge_chunks << CHUNK_SHIFT,
-                                  memory_order_relaxed);
-        introspect_remove_range(a->base);
-        os_release(a->base, (size_t)a->nchunks << CHUNK_SHIFT);
-        atomic_fetch_sub_explicit(&stat_reserved, (size_t)a->nchunks << CHUNK_SHIFT,
-                                  memory_order_relaxed);
-        atomic_fetch_add_explicit(&stat_purged, (size_t)a->nchunks << CHUNK_SHIFT,
-                                  memory_order_relaxed);
-        a->next = arena_desc_free;
-        arena_desc_free = a;
+        arena_unmap(a);
         pthread_mutex_unlock(&arena_lock);
         return;
     }
@@ -436,13 +590,13 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
     atomic_fetch_add_explicit(&stat_purge_pending, n << CHUNK_SHIFT, memory_order_relaxed);
     long delay = thp_policy_in_force.purge_delay_ms;
     if (delay == 0) {
-        purge_locked(now, false);
+        purge_locked(now, false, true);
     } else if (delay > 0) {
         if (!purge_armed) {
             purge_armed = true;
             next_purge_ms = now + (uint32_t)delay;
         } else if ((int32_t)(now - next_purge_ms) >= 0) {
-            purge_locked(now, false);
+            purge_locked(now, false, true);
         }
         if (purger_waiting)
             pthread_cond_signal(&purger_cond);
@@ -514,26 +668,39 @@ static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
         while (j < a->nchunks && bit_get(a->dirty, j) &&
                (force || (int32_t)(now - a->freed_at[j]) >= (int32_t)delay))
             j++;
-        if (os_purge(a->base + (i << CHUNK_SHIFT), (j - i) << CHUNK_SHIFT,
-                     thp_policy_in_force.purge)) {
+        uint8_t *p = a->base + (i << CHUNK_SHIFT);
+        size_t len = (j - i) << CHUNK_SHIFT;
+        if (strict_commit() ? os_decommit(p, len, "thpalloc")
+                            : os_purge(p, len, thp_policy_in_force.purge)) {
             for (size_t k = i; k < j; k++) {
                 bit_clear(a->dirty, k);
-                if (thp_policy_in_force.purge == OS_PURGE_FREE)
-                    a->advice[k] |= 0x80; /* not known to be zero */
+                if (strict_commit()) {
+                    /* the charge goes with the pages; so does the advice (a new mapping) */
+                    bit_clear(a->committed, k);
+                    if (advice_get(a, k) == OS_ADVICE_HUGE)
+                        advice_drop_huge(a, 1);
+                    a->advice[k] = OS_ADVICE_NONE;
+                } else if (thp_policy_in_force.purge == OS_PURGE_FREE) {
+                    a->advice[k] |= ADVICE_MAYBE_OLD;
+                }
             }
-            purged += (j - i) << CHUNK_SHIFT;
+            purged += len;
         }
         i = j;
     }
     return purged;
 }
 
-static void purge_locked(uint32_t now, bool force)
+/* Purges the free chunks that are due (all with force); unmap: then gives back the arenas
+ * left wholly free but one (not while the caller holds an arena it found). */
+static void purge_locked(uint32_t now, bool force, bool unmap)
 {
     size_t purged = 0;
     uint32_t next = 0;
     for (arena_t *a = arenas; a; a = a->next)
         purged += purge_arena(a, now, force, &next);
+    if (unmap)
+        arenas_unmap_idle(now, force, &next);
     purge_armed = next != 0;
     next_purge_ms = next;
     atomic_fetch_sub_explicit(&stat_purge_pending, purged, memory_order_relaxed);
@@ -547,7 +714,7 @@ size_t arena_purge(bool force)
     pages += heaps_reclaim(now_ms(), force, &next);
     pthread_mutex_lock(&arena_lock);
     uint64_t before = atomic_load_explicit(&stat_purged, memory_order_relaxed);
-    purge_locked(now_ms(), force);
+    purge_locked(now_ms(), force, true);
     uint64_t after = atomic_load_explicit(&stat_purged, memory_order_relaxed);
     pthread_mutex_unlock(&arena_lock);
     return pages + (size_t)(after - before);

@@ -596,7 +596,7 @@ static char *next_line(char *str, int num, void *stream)
 static bool scratch_get(struct ctx *c)
 {
     if (!c->scratch)
-        c->scratch = os_reserve_aligned(sizeof(struct scratch), 4096);
+        c->scratch = os_reserve_aligned(sizeof(struct scratch), 4096, OS_RESERVE_NORESERVE);
     return c->scratch != NULL;
 }
 

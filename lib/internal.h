@@ -221,14 +221,22 @@ struct arena {
     uint8_t *base;
     uint32_t nchunks;
     uint32_t nfree;
-    bool dedicated;     /* one large block's own mapping: released when it is freed */
+    bool dedicated; /* one large block's own mapping: released when it is freed */
+    bool idle;      /* every chunk free and purged since idle_since (ms clock) */
+    uint32_t idle_since;
     size_t huge_chunks; /* chunks under MADV_HUGEPAGE */
     arena_t *next;
     uint64_t used[ARENA_MAX_CHUNKS / 64];  /* chunk handed out */
     uint64_t dirty[ARENA_MAX_CHUNKS / 64]; /* free, maybe resident, not zero */
-    uint8_t advice[ARENA_MAX_CHUNKS];      /* enum os_advice the chunk carries */
-    uint32_t freed_at[ARENA_MAX_CHUNKS];   /* ms clock when it became dirty */
+    /* strict overcommit (vm.overcommit_memory = 2): chunk read/write, charged */
+    uint64_t committed[ARENA_MAX_CHUNKS / 64];
+    uint8_t advice[ARENA_MAX_CHUNKS];    /* enum os_advice the chunk carries, | ADVICE_MAYBE_OLD */
+    uint32_t freed_at[ARENA_MAX_CHUNKS]; /* ms clock when it became dirty */
 };
+
+/* advice[] bit: purged with MADV_FREE, so old contents may come back (not known zero). */
+#define ADVICE_MAYBE_OLD 0x80
+#define ADVICE_MASK 0x7f
 
 struct policy {
     struct thp_policy thp;

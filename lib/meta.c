@@ -27,7 +27,7 @@ static void *meta_alloc_locked(size_t size)
     if ((size_t)(bump_end - bump) < size) {
         size_t seg =
             size > META_SEGMENT ? (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1) : META_SEGMENT;
-        uint8_t *p = os_reserve_aligned(seg, OS_PAGE_SIZE);
+        uint8_t *p = os_reserve_aligned(seg, OS_PAGE_SIZE, OS_RESERVE_NORESERVE);
         if (!p)
             return NULL;
         os_name(p, seg, "thpalloc meta");

@@ -24,7 +24,7 @@
 #define MADV_FREE 8
 #endif
 
-void *os_reserve_aligned(size_t size, size_t align)
+void *os_reserve_aligned(size_t size, size_t align, enum os_reserve how)
 {
     /* Over-reserve by align, then trim both ends: the kernel has no aligned mmap. */
     if (size + align < size) {
@@ -32,8 +32,9 @@ void *os_reserve_aligned(size_t size, size_t align)
         return NULL;
     }
     size_t span = size + align;
-    uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    int prot = how == OS_RESERVE_UNCOMMITTED ? PROT_NONE : PROT_READ | PROT_WRITE;
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | (how == OS_RESERVE_NORESERVE ? MAP_NORESERVE : 0);
+    uint8_t *p = mmap(NULL, span, prot, flags, -1, 0);
     if (p == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;
@@ -51,6 +52,47 @@ void *os_reserve_aligned(size_t size, size_t align)
 void os_release(void *addr, size_t size)
 {
     munmap(addr, size);
+}
+
+bool os_commit(void *addr, size_t size)
+{
+    if (mprotect(addr, size, PROT_READ | PROT_WRITE) == 0)
+        return true;
+    errno = ENOMEM;
+    return false;
+}
+
+bool os_decommit(void *addr, size_t size, const char *name)
+{
+    int saved = errno;
+    void *p = mmap(addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    errno = saved;
+    if (p == MAP_FAILED)
+        return false;
+    os_name(addr, size, name);
+    return true;
+}
+
+#define OVERCOMMIT_PATH "/proc/sys/vm/overcommit_memory"
+static int overcommit_mode = -1; /* unread */
+
+int os_overcommit_mode(void)
+{
+    int m = __atomic_load_n(&overcommit_mode, __ATOMIC_RELAXED);
+    if (m >= 0)
+        return m;
+    char buf[16];
+    m = 0; /* unreadable (no /proc): the kernel's default */
+    if (os_read_small_file(OVERCOMMIT_PATH, buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '2')
+        m = buf[0] - '0';
+    /* Racing first readers read the same file: same value. */
+    __atomic_store_n(&overcommit_mode, m, __ATOMIC_RELAXED);
+    return m;
+}
+
+void os_overcommit_override(int mode)
+{
+    __atomic_store_n(&overcommit_mode, mode, __ATOMIC_RELAXED);
 }
 
 bool os_purge(void *addr, size_t size, enum os_purge how)

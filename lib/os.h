@@ -11,9 +11,27 @@
 enum os_advice { OS_ADVICE_NONE = 0, OS_ADVICE_HUGE = 1, OS_ADVICE_NOHUGE = 2 };
 enum os_purge { OS_PURGE_DONTNEED = 0, OS_PURGE_FREE = 1 };
 
-/* Reserves size bytes of read/write anonymous memory aligned to align (a power of two
- * >= the page size). NULL with errno = ENOMEM on failure. */
-void *os_reserve_aligned(size_t size, size_t align);
+/* How a reservation is mapped (see docs/design.md, "Commit charge"):
+ * - NORESERVE: read/write, MAP_NORESERVE: never charged to the commit limit under
+ *   vm.overcommit_memory 0 or 1 (mode 2 ignores the flag and charges it all);
+ * - UNCOMMITTED: PROT_NONE, never charged in any mode; os_commit makes parts usable;
+ * - ACCOUNTED: read/write and charged, as glibc's own mmap: the kernel's overcommit
+ *   heuristic refuses what cannot possibly be backed (a 1 TiB block on a small machine). */
+enum os_reserve { OS_RESERVE_NORESERVE = 0, OS_RESERVE_UNCOMMITTED, OS_RESERVE_ACCOUNTED };
+/* Reserves size bytes of anonymous memory aligned to align (a power of two >= the page
+ * size). NULL with errno = ENOMEM on failure. */
+void *os_reserve_aligned(size_t size, size_t align, enum os_reserve how);
+/* Makes part of an UNCOMMITTED reservation read/write (charged to the commit limit);
+ * false (ENOMEM) when the kernel refuses the charge. */
+bool os_commit(void *addr, size_t size);
+/* Gives a committed range back: its pages and its charge (mmap MAP_FIXED of PROT_NONE over
+ * it: mprotect alone would keep the charge). The range reads as nothing until committed
+ * again, and is named `name` again. */
+bool os_decommit(void *addr, size_t size, const char *name);
+/* vm.overcommit_memory (0 heuristic, 1 always, 2 strict), read once on first use. */
+int os_overcommit_mode(void);
+/* For unit tests: the value os_overcommit_mode() returns from now on. */
+void os_overcommit_override(int mode);
 /* Returns a reservation to the OS. */
 void os_release(void *addr, size_t size);
 /* Gives the physical pages back; the range stays reserved and reads as zero (dontneed)

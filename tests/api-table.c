@@ -553,6 +553,92 @@ static size_t mallinfo1_uord(void)
 }
 #pragma GCC diagnostic pop
 
+/* Requests no machine of this size can back (40 GiB, 1 TiB, 64 TiB; a 1 TiB alignment)
+ * through every entry point. glibc maps them charged, so the kernel's overcommit policy
+ * answers: NULL + ENOMEM under the default heuristic on a machine with less memory and
+ * swap than asked for, a pointer under vm.overcommit_memory = 1. Either way thpalloc must
+ * answer the same in the same run. A block that is had is not touched, only freed. */
+static void cases_absurd(void)
+{
+#if SIZE_MAX > 0xffffffffu
+    static const struct {
+        size_t n;
+        const char *s;
+    } big[] = {{(size_t)40 << 30, "40G"}, {(size_t)1 << 40, "1T"}, {(size_t)64 << 40, "64T"}};
+    char name[80];
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        size_t n = opaque(big[i].n);
+        for (int fn = 0; fn < 8; fn++) {
+            static const char *const fns[] = {"malloc",         "calloc",        "realloc",
+                                              "posix_memalign", "aligned_alloc", "memalign",
+                                              "valloc",         "pvalloc"};
+            void *p = NULL, *old = NULL;
+            int rc = 0;
+            errno = SENTINEL;
+            switch (fn) {
+            case 0:
+                p = malloc(n);
+                break;
+            case 1:
+                p = calloc(opaque(1), n);
+                break;
+            case 2:
+                old = malloc(opaque(100));
+                memset(old, 0x5a, 100);
+                p = realloc(old, n);
+                break;
+            case 3:
+                rc = posix_memalign(&p, 64, n);
+                break;
+            case 4:
+                p = aligned_alloc(4096, n);
+                break;
+            case 5:
+                p = memalign(2 * MiB, n);
+                break;
+            case 6:
+                p = valloc(n);
+                break;
+            default:
+                p = pvalloc(n);
+                break;
+            }
+            int e = fn == 3 ? rc : errno;
+            snprintf(name, sizeof name, "%s(%s) beyond this machine", fns[fn], big[i].s);
+            const char *extra = NULL;
+            if (fn == 2 && !p) {
+                unsigned char *o = old;
+                int intact = 1;
+                for (int k = 0; k < 100; k++)
+                    intact &= o[k] == 0x5a;
+                extra = intact ? "original intact" : "original DAMAGED";
+                free(old);
+            }
+            line_ptr(name, p, e, extra);
+            free(p);
+        }
+    }
+    for (int fn = 0; fn < 3; fn++) {
+        void *p = NULL;
+        int rc = 0;
+        errno = SENTINEL;
+        size_t tib = opaque((size_t)1 << 40);
+        if (fn == 0)
+            rc = posix_memalign(&p, tib, 8);
+        else if (fn == 1)
+            p = aligned_alloc(tib, 8);
+        else
+            p = memalign(tib, 8);
+        snprintf(name, sizeof name, "%s(1T alignment,8)",
+                 fn == 0   ? "posix_memalign"
+                 : fn == 1 ? "aligned_alloc"
+                           : "memalign");
+        line_ptr(name, p, fn == 0 ? rc : errno, NULL);
+        free(p);
+    }
+#endif
+}
+
 static void case_mallinfo(void)
 {
     enum { N = 10 * 1024 };
@@ -768,6 +854,7 @@ int main(int argc, char **argv)
     free(opaque_ptr(NULL));
     printf("free(NULL): returns, %s\n", err_name(errno));
 
+    cases_absurd();
     sweep_alignments();
     sweep_malloc();
     sweep_calloc_reuse();

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "proc-status.h"
 #include "relay-report.h"
 
 #define KiB ((size_t)1 << 10)
@@ -31,16 +32,7 @@
 
 static size_t vm_size(void)
 {
-    char buf[4096];
-    FILE *f = fopen("/proc/self/status", "r");
-    size_t kb = 0;
-    if (!f)
-        return 0;
-    while (fgets(buf, sizeof buf, f))
-        if (sscanf(buf, "VmSize: %zu kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb * KiB;
+    return proc_status_bytes("VmSize");
 }
 
 static int set_limit(void)

@@ -1,5 +1,6 @@
 /* A test interposer loaded before libthpalloc.so.1: it injects the system THP setting (the
- * sysfs file is replaced by the file POLICY_SHIM_ENABLED names) and counts the madvise
+ * sysfs file is replaced by the file POLICY_SHIM_ENABLED names) and the overcommit mode
+ * (/proc/sys/vm/overcommit_memory by POLICY_SHIM_OVERCOMMIT's file), and counts the madvise
  * calls the allocator makes, written at exit to the file POLICY_SHIM_OUT names as
  * "huge=N nohuge=N other=N". Raw system calls only: this runs inside malloc. */
 
@@ -17,6 +18,9 @@ static int open_impl(const char *path, int flags, mode_t mode)
 {
     const char *fake = getenv("POLICY_SHIM_ENABLED");
     if (fake && strcmp(path, "/sys/kernel/mm/transparent_hugepage/enabled") == 0)
+        path = fake;
+    fake = getenv("POLICY_SHIM_OVERCOMMIT");
+    if (fake && strcmp(path, "/proc/sys/vm/overcommit_memory") == 0)
         path = fake;
     return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
 }
