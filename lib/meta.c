@@ -12,10 +12,14 @@
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *bump, *bump_end;
 
-/* Chunk descriptors live in segments of their own so that they can be walked. */
+/* Chunk descriptors live in segments of their own so that they can be walked. A segment's
+ * descriptors are handed out in order (count: how many so far, read by the walkers), so
+ * that only the descriptors in use are ever touched: a process with one chunk pays one
+ * descriptor's pages, not the segment's 256 KiB. Freed ones are recycled first. */
 typedef struct desc_segment {
     struct desc_segment *next;
-    size_t count;
+    _Atomic size_t count;
+    size_t capacity;
     chunk_t descs[];
 } desc_segment_t;
 static desc_segment_t *_Atomic desc_segments;
@@ -54,21 +58,24 @@ chunk_t *chunk_desc_alloc(void)
 {
     pthread_mutex_lock(&meta_lock);
     chunk_t *c = desc_free;
+    desc_segment_t *s = atomic_load_explicit(&desc_segments, memory_order_relaxed);
     if (c) {
         desc_free = c->next;
+    } else if (s && atomic_load_explicit(&s->count, memory_order_relaxed) < s->capacity) {
+        size_t n = atomic_load_explicit(&s->count, memory_order_relaxed);
+        c = &s->descs[n];
+        /* release: a walker that sees the count sees a zeroed descriptor (CHUNK_FREE) */
+        atomic_store_explicit(&s->count, n + 1, memory_order_release);
     } else {
-        size_t n = (META_SEGMENT - sizeof(desc_segment_t)) / sizeof(chunk_t);
-        desc_segment_t *s = meta_alloc_locked(sizeof(desc_segment_t) + n * sizeof(chunk_t));
+        size_t cap = (META_SEGMENT - sizeof(desc_segment_t)) / sizeof(chunk_t);
+        s = meta_alloc_locked(sizeof(desc_segment_t) + cap * sizeof(chunk_t));
         if (!s) {
             pthread_mutex_unlock(&meta_lock);
             errno = ENOMEM;
             return NULL;
         }
-        s->count = n;
-        for (size_t i = n - 1; i >= 1; i--) {
-            s->descs[i].next = desc_free;
-            desc_free = &s->descs[i];
-        }
+        s->capacity = cap;
+        atomic_store_explicit(&s->count, 1, memory_order_relaxed);
         c = &s->descs[0];
         s->next = atomic_load_explicit(&desc_segments, memory_order_relaxed);
         atomic_store_explicit(&desc_segments, s, memory_order_release);
@@ -92,7 +99,7 @@ void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg)
 {
     for (desc_segment_t *s = atomic_load_explicit(&desc_segments, memory_order_acquire); s;
          s = s->next)
-        for (size_t i = 0; i < s->count; i++)
+        for (size_t i = 0, n = atomic_load_explicit(&s->count, memory_order_acquire); i < n; i++)
             fn(&s->descs[i], arg);
 }
 
