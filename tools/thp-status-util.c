@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,6 +92,12 @@ void ts_rooted(char *out, size_t cap, const char *abs_path)
     while (rl > 0 && root[rl - 1] == '/')
         rl--;
     snprintf(out, cap, "%.*s%s", (int)rl, root, abs_path);
+}
+
+void ts_proc_path(char *out, size_t cap, const char *rel)
+{
+    const char *dir = getauxval(AT_SECURE) ? NULL : getenv("THP_STATUS_TEST_PROC");
+    snprintf(out, cap, "%s/%s", dir && dir[0] ? dir : "/proc", rel);
 }
 
 void ts_selected(const char *text, char *out, size_t cap)
