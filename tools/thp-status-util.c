@@ -100,6 +100,20 @@ void ts_proc_path(char *out, size_t cap, const char *rel)
     snprintf(out, cap, "%s/%s", dir && dir[0] ? dir : "/proc", rel);
 }
 
+bool ts_vmflag(const char *line, const char *flag)
+{
+    const char *p = strchr(line, ':');
+    size_t fl = strlen(flag);
+    for (p = p ? p + 1 : line; *p;) {
+        p += strspn(p, " \t\n");
+        size_t n = strcspn(p, " \t\n");
+        if (n == fl && strncmp(p, flag, fl) == 0)
+            return true;
+        p += n;
+    }
+    return false;
+}
+
 void ts_selected(const char *text, char *out, size_t cap)
 {
     const char *o = strchr(text, '['), *c = o ? strchr(o, ']') : NULL;
