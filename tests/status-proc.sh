@@ -23,7 +23,18 @@ if ! start_holder 4 THPALLOC_CONF="$CONF" THPALLOC_PURGE_DELAY=250ms; then
     done_testing
 fi
 P=$HOLDER_PID
+P_OUT=$HOLDER_OUT
 diag "holder $P: $(grep -c '^block' "$HOLDER_OUT") blocks"
+# A second holder with memory charged to the commit limit inside thpalloc's ranges, as the
+# library's strict-overcommit mode makes (see status-holder.c), and a mapping across a
+# range's end.
+if ! start_holder 1 STATUS_HOLDER_CHARGE=1; then
+    ok 1 "status-holder runs under thpalloc with STATUS_HOLDER_CHARGE=1"
+    done_testing
+fi
+C=$HOLDER_PID
+C_OUT=$HOLDER_OUT
+diag "holder $C: $(grep -c '^range' "$C_OUT") ranges, $(grep -c '^charge' "$C_OUT") charged mappings made"
 
 # A plain process without thpalloc.
 sleep 600 &
@@ -36,13 +47,53 @@ THP_ON=yes
 
 # AnonHugePages of the holder's VMAs that contain its blocks, from smaps, by the test.
 blocks_huge() {
-    awk -v list="$(awk '$1 == "block" { print $2 }' "$HOLDER_OUT" | tr '\n' ' ')" '
+    awk -v list="$(awk '$1 == "block" { print $2 }' "$P_OUT" | tr '\n' ' ')" '
         BEGIN { n = split(list, b, " "); for (i = 1; i <= n; i++) { sub(/^0x/, "", b[i]); a[i] = b[i] } }
         function hex(s,   i, c, v) { v = 0; s = tolower(s); for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; v = v * 16 + c } return v }
         /^[0-9a-f]+-[0-9a-f]+ / { split($1, r, "-"); lo = hex(r[1]); hi = hex(r[2]); inb = 0
             for (i = 1; i <= n; i++) { x = hex(a[i]); if (x >= lo && x < hi) inb = 1 } }
         $1 == "AnonHugePages:" && inb { s += $2 }
         END { print s + 0 }' "/proc/$P/smaps"
+}
+
+# The address space of process $1 from its smaps, by the test, in kB: inside the ranges the
+# holder printed in file $2 (none: /dev/null) the Size and the part charged (an "ac" token
+# in VmFlags), the same for the whole process (from the Size lines), and the number of
+# mappings only partly inside the ranges.
+space() {
+    "$PYTHON" - "/proc/$1/smaps" "$2" <<'PY'
+import re, sys
+ranges = [(int(f[1], 16), int(f[1], 16) + int(f[2])) for f in (l.split() for l in open(sys.argv[2])) if f[:1] == ["range"]]
+res = chg = size = charged = partial = 0
+for line in open(sys.argv[1]):
+    m = re.match(r"([0-9a-f]+)-([0-9a-f]+) ", line)
+    if m:
+        s, e = int(m.group(1), 16), int(m.group(2), 16)
+        inside = sum(max(0, min(e, b) - max(s, a)) for a, b in ranges)
+        partial += 0 < inside < e - s
+    elif line.startswith("Size:"):
+        kb = int(line.split()[1])
+    elif line.startswith("VmFlags:"):
+        ac = "ac" in line.split()[1:]
+        res += inside // 1024
+        chg += inside // 1024 if ac else 0
+        size += kb
+        charged += kb if ac else 0
+print(res, chg, size, charged, partial)
+PY
+}
+# run_still TOOL ARGS... (PID in $SP, its ranges in $SP_OUT): runs the tool until the
+# test's figures of the process are the same before and after; they are in $SPACE.
+run_still() {
+    tries=0
+    while :; do
+        SPACE=$(space "$SP" "$SP_OUT")
+        run "$@"
+        tries=$((tries + 1))
+        [ "$SPACE" = "$(space "$SP" "$SP_OUT")" ] && break
+        [ $tries -ge 20 ] && break
+        sleep 0.1
+    done
 }
 
 for T in $TOOLS; do
@@ -86,7 +137,7 @@ for T in $TOOLS; do
         "(True, '$LIB_REAL', 'active')" "$t: JSON: loaded, library, active"
 
     # The policy equals what the library itself says (thpalloc_policy()).
-    lib_pol=$(awk '$1 == "policy" { $1 = ""; sub(/^ /, ""); print }' "$HOLDER_OUT")
+    lib_pol=$(awk '$1 == "policy" { $1 = ""; sub(/^ /, ""); print }' "$P_OUT")
     tool_pol=$("$PYTHON" - "$SCRATCH/json" <<'PY'
 import json, sys
 for s in json.load(open(sys.argv[1]))["processes"][0]["policy"]["settings"]:
@@ -129,10 +180,42 @@ PY
     ok $(grep -qE "^    thpalloc arenas +$arena_rss kB +[0-9]+ kB +$arena_huge kB" "$SCRATCH/text"; echo $?) \
         "$t: the text view shows the arenas' Rss and AnonHugePages"
 
-    # A process without thpalloc.
+    # Address space and commit charge, inside thpalloc's ranges and in the whole process,
+    # equal the test's own sums over smaps: the first holder (what the library charges by
+    # itself), the second (2 or 3 MiB charged by hand, one mapping across a range's end).
+    for SP in $P $C; do
+        SP_OUT=$P_OUT
+        [ "$SP" = "$C" ] && SP_OUT=$C_OUT
+        run_still "$T" --json "$SP"
+        set -- $SPACE
+        res=$1 chg=$2 size=$3 charged=$4 partial=$5
+        diag "$SP by the test: reserved $res kB, charged $chg kB in the ranges ($partial partly in); process $size kB, charged $charged kB"
+        is "$(json "$OUT" "[(a['size_kb'], a['charged_kb']) for a in [d['processes'][0]['thpalloc']['attribution']['arenas']]][0], d['processes'][0]['address_space_kb']['size'], d['processes'][0]['address_space_kb']['charged'], d['processes'][0]['thpalloc']['attribution']['partial_mappings']")" \
+            "(($res, $chg), $size, $charged, $partial)" "$t: holder $SP: JSON reserved and charged in the ranges, in the process, as smaps says"
+        is "$(json "$OUT" "d['processes'][0]['thpalloc']['introspect']['reserved_bytes'] // 1024")" "$res" \
+            "$t: holder $SP: the arenas' mappings cover the arena table ($res kB)"
+        run_still "$T" "$SP"
+        ok $(grep -qE "^    thpalloc arenas +$1 kB +$2 kB\$" "$OUT" && grep -qE "^    whole process +$3 kB +$4 kB\$" "$OUT"; echo $?) \
+            "$t: holder $SP: the text view shows them ($1/$2 kB, $3/$4 kB)"
+    done
+    made=$(awk '$1 == "charge" { s += $3 } END { print s / 1024 }' "$C_OUT")
+    if [ "$made" -gt 0 ]; then
+        ok $([ "$chg" -gt 0 ] && [ "$chg" -le "$made" ] && [ "$chg" -ge $((made - 1024)) ]; echo $?) \
+            "$t: the holder's charged mappings ($made kB, 1 MiB of it perhaps outside) are charged in the ranges ($chg kB)"
+    else
+        skip "$t: charged memory in the ranges" "status-holder found no free chunk to charge"
+    fi
+
+    # A process without thpalloc: its address space only.
+    SP=$PLAIN SP_OUT=/dev/null
+    run_still "$T" --json "$PLAIN"
+    set -- $SPACE
+    is "$(json "$OUT" "d['processes'][0]['address_space_kb'], d['processes'][0]['thpalloc']['attribution']")" \
+        "({'size': $3, 'charged': $4}, None)" "$t: a process without thpalloc: its address space and charge, no attribution"
     run "$T" "$PLAIN"
-    ok $([ "$RC" -eq 0 ] && grep -qE '^  thpalloc +not loaded$' "$OUT" && ! grep -q 'thpalloc arenas' "$OUT"; echo $?) \
-        "$t: a process without thpalloc: not loaded, no attribution"
+    ok $([ "$RC" -eq 0 ] && grep -qE '^  thpalloc +not loaded$' "$OUT" && ! grep -q 'thpalloc arenas' "$OUT" \
+        && grep -qE "^    whole process +$3 kB +$4 kB\$" "$OUT"; echo $?) \
+        "$t: a process without thpalloc: not loaded, no attribution, the whole process's charge"
 
     # Two PIDs at once.
     run "$T" --json "$P" "$PLAIN"
@@ -162,6 +245,14 @@ PY
     ok $(grep -qE "^thp_process_anon_huge_bytes\{pid=\"$P\",comm=\"status-holder\"\} $((a_huge * 1024))\$" "$OUT" \
         && grep -qE "^thp_process_thpalloc_loaded\{pid=\"$P\",comm=\"status-holder\"\} 1\$" "$OUT"; echo $?) \
         "$t: --all --prometheus: the holder's huge pages and thpalloc"
+    SP=$C SP_OUT=$C_OUT
+    run_still "$T" --all --prometheus
+    set -- $SPACE
+    is "$(sed -n "s/^\(thp_process_thpalloc_arena_reserved_bytes\|thp_process_thpalloc_arena_charged_bytes\|thp_process_charged_bytes\){pid=\"$C\",comm=\"status-holder\"} //p" "$OUT" | tr '\n' ' ')" \
+        "$(($1 * 1024)) $(($2 * 1024)) $(($4 * 1024)) " "$t: --all --prometheus: the charge holder's reserved and charged bytes"
+    run_still "$T" --all --json
+    is "$(json "$OUT" "[(p['thpalloc']['attribution']['arenas']['charged_kb'], p['address_space_kb']['charged']) for p in d['processes'] if p['pid'] == $C], [p['address_space_kb'] for p in d['processes'] if p['pid'] == $PLAIN]")" \
+        "([($2, $4)], [None])" "$t: --all --json: charged figures where smaps is read (processes with thpalloc)"
     sanitizer_clean "$t"
 done
 done_testing

@@ -29,6 +29,18 @@ mkdir -p "$(dirname "$GOODCONF")"
 printf '# test policy\n[global]\nthp = never\npurge_delay = 250ms\n' >"$GOODCONF"
 chmod 644 "$GOODCONF"
 
+# Fake kernel files for the commit charge (THP_STATUS_TEST_PROC stands for /proc): each
+# overcommit mode, a missing file, a value the kernel never writes.
+mkproc() { # mkproc NAME OVERCOMMIT-CONTENT (none: no file)
+    mkdir -p "$SCRATCH/proc-$1/sys/vm"
+    printf 'MemTotal:        2048000 kB\nCommitLimit:     1000000 kB\nCommitted_AS:     123456 kB\nAnonHugePages:      4096 kB\n' \
+        >"$SCRATCH/proc-$1/meminfo"
+    [ "$2" = none ] || printf '%s\n' "$2" >"$SCRATCH/proc-$1/sys/vm/overcommit_memory"
+}
+for m in 0 1 2; do mkproc $m $m; done
+mkproc none none
+mkproc bad 7
+
 for T in $TOOLS; do
     t=$(basename "$T")
     run "$T"
@@ -203,6 +215,97 @@ PY
     else
         ok $(! grep -q '! enabled = never' "$SCRATCH/text"; echo $?) "$t: no enabled = never warning (enabled = $en)"
     fi
+    # The commit charge from fake files: exact lines, JSON values, Prometheus samples.
+    THP_STATUS_TEST_PROC=$SCRATCH/proc-2 run "$T"
+    ok $([ "$RC" -eq 0 ] && grep -qx '  overcommit_memory      2 (strict: refused beyond CommitLimit)' "$OUT" \
+        && grep -qx '  CommitLimit            1000000 kB' "$OUT" && grep -qx '  Committed_AS           123456 kB' "$OUT" \
+        && grep -qx '  AnonHugePages          4096 kB' "$OUT"; echo $?) \
+        "$t: fake /proc, strict mode: overcommit_memory, CommitLimit, Committed_AS lines"
+    THP_STATUS_TEST_PROC=$SCRATCH/proc-2 run "$T" --json
+    is "$(json "$OUT" "d['system']['overcommit']")" \
+        '{"mode": 2, "mode_name": "strict", "commit_limit_kb": 1000000, "committed_as_kb": 123456}' \
+        "$t: fake /proc, strict mode: JSON overcommit"
+    THP_STATUS_TEST_PROC=$SCRATCH/proc-2 run "$T" --prometheus
+    is "$(grep -E '^(# (HELP|TYPE) )?thp_(overcommit_mode|commit_limit_bytes|committed_as_bytes)' "$OUT" | grep -v '^# HELP')" \
+        "$(printf '%s\n' '# TYPE thp_overcommit_mode gauge' 'thp_overcommit_mode 2' \
+            '# TYPE thp_commit_limit_bytes gauge' 'thp_commit_limit_bytes 1024000000' \
+            '# TYPE thp_committed_as_bytes gauge' 'thp_committed_as_bytes 126418944')" \
+        "$t: fake /proc, strict mode: Prometheus gauges in bytes"
+    got=
+    for m in 0 1; do
+        THP_STATUS_TEST_PROC=$SCRATCH/proc-$m run "$T" --json
+        got="$got $(json "$OUT" "d['system']['overcommit']['mode'], d['system']['overcommit']['mode_name']")"
+        THP_STATUS_TEST_PROC=$SCRATCH/proc-$m run "$T"
+        got="$got $(sed -n 's/^  overcommit_memory  *//p' "$OUT")"
+    done
+    is "$got" " (0, 'heuristic') 0 (heuristic: only obvious overcommits refused) (1, 'always') 1 (always: no commit check)" \
+        "$t: fake /proc: modes 0 and 1 by name"
+    bad=
+    for c in none bad; do
+        THP_STATUS_TEST_PROC=$SCRATCH/proc-$c run "$T" --json
+        [ "$RC" -eq 0 ] && [ "$(json "$OUT" "d['system']['overcommit']['mode'], d['system']['overcommit']['mode_name'], d['system']['overcommit']['committed_as_kb']")" = "(None, None, 123456)" ] || bad="$bad json:$c"
+        THP_STATUS_TEST_PROC=$SCRATCH/proc-$c run "$T" --prometheus
+        ! grep -q '^thp_overcommit_mode' "$OUT" && grep -qx 'thp_committed_as_bytes 126418944' "$OUT" || bad="$bad prom:$c"
+    done
+    THP_STATUS_TEST_PROC=$SCRATCH/proc-none run "$T"
+    grep -qx "  overcommit_memory      unknown ($SCRATCH/proc-none/sys/vm/overcommit_memory: No such file or directory)" "$OUT" || bad="$bad text:none"
+    THP_STATUS_TEST_PROC=$SCRATCH/proc-bad run "$T"
+    grep -qx "  overcommit_memory      unknown ($SCRATCH/proc-bad/sys/vm/overcommit_memory: Invalid argument)" "$OUT" || bad="$bad text:bad"
+    ok $([ -z "$bad" ]; echo $?) "$t: fake /proc: a missing or unknown overcommit_memory is unknown, null, no sample${bad:+ (wrong:$bad)}"
+
+    # The commit charge of this machine. The mode and CommitLimit hold still; Committed_AS
+    # includes every process's charge, the tool's own and awk's: the tool's figure lies
+    # between the test's readings less awk's charge (2 MiB at most) and plus the tool's own
+    # (measured while a PID view waits, before it has read much: up to 2 MiB more later), on
+    # a read when nothing else came or went.
+    mode=$(cat /proc/sys/vm/overcommit_memory)
+    run "$T" --json
+    is "$(json "$OUT" "d['system']['overcommit']['mode']")" "$mode" "$t: overcommit mode $mode as in /proc/sys/vm/overcommit_memory"
+    run "$T"
+    ok $(grep -qE "^  overcommit_memory +$mode \((heuristic|always|strict): " "$OUT"; echo $?) "$t: the text view names mode $mode"
+    tries=0
+    while :; do
+        before=$(meminfo CommitLimit)
+        run "$T" --prometheus
+        after=$(meminfo CommitLimit)
+        tries=$((tries + 1))
+        { [ "$before" = "$after" ] || [ $tries -ge 20 ]; } && break
+    done
+    is "$(sed -n 's/^thp_commit_limit_bytes //p' "$OUT")" "$((after * 1024))" "$t: CommitLimit in Prometheus equals /proc/meminfo ($after kB)"
+    sleep 600 &
+    quiet=$!
+    CLEANUP_PIDS="$CLEANUP_PIDS $quiet"
+    THP_STATUS_TEST_PAUSE=smaps_rollup:1500 "$T" "$quiet" >/dev/null 2>"$SCRATCH/pause.err" &
+    tpid=$!
+    i=0
+    while ! grep -q 'test pause' "$SCRATCH/pause.err" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    own=$(awk '$1 == "VmFlags:" { ac = 0; for (i = 2; i <= NF; i++) if ($i == "ac") ac = 1; s += ac * size }
+               $1 == "Size:" { size = $2 } END { print s + 0 }' "/proc/$tpid/smaps")
+    wait "$tpid"
+    kill "$quiet"
+    wait "$quiet" 2>/dev/null
+    # A busy machine (a build) may never hold still: then it cannot be checked, and only a
+    # figure off on reads where it held still is a failure.
+    tries=0 still=0 good=
+    while [ $tries -lt 40 ] && [ -z "$good" ]; do
+        before=$(meminfo Committed_AS)
+        run "$T" --json
+        after=$(meminfo Committed_AS)
+        got=$(json "$OUT" "d['system']['overcommit']['committed_as_kb']")
+        tries=$((tries + 1))
+        if [ "$before" = "$after" ]; then
+            still=$((still + 1))
+            [ "$got" -ge $((before - 2048)) ] && [ "$got" -le $((after + own + 2048)) ] && good=yes
+        fi
+        [ -n "$good" ] || sleep 0.1
+    done
+    if [ -n "$good" ] || [ $still -gt 0 ]; then
+        ok $([ -n "$good" ]; echo $?) \
+            "$t: Committed_AS in JSON ($got kB) is /proc/meminfo's ($before kB) with the tool's own charge ($own kB)"
+    else
+        skip "$t: Committed_AS in JSON" "it never held still around a read in $tries tries (a busy machine)"
+    fi
+
     sanitizer_clean "$t"
 done
 done_testing

@@ -9,6 +9,8 @@
  * symbol's offset in the .dynsym of the mapped file, read the table with
  * process_vm_readv, and sum the smaps figures of the VMAs inside the ranges versus the
  * rest. Where that fails, mappings named [anon:thpalloc ...] are used instead.
+ * Among the figures: each VMA's size and whether it is charged to the commit limit ("ac"
+ * in VmFlags), so that what thpalloc reserves and what it charges can be told apart.
  * The output (text, JSON, Prometheus) is in thp-status-procview.c. */
 #include "thp-status.h"
 #include "thpalloc.h"
@@ -410,34 +412,42 @@ static uint64_t overlap(const struct proc *p, uint64_t s, uint64_t e)
 
 struct vma {
     uint64_t start, end;
-    bool named_thpalloc, hg;
+    bool named_thpalloc, hg, ac;
     uint64_t rss, anon, huge;
     bool valid;
 };
+
+/* The address-space figures of `bytes` of v (all of it, or its part in or out of the
+ * arenas): Size, and the part charged to the commit limit or advised for huge pages. */
+static void mem_add_space(struct mem *m, const struct vma *v, uint64_t bytes)
+{
+    m->size_kb += bytes / 1024;
+    if (v->ac)
+        m->charged_kb += bytes / 1024;
+    if (v->hg)
+        m->advised_kb += bytes / 1024;
+}
 
 static void vma_account(struct proc *p, const struct vma *v)
 {
     if (!v->valid)
         return;
     uint64_t len = v->end - v->start, in;
+    p->size_kb += len / 1024;
+    if (v->ac)
+        p->charged_kb += len / 1024;
+    if (!p->loaded)
+        return;
     if (p->intro_ok)
         in = overlap(p, v->start, v->end);
     else
         in = v->named_thpalloc ? len : 0;
-    if (in == 0) {
-        p->out.rss_kb += v->rss;
-        p->out.anon_kb += v->anon;
-        p->out.huge_kb += v->huge;
-        if (v->hg)
-            p->out.advised_kb += len / 1024;
-        return;
-    }
-    if (in >= len) {
-        p->in.rss_kb += v->rss;
-        p->in.anon_kb += v->anon;
-        p->in.huge_kb += v->huge;
-        if (v->hg)
-            p->in.advised_kb += len / 1024;
+    if (in == 0 || in >= len) {
+        struct mem *m = in ? &p->in : &p->out;
+        m->rss_kb += v->rss;
+        m->anon_kb += v->anon;
+        m->huge_kb += v->huge;
+        mem_add_space(m, v, len);
         return;
     }
     /* A VMA that is only partly ours (the kernel merged our reservation with a neighbour):
@@ -452,10 +462,8 @@ static void vma_account(struct proc *p, const struct vma *v)
     p->out.rss_kb += v->rss - rss;
     p->out.anon_kb += v->anon - anon;
     p->out.huge_kb += v->huge - huge;
-    if (v->hg) {
-        p->in.advised_kb += in / 1024;
-        p->out.advised_kb += (len - in) / 1024;
-    }
+    mem_add_space(&p->in, v, in);
+    mem_add_space(&p->out, v, len - in);
 }
 
 static void read_smaps(struct proc *p)
@@ -493,12 +501,15 @@ static void read_smaps(struct proc *p)
             v.anon = kb;
         else if (!strncmp(l, "AnonHugePages:", 14) && ts_kv_kb(l, "AnonHugePages", &kb))
             v.huge = kb;
-        else if (!strncmp(l, "VmFlags:", 8))
-            v.hg = strstr(l, " hg") != NULL;
+        else if (!strncmp(l, "VmFlags:", 8)) {
+            v.hg = ts_vmflag(l, "hg");
+            v.ac = ts_vmflag(l, "ac"); /* VM_ACCOUNT: counted in Committed_AS */
+        }
     }
     vma_account(p, &v);
     free(t);
-    p->attr_ok = true;
+    p->space_ok = true;
+    p->attr_ok = p->loaded;
     p->attr_method = p->intro_ok ? "introspect" : "names";
 }
 
@@ -613,7 +624,8 @@ void proc_collect(struct proc *p, pid_t pid, bool full)
         read_maps(p);
         if (p->loaded)
             read_introspect(p);
-        if (p->loaded && p->maps_ok)
+        /* smaps is long: --all reads it only where there is something to attribute */
+        if (p->maps_ok && (p->loaded || full))
             read_smaps(p);
         if (full) {
             read_env_aux(p);

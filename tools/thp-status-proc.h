@@ -11,6 +11,7 @@
 
 struct mem {
     uint64_t rss_kb, anon_kb, huge_kb, advised_kb;
+    uint64_t size_kb, charged_kb; /* address space, and the part with VmFlags "ac" */
 };
 
 struct perr {
@@ -47,6 +48,8 @@ struct proc {
     const char *attr_method;
     struct mem in, out;
     unsigned partial_vmas;
+    bool space_ok; /* smaps read: the whole process's address space below */
+    uint64_t size_kb, charged_kb;
     bool env_read;
     char **env;
     int nenv;

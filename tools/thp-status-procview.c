@@ -111,6 +111,16 @@ static void proc_text(const struct proc *p)
             printf("    (%u mapping%s only partly inside the arenas: shared in proportion)\n",
                    p->partial_vmas, p->partial_vmas == 1 ? "" : "s");
     }
+    if (p->space_ok) {
+        /* What the process costs against CommitLimit, and thpalloc's part of it. */
+        printf("  address space (smaps: Size reserved, charged = VmFlags ac, in Committed_AS)\n");
+        printf("    %-16s %12s %12s\n", "", "Size", "charged");
+        if (p->attr_ok)
+            printf("    %-16s %9" PRIu64 " kB %9" PRIu64 " kB\n", "thpalloc arenas", p->in.size_kb,
+                   p->in.charged_kb);
+        printf("    %-16s %9" PRIu64 " kB %9" PRIu64 " kB\n", "whole process", p->size_kb,
+               p->charged_kb);
+    }
     if (p->pol_ok) {
         printf("  policy (what the configuration says for this process, and why)\n");
         ts_policy_text(&p->pol, "    ");
@@ -136,6 +146,8 @@ static void json_mem(const char *key, const struct mem *m)
     j_u64("anonymous_kb", m->anon_kb);
     j_u64("anon_huge_kb", m->huge_kb);
     j_u64("huge_advised_kb", m->advised_kb);
+    j_u64("size_kb", m->size_kb);
+    j_u64("charged_kb", m->charged_kb);
     j_end();
 }
 
@@ -171,6 +183,13 @@ static void proc_json(const struct proc *p, bool full)
         j_end();
     } else
         j_null("memory_kb");
+    if (p->space_ok) {
+        j_obj("address_space_kb");
+        j_u64("size", p->size_kb);
+        j_u64("charged", p->charged_kb);
+        j_end();
+    } else
+        j_null("address_space_kb");
     j_obj("thpalloc");
     if (p->maps_ok)
         j_bool("loaded", p->loaded);
@@ -307,6 +326,17 @@ static void mib(uint64_t kb, char *buf, size_t cap)
         snprintf(buf, cap, "%.1fM", (double)kb / 1024.0);
 }
 
+/* The figure of --all's Prometheus family `field` for p, in kB: false where p lacks it. */
+static bool prom_field(const struct proc *p, int field, uint64_t *kb)
+{
+    if (!p->rollup_ok || (field >= 3 && field <= 6 && !p->attr_ok) || (field == 7 && !p->space_ok))
+        return false;
+    const uint64_t v[] = {p->rss_kb,     p->anon_kb,    p->huge_kb,       p->in.rss_kb,
+                          p->in.huge_kb, p->in.size_kb, p->in.charged_kb, p->charged_kb};
+    *kb = v[field];
+    return true;
+}
+
 int ts_all(void)
 {
     DIR *d = opendir("/proc");
@@ -382,17 +412,21 @@ int ts_all(void)
              2},
             {"thp_process_thpalloc_arena_rss_bytes", "Resident memory in thpalloc's arenas.", 3},
             {"thp_process_thpalloc_arena_huge_bytes", "Huge pages in thpalloc's arenas.", 4},
+            {"thp_process_thpalloc_arena_reserved_bytes",
+             "Address space of thpalloc's arenas (smaps Size).", 5},
+            {"thp_process_thpalloc_arena_charged_bytes",
+             "Part of thpalloc's arenas charged to the commit limit (VmFlags ac).", 6},
+            {"thp_process_charged_bytes",
+             "Address space of the process charged to the commit limit (VmFlags ac), "
+             "where smaps was read.",
+             7},
         };
         for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
             for (size_t i = 0; i < n; i++) {
                 const struct proc *p = &v[i];
-                if (!p->rollup_ok || (fam[f].field >= 3 && !p->attr_ok))
+                uint64_t kb;
+                if (!prom_field(p, fam[f].field, &kb))
                     continue;
-                uint64_t kb = fam[f].field == 0   ? p->rss_kb
-                              : fam[f].field == 1 ? p->anon_kb
-                              : fam[f].field == 2 ? p->huge_kb
-                              : fam[f].field == 3 ? p->in.rss_kb
-                                                  : p->in.huge_kb;
                 char pid[16];
                 snprintf(pid, sizeof pid, "%d", (int)p->pid);
                 p_family(fam[f].name, "gauge", fam[f].help);

@@ -27,6 +27,9 @@ static const char *const meminfo_keys[] = {"AnonHugePages", "ShmemHugePages", "S
                                            "FileHugePages", "FilePmdMapped",  "HugePages_Total",
                                            "Hugetlb",       "MemTotal",       "AnonPages"};
 #define N_MEMINFO (sizeof meminfo_keys / sizeof meminfo_keys[0])
+/* What the kernel charges to the commit limit, thpalloc's mappings included. */
+static const char *const commit_keys[] = {"CommitLimit", "Committed_AS"};
+#define N_COMMIT (sizeof commit_keys / sizeof commit_keys[0])
 
 struct knob {
     char raw[256]; /* as read */
@@ -52,6 +55,11 @@ struct sysview {
     bool meminfo_ok;
     uint64_t meminfo[N_MEMINFO];
     bool meminfo_has[N_MEMINFO];
+    int overcommit; /* vm.overcommit_memory, -1: unreadable (overcommit_err) */
+    int overcommit_err;
+    char overcommit_path[PATH_MAX];
+    uint64_t commit[N_COMMIT];
+    bool commit_has[N_COMMIT];
     struct {
         char name[64];
         uint64_t v;
@@ -152,7 +160,9 @@ static uint64_t vm_get(const struct sysview *v, const char *name, bool *found)
 static void read_vmstat(struct sysview *v)
 {
     int err;
-    char *t = ts_slurp("/proc/vmstat", NULL, &err);
+    char path[PATH_MAX];
+    ts_proc_path(path, sizeof path, "vmstat");
+    char *t = ts_slurp(path, NULL, &err);
     if (!t)
         return;
     for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
@@ -278,6 +288,35 @@ static void warnings(struct sysview *v)
              v->policy_problems, v->policy_problems == 1 ? "" : "s");
 }
 
+static void read_overcommit(struct sysview *v)
+{
+    char buf[32], *end;
+    ts_proc_path(v->overcommit_path, sizeof v->overcommit_path, "sys/vm/overcommit_memory");
+    v->overcommit = -1;
+    v->overcommit_err = ts_read_small(v->overcommit_path, buf, sizeof buf);
+    if (v->overcommit_err)
+        return;
+    long m = strtol(buf, &end, 10);
+    if (end == buf || *end || m < 0 || m > 2)
+        v->overcommit_err = EINVAL;
+    else
+        v->overcommit = (int)m;
+}
+
+/* vm.overcommit_memory: the name, and what it means for an allocation. */
+static const char *overcommit_name(int mode, const char **what)
+{
+    static const char *const name[] = {"heuristic", "always", "strict"};
+    static const char *const means[] = {"only obvious overcommits refused", "no commit check",
+                                        "refused beyond CommitLimit"};
+    if (mode < 0 || mode > 2) {
+        *what = "unknown";
+        return NULL;
+    }
+    *what = means[mode];
+    return name[mode];
+}
+
 static void collect(struct sysview *v)
 {
     struct stat st;
@@ -293,13 +332,17 @@ static void collect(struct sysview *v)
     }
     read_mthp(v);
     int err;
-    char *mi = ts_slurp("/proc/meminfo", NULL, &err);
+    ts_proc_path(path, sizeof path, "meminfo");
+    char *mi = ts_slurp(path, NULL, &err);
     if (mi) {
         v->meminfo_ok = true;
         for (size_t i = 0; i < N_MEMINFO; i++)
             v->meminfo_has[i] = ts_kv_kb(mi, meminfo_keys[i], &v->meminfo[i]);
+        for (size_t i = 0; i < N_COMMIT; i++)
+            v->commit_has[i] = ts_kv_kb(mi, commit_keys[i], &v->commit[i]);
         free(mi);
     }
+    read_overcommit(v);
     read_vmstat(v);
     read_preload(v);
     char conf[PATH_MAX], dir[PATH_MAX];
@@ -365,6 +408,16 @@ static void out_text(const struct sysview *v)
             printf("  %-22s %" PRIu64 "\n", meminfo_keys[i], v->meminfo[i]);
     if (!v->meminfo_ok)
         printf("  /proc/meminfo unreadable\n");
+    printf("Commit charge (vm.overcommit_memory, /proc/meminfo)\n");
+    const char *what, *name = overcommit_name(v->overcommit, &what);
+    if (name)
+        printf("  %-22s %d (%s: %s)\n", "overcommit_memory", v->overcommit, name, what);
+    else
+        printf("  %-22s unknown (%s: %s)\n", "overcommit_memory", v->overcommit_path,
+               strerror(v->overcommit_err));
+    for (size_t i = 0; i < N_COMMIT; i++)
+        if (v->commit_has[i])
+            printf("  %-22s %" PRIu64 " kB\n", commit_keys[i], v->commit[i]);
     printf("Counters (/proc/vmstat)\n");
     for (int i = 0; i < v->nvm; i++)
         if (!strncmp(v->vm[i].name, "thp_", 4) ||
@@ -442,6 +495,21 @@ static void out_json(const struct sysview *v)
         if (v->meminfo_has[i])
             j_u64(meminfo_keys[i], v->meminfo[i]);
     j_end();
+    j_obj("overcommit");
+    const char *what, *name = overcommit_name(v->overcommit, &what);
+    if (name)
+        j_int("mode", v->overcommit);
+    else
+        j_null("mode");
+    j_str("mode_name", name);
+    for (size_t i = 0; i < N_COMMIT; i++) {
+        static const char *const key[N_COMMIT] = {"commit_limit_kb", "committed_as_kb"};
+        if (v->commit_has[i])
+            j_u64(key[i], v->commit[i]);
+        else
+            j_null(key[i]);
+    }
+    j_end();
     j_obj("vmstat");
     for (int i = 0; i < v->nvm; i++)
         j_u64(v->vm[i].name, v->vm[i].v);
@@ -514,6 +582,19 @@ static void out_prom(const struct sysview *v)
             p_family("thp_meminfo_bytes", "gauge", "Huge-page figures from /proc/meminfo, bytes.");
             p_sample("thp_meminfo_bytes", (double)v->meminfo[i] * 1024, "field", meminfo_keys[i],
                      NULL);
+        }
+    if (v->overcommit >= 0) {
+        p_family("thp_overcommit_mode", "gauge",
+                 "vm.overcommit_memory: 0 heuristic, 1 always, 2 strict (CommitLimit enforced).");
+        p_sample("thp_overcommit_mode", v->overcommit, NULL);
+    }
+    static const char *const commit_family[N_COMMIT][2] = {
+        {"thp_commit_limit_bytes", "CommitLimit from /proc/meminfo, bytes."},
+        {"thp_committed_as_bytes", "Committed_AS from /proc/meminfo: memory charged, bytes."}};
+    for (size_t i = 0; i < N_COMMIT; i++)
+        if (v->commit_has[i]) {
+            p_family(commit_family[i][0], "gauge", commit_family[i][1]);
+            p_sample(commit_family[i][0], (double)v->commit[i] * 1024, NULL);
         }
     for (int i = 0; i < v->nvm; i++) {
         p_family("thp_vmstat", "counter", "THP counters from /proc/vmstat.");

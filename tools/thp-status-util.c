@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,6 +92,26 @@ void ts_rooted(char *out, size_t cap, const char *abs_path)
     while (rl > 0 && root[rl - 1] == '/')
         rl--;
     snprintf(out, cap, "%.*s%s", (int)rl, root, abs_path);
+}
+
+void ts_proc_path(char *out, size_t cap, const char *rel)
+{
+    const char *dir = getauxval(AT_SECURE) ? NULL : getenv("THP_STATUS_TEST_PROC");
+    snprintf(out, cap, "%s/%s", dir && dir[0] ? dir : "/proc", rel);
+}
+
+bool ts_vmflag(const char *line, const char *flag)
+{
+    const char *p = strchr(line, ':');
+    size_t fl = strlen(flag);
+    for (p = p ? p + 1 : line; *p;) {
+        p += strspn(p, " \t\n");
+        size_t n = strcspn(p, " \t\n");
+        if (n == fl && strncmp(p, flag, fl) == 0)
+            return true;
+        p += n;
+    }
+    return false;
 }
 
 void ts_selected(const char *text, char *out, size_t cap)

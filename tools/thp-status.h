@@ -44,6 +44,12 @@ void ts_rooted(char *out, size_t cap, const char *abs_path);
 /* The word in brackets of a sysfs choice file ("always [madvise] never" -> "madvise");
  * the whole text when there are no brackets. */
 void ts_selected(const char *text, char *out, size_t cap);
+/* A path of the kernel's files the system view reads, "meminfo" -> "/proc/meminfo": under
+ * $THP_STATUS_TEST_PROC instead of /proc when the test suite sets it (ignored in
+ * secure execution), so that tests can feed figures no real machine has. */
+void ts_proc_path(char *out, size_t cap, const char *rel);
+/* True when the smaps "VmFlags:" line holds the two-letter flag (a whole token). */
+bool ts_vmflag(const char *line, const char *flag);
 /* "Key:   123 kB" lines: the number after key (kB as written), false when absent. */
 bool ts_kv_kb(const char *text, const char *key, uint64_t *out);
 /* "key 123" lines (vmstat). */
