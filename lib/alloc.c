@@ -21,9 +21,9 @@ static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
             page_t *page = heap->direct[(size + 15) >> 4];
             block_t *b = page->free;
             if (likely(b)) {
-                if (unlikely(b->key != free_key(page)))
+                if (unlikely(block_outside(page, b) || b->key != block_key(b)))
                     malloc_corrupt(page, b);
-                page->free = b->next;
+                page->free = block_next(b);
                 page->used++;
                 b->key = 0;
                 heap_leave(heap);
@@ -56,8 +56,8 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
         atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
         if (likely(!atomic_load_explicit(&heap->claimed, memory_order_acquire))) {
-            b->key = free_key(page);
-            b->next = page->local_free;
+            b->key = block_key(b);
+            block_set_next(b, page->local_free);
             page->local_free = b;
             if (unlikely(--page->used == 0)) {
                 page_retire_leave(heap, page);
@@ -71,16 +71,29 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
     free_slow(c, page, p); /* remote, full page, aligned blocks, or a bad pointer */
 }
 
-/* Usable bytes from p to the end of its block; 0 for a pointer into unused space. */
-static size_t usable_size(chunk_t *c, void *p)
+/* Usable bytes from p to the end of its block. p must be a block's start (or, in a page of
+ * aligned blocks, inside one): anything else aborts with fn's name, as free() does,
+ * instead of reporting a size that runs into the next block. */
+static size_t usable_size(chunk_t *c, void *p, const char *invalid)
 {
-    if (unlikely(c->kind == CHUNK_FREE))
-        return 0;
-    if (c->kind == CHUNK_LARGE)
-        return c->large_size - (size_t)((uint8_t *)p - c->large_start);
+    if (unlikely(c->kind == CHUNK_FREE)) {
+        /* unused space (a freed large block): glibc says 0 for a freed chunk */
+        if (invalid[0] == 'm')
+            return 0;
+        thp_fatal(invalid, p);
+    }
+    if (c->kind == CHUNK_LARGE) {
+        if (unlikely((uint8_t *)p != c->large_start))
+            thp_fatal(invalid, p);
+        return c->large_size;
+    }
     page_t *page = &c->pages[((uintptr_t)p - (uintptr_t)c->base) >> c->page_shift];
+    if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
+        thp_fatal(invalid, p);
     if (page->flags & PAGE_HAS_ALIGNED)
         return page->block_size - (size_t)((uint8_t *)p - (uint8_t *)block_start(page, p));
+    if (unlikely(block_misaligned(page, p)))
+        thp_fatal(invalid, p);
     return page->block_size;
 }
 
@@ -183,13 +196,10 @@ API void *realloc(void *p, size_t size)
     chunk_t *c = registry_lookup(p);
     if (!c)
         return __libc_realloc(p, size);
-    if (unlikely(c->kind == CHUNK_FREE))
-        thp_fatal("realloc(): invalid pointer", p);
-    size_t old = usable_size(c, p);
+    size_t old = usable_size(c, p, "realloc(): invalid pointer");
     /* Large blocks grow and shrink where they stand when they can (no copy, and no hole
      * left behind for a growing buffer to step over). */
-    if (c->kind == CHUNK_LARGE && size > SC_MAX_SIZE && (uint8_t *)p == c->large_start &&
-        large_resize(c, size))
+    if (c->kind == CHUNK_LARGE && size > SC_MAX_SIZE && large_resize(c, size))
         return p;
     /* Same block while the new size fits and does not waste more than half of it. */
     if (size <= old && size >= old / 2)
@@ -284,7 +294,7 @@ API size_t malloc_usable_size(void *p)
     chunk_t *c = registry_lookup(p);
     if (!c)
         return foreign_usable_size(p);
-    return usable_size(c, p);
+    return usable_size(c, p, "malloc_usable_size(): invalid pointer");
 }
 
 API int malloc_trim(size_t pad)

@@ -573,9 +573,9 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
         return NULL;
     }
     block_t *b = page->free;
-    if (unlikely(b->key != free_key(page)))
+    if (unlikely(block_outside(page, b) || b->key != block_key(b)))
         malloc_corrupt(page, b);
-    page->free = b->next;
+    page->free = block_next(b);
     page->used++;
     b->key = 0;
     if (page->block_size >= 2 * OS_PAGE_SIZE)
@@ -620,10 +620,10 @@ void free_slow(chunk_t *c, page_t *page, void *p)
     if (owner == heap) {
         heap->slow_ops++;
         /* Our own page, but full or with aligned blocks. */
-        if (unlikely(b->key == free_key(page)))
+        if (unlikely(b->key == block_key(b)))
             free_check_double(page, p);
-        b->key = free_key(page);
-        b->next = page->local_free;
+        b->key = block_key(b);
+        block_set_next(b, page->local_free);
         page->local_free = b;
         if (page->flags & PAGE_IN_FULL) {
             queue_remove(&heap->full, page);
@@ -639,10 +639,10 @@ void free_slow(chunk_t *c, page_t *page, void *p)
     }
     if (has_heap)
         heap_leave(heap);
-    b->key = free_key(page);
+    b->key = block_key(b);
     block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
     do {
-        b->next = head;
+        block_set_next(b, head);
     } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &head, b,
                                                     memory_order_seq_cst, memory_order_relaxed));
     if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner)

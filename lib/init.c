@@ -93,6 +93,7 @@ void thp_process_init(void)
         return;
     }
     init_thread = pthread_self();
+    block_secret_init(); /* before the first block exists */
     size_t pagesize = os_page_size();
     passthrough = pagesize != OS_PAGE_SIZE;
     if (passthrough)

@@ -56,14 +56,37 @@ enum chunk_kind {
  * to pages and chunks cannot wrap, and in a 32-bit process a 2 GiB block can be had. */
 #define ALLOC_MAX ((size_t)PTRDIFF_MAX)
 
-/* A free block: the list link, and a key that marks it free (see free_key()). Every block
- * on a free list carries the key; malloc checks it when it pops a block (the line is loaded
- * for the link anyway) and clears it, so a block freed twice, or a free block overwritten
- * after free, is caught before it is handed out twice. Every block is at least 16 bytes. */
+/* A free block: the list link and a key that marks it free, both mangled with a per-process
+ * secret (block_secret, from the kernel's AT_RANDOM) and the block's own address, as
+ * glibc's safe-linking does: an overflow into a free block or a write after free cannot
+ * aim the list at an address of the attacker's choosing without knowing the secret, and
+ * every pop checks that the block lies in its page at a block boundary and carries its
+ * key (malloc_corrupt otherwise). The key also catches a block freed twice before it is
+ * handed out twice. Only block_next/block_set_next/block_key touch them. Every block is
+ * at least 16 bytes. */
 typedef struct block {
-    struct block *next;
-    uintptr_t key;
+    uintptr_t link; /* next ^ secret.link ^ &block */
+    uintptr_t key;  /* secret.key ^ &block while free */
 } block_t;
+struct block_secret {
+    uintptr_t link, key;
+};
+extern HIDDEN struct block_secret block_secret;
+/* Reads AT_RANDOM once (init.c, before any block exists). */
+HIDDEN void block_secret_init(void);
+
+static inline uintptr_t block_key(const block_t *b)
+{
+    return block_secret.key ^ (uintptr_t)b;
+}
+static inline block_t *block_next(const block_t *b)
+{
+    return (block_t *)(b->link ^ block_secret.link ^ (uintptr_t)b);
+}
+static inline void block_set_next(block_t *b, const block_t *next)
+{
+    b->link = (uintptr_t)next ^ block_secret.link ^ (uintptr_t)b;
+}
 typedef struct heap heap_t;
 typedef struct chunk chunk_t;
 typedef struct arena arena_t;
@@ -73,25 +96,28 @@ typedef struct arena arena_t;
  * xthread_free still count); free, local_free, xthread_free and the blocks handed out
  * partition the first `capacity` blocks; capacity <= reserved. */
 typedef struct page {
+    /* First cache line: what the fast paths read. */
     /* The owning heap while the page takes the fast free path (owned, flags == 0), else
      * NULL: free compares it with its own heap, one load for ownership and flags. */
     _Atomic(heap_t *) fast_owner;
     block_t *free;       /* the owner allocates from here */
     block_t *local_free; /* the owner's frees; becomes `free` when that runs dry */
+    uint8_t *start;
+    /* ceil(2^64 / block_size): off % block_size == 0 iff off * div_check < div_check */
+    uint64_t div_check;
     uint32_t used;
     uint32_t block_size;
+    uint32_t span;          /* reserved * block_size: a block starts below this offset */
     uint8_t flags;          /* owner-only: PAGE_HAS_ALIGNED, PAGE_IN_FULL; 0 on the fast path */
     _Atomic uint8_t in_use; /* enum page_state */
     uint8_t cls;
     _Atomic uint8_t in_full; /* on the heap's full list (see page.c) */
+    /* Second cache line: the slow paths'. */
     uint32_t capacity;
     uint32_t reserved;
     _Atomic(block_t *) xthread_free; /* other threads' frees */
     struct page *next, *prev;        /* in a heap queue */
-    uint8_t *start;
     chunk_t *chunk;
-    /* ceil(2^64 / block_size): off % block_size == 0 iff off * div_check < div_check */
-    uint64_t div_check;
     uint32_t retired_at; /* ms clock when the page became PAGE_DIRTY */
     /* Small pages: OS pages the purger gave back while the page had live blocks (bit i:
      * the i-th 4 KiB). Every block overlapping one is free and on no list; the owner takes
@@ -121,14 +147,6 @@ static inline void page_set_flags(page_t *page, heap_t *owner, uint8_t flags)
     atomic_store_explicit(&page->fast_owner, flags ? NULL : owner, memory_order_relaxed);
 }
 
-/* The key a free block of this page carries in its second word: the page descriptor's
- * address (at hand on every path; user data rarely holds a pointer into our metadata, and
- * when it does a free only costs a list walk). */
-static inline uintptr_t free_key(const page_t *page)
-{
-    return (uintptr_t)page;
-}
-
 /* true when p is not the start of a block of page (an interior or stray pointer): one
  * multiplication (Lemire, Kaser, Kurz: divisibility by direct computation; exact for
  * offsets and block sizes below 2^32). */
@@ -136,6 +154,14 @@ static inline bool block_misaligned(const page_t *page, const void *p)
 {
     uint64_t off = (uint64_t)((const uint8_t *)p - page->start);
     return off * page->div_check >= page->div_check;
+}
+
+/* true unless b is the start of a block inside page: what a pop checks before it reads a
+ * block a link led to (a corrupted link that lands elsewhere aborts, not reads). */
+static inline bool block_outside(const page_t *page, const block_t *b)
+{
+    uint64_t off = (uint64_t)((const uint8_t *)b - page->start);
+    return off >= page->span || off * page->div_check >= page->div_check;
 }
 #define PAGE_HAS_ALIGNED 1 /* interior (aligned) pointers may be freed */
 #define PAGE_IN_FULL 2     /* on the heap's full list (owner's copy of in_full) */

@@ -10,6 +10,7 @@
 #include <linux/futex.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef PR_SET_VMA
@@ -216,6 +217,21 @@ void os_wake_all(_Atomic int *addr)
     int saved = errno;
     syscall(SYS_futex, (int *)addr, FUTEX_WAKE_PRIVATE, __INT_MAX__, NULL, NULL, 0);
     errno = saved;
+}
+
+void os_startup_random(uint64_t out[2])
+{
+    const void *r = (const void *)getauxval(AT_RANDOM);
+    if (r) {
+        memcpy(out, r, 2 * sizeof(uint64_t));
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t x = (uint64_t)(uintptr_t)&ts ^ ((uint64_t)(uintptr_t)out << 17) ^
+                 (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull;
+    out[0] = x;
+    out[1] = (x ^ (uint64_t)ts.tv_sec) * 0xbf58476d1ce4e5b9ull;
 }
 
 size_t os_page_size(void)

@@ -57,6 +57,10 @@ long os_read_small_file(const char *path, char *buf, size_t cap);
 /* Reads an open file to its end or cap-1 bytes into buf, NUL-terminated; returns the
  * length. */
 size_t os_read_fd(int fd, char *buf, size_t cap);
+/* 16 bytes the kernel gave the process at exec for seeding (AT_RANDOM, the auxiliary vector:
+ * no system call, no wait for entropy at boot); a mix of the clock and ASLR-placed
+ * addresses where it is missing. */
+void os_startup_random(uint64_t out[2]);
 /* The kernel's base page size (the auxiliary vector: no system call). */
 size_t os_page_size(void);
 /* Writes a whole string to fd 2 (never through stdio). */

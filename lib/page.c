@@ -6,6 +6,17 @@
 
 #include <string.h>
 
+struct block_secret block_secret;
+
+void block_secret_init(void)
+{
+    uint64_t r[2];
+    os_startup_random(r);
+    block_secret.link = (uintptr_t)r[0];
+    /* odd: a key never equals 0 ("not free") for a block, whose address is even */
+    block_secret.key = (uintptr_t)r[1] | 1;
+}
+
 void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
 {
     size_t psize = page_size_of(c);
@@ -24,6 +35,7 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
     page->start = c->base + ((size_t)idx << c->page_shift);
     page->chunk = c;
     page->div_check = UINT64_MAX / page->block_size + 1;
+    page->span = page->reserved * page->block_size;
     __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
     THP_ASSERT(page->reserved >= 1);
 }
@@ -41,13 +53,12 @@ void page_extend(page_t *page)
         n = page->reserved - page->capacity;
     uint8_t *first = page->start + (size_t)page->capacity * bsize;
     uint8_t *p = first;
-    uintptr_t key = free_key(page);
     for (uint32_t i = 0; i + 1 < n; i++, p += bsize) {
-        ((block_t *)p)->next = (block_t *)(p + bsize);
-        ((block_t *)p)->key = key;
+        block_set_next((block_t *)p, (block_t *)(p + bsize));
+        ((block_t *)p)->key = block_key((block_t *)p);
     }
-    ((block_t *)p)->next = NULL;
-    ((block_t *)p)->key = key;
+    block_set_next((block_t *)p, NULL);
+    ((block_t *)p)->key = block_key((block_t *)p);
     page->free = (block_t *)first;
     page->capacity += n;
 }
@@ -62,11 +73,12 @@ uint32_t page_collect(page_t *page)
         if (head) {
             block_t *tail = head;
             n = 1;
-            while (tail->next) {
-                tail = tail->next;
+            for (block_t *b; (b = block_next(tail)) != NULL; tail = b) {
+                if (unlikely(block_outside(page, b) || n > page->reserved))
+                    malloc_corrupt(page, b); /* a remote free's link was overwritten */
                 n++;
             }
-            tail->next = page->local_free;
+            block_set_next(tail, page->local_free);
             page->local_free = head;
             THP_ASSERT(page->used >= n);
             page->used -= n;
@@ -86,7 +98,6 @@ void page_refill_holes(heap_t *heap, page_t *page)
 {
     size_t bs = page->block_size;
     uint16_t holes = page->holes;
-    uintptr_t key = free_key(page);
     block_t *head = page->free;
     uint32_t lowest = UINT32_MAX; /* blocks from here up are on the list already */
     for (int i = 15; i >= 0; i--) {
@@ -101,8 +112,8 @@ void page_refill_holes(heap_t *heap, page_t *page)
             if (j >= lowest)
                 continue;
             block_t *b = (block_t *)(page->start + (size_t)j * bs);
-            b->next = head;
-            b->key = key;
+            block_set_next(b, head);
+            b->key = block_key(b);
             head = b;
             lowest = j;
         }
@@ -115,14 +126,16 @@ void page_refill_holes(heap_t *heap, page_t *page)
 void free_check_double(page_t *page, void *p)
 {
     /* Bounded walks: a list that already holds a block twice has a cycle. */
-    uint32_t n = 0;
-    for (block_t *b = page->free; b && n <= page->capacity; b = b->next, n++)
-        if (b == p)
-            thp_fatal("free(): double free detected", p);
-    n = 0;
-    for (block_t *b = page->local_free; b && n <= page->capacity; b = b->next, n++)
-        if (b == p)
-            thp_fatal("free(): double free detected", p);
+    for (int l = 0; l < 2; l++) {
+        uint32_t n = 0;
+        for (block_t *b = l ? page->local_free : page->free; b && n <= page->capacity;
+             b = block_next(b), n++) {
+            if (b == p)
+                thp_fatal("free(): double free detected", p);
+            if (block_outside(page, b))
+                break; /* a corrupted link: malloc aborts when it gets there */
+        }
+    }
     /* Not on the owner's lists: user data that happened to look like a key. */
 }
 

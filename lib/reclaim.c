@@ -87,7 +87,7 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
     memset(is_free, 0, ((cap + 63) / 64) * sizeof(uint64_t));
     uint32_t nfree = 0;
     for (int l = 0; l < 2; l++) {
-        for (block_t *b = l ? p->local_free : p->free; b; b = b->next) {
+        for (block_t *b = l ? p->local_free : p->free; b; b = block_next(b)) {
             uint32_t j = (uint32_t)((size_t)((uint8_t *)b - p->start) / bs);
             is_free[j / 64] |= (uint64_t)1 << (j % 64);
             nfree++;
@@ -124,7 +124,7 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
             b->key = 0;
             continue;
         }
-        b->next = head;
+        block_set_next(b, head);
         head = b;
     }
     p->free = head;
@@ -186,9 +186,9 @@ static size_t reclaim_heap(heap_t *heap, enum os_purge how)
                     bytes += reclaim_small_page(heap, p, how);
                     continue;
                 }
-                for (block_t *b = p->free; b; b = b->next)
+                for (block_t *b = p->free; b; b = block_next(b))
                     bytes += purge_block_inside(p, b, how);
-                for (block_t *b = p->local_free; b; b = b->next)
+                for (block_t *b = p->local_free; b; b = block_next(b))
                     bytes += purge_block_inside(p, b, how);
             }
         }

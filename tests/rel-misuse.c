@@ -9,6 +9,13 @@
  *   small-interior   free(p + 16), p = malloc(256)
  *   large-interior   free(p + 4096), p = malloc(4 MiB)
  *   large-realloc    free(p), then realloc(p, 8 MiB), p = malloc(4 MiB)
+ *   small-realloc-interior   realloc(p + 16, 256), p = malloc(256)
+ *   large-realloc-interior   realloc(p + 4096, 8 MiB), p = malloc(4 MiB)
+ *   usable-interior  malloc_usable_size(p + 16), p = malloc(256)
+ *   uaf-link         write after free: the first word of a freed 48-byte block is set to
+ *                    the address of a global (its key left as it was), then malloc(48)
+ *                    until the global comes back or 2000 calls
+ *   overflow-link    the same through a 16-byte overflow of the block before it
  *   ok               no misuse at all (the control: must exit 0)
  *
  * Before the misuse the program prints "ptr=0x%016lx" (the pointer handed to free/realloc,
@@ -19,6 +26,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +101,66 @@ static int realloc_freed(size_t n)
     return 3;
 }
 
+static int realloc_interior(size_t n, size_t off, size_t to)
+{
+    char *p = malloc(n);
+    if (!p)
+        return 2;
+    memset(p, 0x5a, n);
+    announce(p + off);
+    void *q = realloc(launder(p + off), to);
+    printf("misuse went undetected (realloc returned %p)\n", q);
+    fflush(stdout);
+    return 3;
+}
+
+static int usable_interior(void)
+{
+    char *p = malloc(256);
+    if (!p)
+        return 2;
+    announce(p + 16);
+    size_t u = malloc_usable_size(launder(p + 16));
+    printf("misuse went undetected (malloc_usable_size said %zu)\n", u);
+    fflush(stdout);
+    return 3;
+}
+
+/* Where an attacker wants malloc to hand out memory. */
+static uintptr_t target[8] __attribute__((aligned(64)));
+
+/* Redirects a freed block's list link to target, keeping its key (the attacker can read
+ * it: it sits in the block), through a write after free or an overflow of its neighbour;
+ * then allocates until target comes back. */
+static int redirect(int overflow)
+{
+    char *a = malloc(48), *b = malloc(48);
+    if (!a || !b)
+        return 2;
+    announce(b);
+    free(b);
+    uintptr_t words[2];
+    memcpy(words, launder(b), sizeof words);
+    words[0] = (uintptr_t)target;
+    target[1] = words[1]; /* the key, where the block's key sits */
+    if (overflow && b == a + 48)
+        memcpy(launder(a) + 48, words, sizeof words); /* 16 bytes past a's end */
+    else
+        memcpy(launder(b), words, sizeof words);
+    for (int i = 0; i < 2000; i++) {
+        /* laundered: the compiler may assume malloc never returns target's address */
+        void *p = launder(malloc(48));
+        if (p == (void *)target) {
+            printf("silent corruption: malloc returned the attacker's address %p\n", p);
+            fflush(stdout);
+            return 3;
+        }
+    }
+    printf("misuse went undetected (no abort, target never returned)\n");
+    fflush(stdout);
+    return 3;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -112,6 +180,16 @@ int main(int argc, char **argv)
         return interior(4 * MiB, 4096);
     if (!strcmp(c, "large-realloc"))
         return realloc_freed(4 * MiB);
+    if (!strcmp(c, "small-realloc-interior"))
+        return realloc_interior(256, 16, 256);
+    if (!strcmp(c, "large-realloc-interior"))
+        return realloc_interior(4 * MiB, 4096, 8 * MiB);
+    if (!strcmp(c, "usable-interior"))
+        return usable_interior();
+    if (!strcmp(c, "uaf-link"))
+        return redirect(0);
+    if (!strcmp(c, "overflow-link"))
+        return redirect(1);
     if (!strcmp(c, "ok")) {
         char *p = malloc(48), *q = malloc(4 * MiB);
         if (!p || !q)

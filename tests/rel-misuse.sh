@@ -2,7 +2,8 @@
 # rel-misuse: heap misuse is detected and stops the process with a clear message, as glibc
 # does, instead of corrupting the heap silently. For each case of tests/rel-misuse (small,
 # medium and large double free, interior pointer of a small and of a large block, realloc
-# of a freed large block), under LD_PRELOAD=$THPALLOC_LIB: the process dies of SIGABRT; its
+# of a freed large block, realloc and malloc_usable_size of an interior pointer), under
+# LD_PRELOAD=$THPALLOC_LIB: the process dies of SIGABRT; its
 # stderr has a line starting "thpalloc: "; that line names the pointer that was passed.
 # Controls: the misuse-free case exits 0 with an empty stderr; under plain glibc the small
 # double free aborts too (the program really does the misuse).
@@ -30,7 +31,8 @@ runcase small-double ""
 check "control: glibc aborts on the small double free (exit $rc)" test "$rc" -eq 134
 diag "glibc says: $(head -n 1 "$tap_tmp/err")"
 
-for c in small-double medium-double large-double small-interior large-interior large-realloc; do
+for c in small-double medium-double large-double small-interior large-interior large-realloc \
+    small-realloc-interior large-realloc-interior usable-interior; do
     runcase "$c" "$THPALLOC_LIB"
     ptr=$(sed -n 's/^ptr=//p' "$tap_tmp/out")
     line=$(grep '^thpalloc: ' "$tap_tmp/err" | head -n 1)
@@ -47,6 +49,23 @@ for c in small-double medium-double large-double small-interior large-interior l
     check "$c: stderr has a line starting 'thpalloc: '" test -n "$line"
     check "$c: the message names the pointer $ptr" \
         sh -c 'test -n "$1" && case "$2" in *"$1"*) true ;; *) false ;; esac' sh "$ptr" "$line"
+    test -n "$line" && diag "$c: $line"
+done
+
+# Free-list redirection (write after free, overflow): the link points at a global whose
+# second word holds the key read from the block. glibc aborts too (its safe-linking).
+for c in uaf-link overflow-link; do
+    runcase "$c" ""
+    check "control: glibc never hands out the attacker's address ($c, exit $rc)" \
+        sh -c '! grep -q "silent corruption" "$1"' sh "$tap_tmp/out"
+    runcase "$c" "$THPALLOC_LIB"
+    line=$(grep '^thpalloc: ' "$tap_tmp/err" | head -n 1)
+    test "$rc" -eq 134 || grep -v '^ptr=' "$tap_tmp/out" | sed "s/^/$c: /" | while IFS= read -r l; do diag "$l"; done
+    check "$c: malloc never hands out the attacker's address" \
+        sh -c '! grep -q "silent corruption" "$1"' sh "$tap_tmp/out"
+    check "$c: the process is stopped by SIGABRT (exit $rc)" test "$rc" -eq 134
+    check "$c: stderr says 'thpalloc: malloc(): free block corrupted'" \
+        sh -c 'case "$1" in "thpalloc: malloc(): free block corrupted"*) true ;; *) false ;; esac' sh "$line"
     test -n "$line" && diag "$c: $line"
 done
 done_testing
