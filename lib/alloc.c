@@ -199,8 +199,11 @@ API void *realloc(void *p, size_t size)
     size_t old = usable_size(c, p, "realloc(): invalid pointer");
     /* Large blocks grow and shrink where they stand when they can (no copy, and no hole
      * left behind for a growing buffer to step over). */
-    if (c->kind == CHUNK_LARGE && size > SC_MAX_SIZE && large_resize(c, size))
-        return p;
+    if (c->kind == CHUNK_LARGE && size > SC_MAX_SIZE) {
+        void *q = large_resize(c, size);
+        if (q)
+            return q;
+    }
     /* Same block while the new size fits and does not waste more than half of it. */
     if (size <= old && size >= old / 2)
         return p;

@@ -114,11 +114,19 @@ static void advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, siz
         }
         if (adv != OS_ADVICE_NONE) {
             uint8_t *p = a->base + ((first + i) << CHUNK_SHIFT);
-            /* A chunk that held huge pages and is reused without them: drop its pages first
-             * (MADV_NOHUGEPAGE does not split a huge page that is already there, and a
-             * small-object chunk would pin 2 MiB for a few KiB of use). */
-            if (reuse && adv == OS_ADVICE_NOHUGE && cur == OS_ADVICE_HUGE)
-                os_purge(p, (j - i) << CHUNK_SHIFT, OS_PURGE_DONTNEED);
+            /* A chunk that held huge pages and is reused without them: a small-object
+             * chunk drops its pages first (MADV_NOHUGEPAGE does not split a huge page that
+             * is already there, and it would pin 2 MiB for a few KiB of use). A large
+             * block's tail keeps its huge page and advice: the memory is resident already,
+             * and dropping it made a loop of blocks of changing sizes refault the tail on
+             * every call (5-25 MiB blocks: 2.5x glibc's time, now a fraction of it); at
+             * most one chunk per live large block, never more than was resident before. */
+            if (reuse && adv == OS_ADVICE_NOHUGE && cur == OS_ADVICE_HUGE) {
+                if (u == THP_USE_LARGE_TAIL)
+                    adv = OS_ADVICE_NONE; /* keeps its huge page: see above */
+                else
+                    os_purge(p, (j - i) << CHUNK_SHIFT, OS_PURGE_DONTNEED);
+            }
             if (os_advise(p, (j - i) << CHUNK_SHIFT, adv)) {
                 for (size_t k = i; k < j; k++) {
                     if (cur == OS_ADVICE_HUGE)
@@ -559,6 +567,74 @@ bool arena_grow_chunks(arena_t *a, uint8_t *base, size_t n, size_t want, size_t 
     }
     pthread_mutex_unlock(&arena_lock);
     return ok;
+}
+
+/* Grows a dedicated mapping to want chunks: in place, or moved (mremap: no copy) to an
+ * aligned placeholder whose registry entries are set first, so that a failure leaves the
+ * block as it was. Returns the new base, or NULL. */
+static uint8_t *dedicated_grow(arena_t *a, chunk_t *desc, size_t want)
+{
+    size_t n = a->nchunks;
+    uint8_t *old = a->base;
+    if (os_remap_in_place(old, n << CHUNK_SHIFT, want << CHUNK_SHIFT)) {
+        if (registry_set(old + (n << CHUNK_SHIFT), want - n, desc))
+            return old;
+        registry_set(old + (n << CHUNK_SHIFT), want - n, NULL);
+        os_release(old + (n << CHUNK_SHIFT), (want - n) << CHUNK_SHIFT);
+        return NULL;
+    }
+    uint8_t *dst = os_reserve_aligned(want << CHUNK_SHIFT, CHUNK_SIZE, OS_RESERVE_UNCOMMITTED);
+    if (!dst)
+        return NULL;
+    if (!registry_set(dst, want, desc) ||
+        !os_remap_to(old, n << CHUNK_SHIFT, want << CHUNK_SHIFT, dst)) {
+        registry_set(dst, want, NULL);
+        os_release(dst, want << CHUNK_SHIFT);
+        return NULL;
+    }
+    registry_set(old, n, NULL);
+    return dst;
+}
+
+uint8_t *arena_resize_dedicated(arena_t *a, chunk_t *desc, size_t want, size_t block_size)
+{
+    pthread_mutex_lock(&arena_lock);
+    size_t n = a->nchunks;
+    uint8_t *old = a->base, *base = old;
+    if (want < n) {
+        for (size_t i = want; i < n && i < ARENA_MAX_CHUNKS; i++)
+            if (advice_get(a, i) == OS_ADVICE_HUGE)
+                advice_drop_huge(a, 1);
+        registry_set(old + (want << CHUNK_SHIFT), n - want, NULL);
+        os_release(old + (want << CHUNK_SHIFT), (n - want) << CHUNK_SHIFT);
+        atomic_fetch_sub_explicit(&stat_reserved, (n - want) << CHUNK_SHIFT, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&stat_committed, (n - want) << CHUNK_SHIFT, memory_order_relaxed);
+        atomic_fetch_add_explicit(&stat_purged, (n - want) << CHUNK_SHIFT, memory_order_relaxed);
+    } else if (want > n) {
+        base = dedicated_grow(a, desc, want);
+        if (!base) {
+            pthread_mutex_unlock(&arena_lock);
+            errno = ENOMEM;
+            return NULL;
+        }
+        /* The new chunks inherit the mapping's flags (its huge advice too): record them
+         * unadvised, so that advise_run below counts what it sets. */
+        for (size_t i = n; i < want && i < ARENA_MAX_CHUNKS; i++)
+            a->advice[i] = OS_ADVICE_NONE;
+        atomic_fetch_add_explicit(&stat_reserved, (want - n) << CHUNK_SHIFT, memory_order_relaxed);
+        atomic_fetch_add_explicit(&stat_committed, (want - n) << CHUNK_SHIFT, memory_order_relaxed);
+    }
+    if (base != old || want != n) {
+        introspect_remove_range(old);
+        introspect_add_range(base, want << CHUNK_SHIFT);
+        if (base != old)
+            os_name(base, want << CHUNK_SHIFT, "thpalloc");
+    }
+    a->base = base;
+    a->nchunks = (uint32_t)want;
+    advise_run(a, 0, want, THP_USE_LARGE_PIECE, block_size, false);
+    pthread_mutex_unlock(&arena_lock);
+    return base;
 }
 
 void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)

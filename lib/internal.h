@@ -290,6 +290,11 @@ HIDDEN void arena_free_chunks(arena_t *arena, uint8_t *base, size_t n);
 /* Extends a run of n chunks to want chunks in place, when the chunks after it are free. */
 HIDDEN bool arena_grow_chunks(arena_t *arena, uint8_t *base, size_t n, size_t want,
                               size_t block_size);
+/* Resizes a dedicated mapping (one large block's, desc) to want chunks, in place or moved
+ * by mremap (no copy), advised for block_size, its registry entries with it. Returns its
+ * base, or NULL (ENOMEM) with the block untouched. */
+HIDDEN uint8_t *arena_resize_dedicated(arena_t *arena, chunk_t *desc, size_t want,
+                                       size_t block_size);
 /* Gives a large block's run the advice its (new) size calls for. */
 HIDDEN void arena_readvise(arena_t *arena, uint8_t *base, size_t n, size_t block_size);
 /* Purges free chunks older than purge_delay (all of them when force). Returns bytes. */
@@ -434,7 +439,9 @@ static inline size_t page_size_of(const chunk_t *c)
 /* large blocks (large.c) */
 HIDDEN void *large_alloc(size_t size, size_t align, bool zero);
 HIDDEN void large_free(chunk_t *c, void *p);
-HIDDEN bool large_resize(chunk_t *c, size_t size);
+/* Resizes a large block where it stands, or moves its own mapping with mremap: its new
+ * address, or NULL when it would have to be copied (the caller does that). */
+HIDDEN void *large_resize(chunk_t *c, size_t size);
 
 /* Our own malloc under a name nobody can interpose (for the dormancy check). */
 HIDDEN void *thp_malloc_self(size_t size);

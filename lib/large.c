@@ -56,20 +56,32 @@ void *large_alloc(size_t size, size_t align, bool zero)
 }
 
 /* Resizes a large block where it stands: within its chunks, by taking the free chunks that
- * follow it, or by giving back its tail. false when it would have to move. */
-bool large_resize(chunk_t *c, size_t size)
+ * follow it, or by giving back its tail; a block with a mapping of its own is resized with
+ * mremap, moved if need be, never copied (glibc's realloc of an mmapped chunk does the
+ * same; copying held both blocks resident). NULL when it would have to be copied. */
+void *large_resize(chunk_t *c, size_t size)
 {
-    if (size > ALLOC_MAX || c->arena->dedicated)
-        return false;
+    if (size > ALLOC_MAX)
+        return NULL;
     size_t usable = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
     size_t n = c->nchunks, want = (usable + CHUNK_MASK) >> CHUNK_SHIFT;
+    if (c->arena->dedicated) {
+        uint8_t *base = arena_resize_dedicated(c->arena, c, want, usable);
+        if (!base)
+            return NULL;
+        c->base = c->large_start = base;
+        c->nchunks = want;
+        c->large_size = usable;
+        large_done();
+        return base;
+    }
     if (want > n) {
         if (!arena_grow_chunks(c->arena, c->base, n, want, usable))
-            return false;
+            return NULL;
         if (!registry_set(c->base + (n << CHUNK_SHIFT), want - n, c)) {
             registry_set(c->base + (n << CHUNK_SHIFT), want - n, registry_unused(c->arena));
             arena_free_chunks(c->arena, c->base + (n << CHUNK_SHIFT), want - n);
-            return false;
+            return NULL;
         }
     } else if (want < n) {
         registry_set(c->base + (want << CHUNK_SHIFT), n - want, registry_unused(c->arena));
@@ -80,7 +92,7 @@ bool large_resize(chunk_t *c, size_t size)
     c->nchunks = want;
     c->large_size = usable;
     large_done();
-    return true;
+    return c->base;
 }
 
 void large_free(chunk_t *c, void *p)

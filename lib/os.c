@@ -55,6 +55,22 @@ void os_release(void *addr, size_t size)
     munmap(addr, size);
 }
 
+bool os_remap_in_place(void *addr, size_t old, size_t new)
+{
+    int saved = errno;
+    bool ok = mremap(addr, old, new, 0) != MAP_FAILED;
+    errno = saved;
+    return ok;
+}
+
+bool os_remap_to(void *addr, size_t old, size_t new, void *dst)
+{
+    if (mremap(addr, old, new, MREMAP_MAYMOVE | MREMAP_FIXED, dst) != MAP_FAILED)
+        return true;
+    errno = ENOMEM;
+    return false;
+}
+
 bool os_commit(void *addr, size_t size)
 {
     if (mprotect(addr, size, PROT_READ | PROT_WRITE) == 0)

@@ -32,6 +32,12 @@ bool os_decommit(void *addr, size_t size, const char *name);
 int os_overcommit_mode(void);
 /* For unit tests: the value os_overcommit_mode() returns from now on. */
 void os_overcommit_override(int mode);
+/* Resizes the mapping at addr (one mapping of old bytes) to new bytes where it stands;
+ * false when the space after it is taken. */
+bool os_remap_in_place(void *addr, size_t old, size_t new);
+/* Moves the pages of the mapping at addr to dst (an UNCOMMITTED reservation of new bytes,
+ * which it replaces), grown to new bytes, without copying; false (ENOMEM) leaves both. */
+bool os_remap_to(void *addr, size_t old, size_t new, void *dst);
 /* Returns a reservation to the OS. */
 void os_release(void *addr, size_t size);
 /* Gives the physical pages back; the range stays reserved and reads as zero (dontneed)

@@ -8,6 +8,9 @@
  *                             size in the main thread and in a new thread
  *   oom-aspace phases N       N phases of ~24 MiB of blocks of a size that changes each
  *                             phase (16 B .. 40 MiB), all freed; VmSize at the end
+ *   oom-aspace remap          realloc of a 200 MiB block (a mapping of its own, every page
+ *                             written) to 400 MiB and back to 100 MiB: contents kept, and
+ *                             the peak RSS shows that no copy was made (mremap)
  *
  * Output: "ok - D" / "not ok - D", "# ..." diagnostics, "end" (relayed by oom-aspace.sh). */
 #ifndef _GNU_SOURCE
@@ -165,16 +168,57 @@ static int phases(long n)
     return 0;
 }
 
+/* The block's pages move (mremap) instead of being copied: a copy would hold both blocks
+ * resident at once (200 + 200 MiB), a move never more than the block. */
+static int remap(void)
+{
+    size_t n = 200 * MiB;
+    unsigned char *p = malloc(n);
+    if (!p)
+        return 2;
+    for (size_t i = 0; i < n; i += 4096)
+        p[i] = (unsigned char)(i >> 12);
+    size_t before = proc_status_bytes("VmHWM");
+    unsigned char *q = realloc(p, 2 * n);
+    size_t after = proc_status_bytes("VmHWM");
+    int kept = q != NULL;
+    for (size_t i = 0; kept && i < n; i += 4096)
+        kept = q[i] == (unsigned char)(i >> 12);
+    report(kept, "realloc(200 MiB block, 400 MiB): contents kept");
+    printf("# VmHWM before %zu MiB, after %zu MiB\n", before / MiB, after / MiB);
+    report(q && after < before + 50 * MiB,
+           "realloc(200 MiB block, 400 MiB) moved its pages: peak RSS %zu -> %zu MiB (a copy "
+           "makes it +200)",
+           before / MiB, after / MiB);
+    if (!q)
+        return 0;
+    for (size_t i = n; i < 2 * n; i += 4096)
+        q[i] = 1;
+    size_t vm = proc_status_bytes("VmSize");
+    unsigned char *r = realloc(q, n / 2);
+    size_t vm2 = proc_status_bytes("VmSize");
+    kept = r != NULL;
+    for (size_t i = 0; kept && i < n / 2; i += 4096)
+        kept = r[i] == (unsigned char)(i >> 12);
+    report(kept && vm2 + 250 * MiB <= vm,
+           "realloc(400 MiB block, 100 MiB): contents kept, VmSize %zu -> %zu MiB", vm / MiB,
+           vm2 / MiB);
+    free(r);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int rc = 2;
     if (argc == 3 && strcmp(argv[1], "exhaust") == 0)
         rc = exhaust(strtoull(argv[2], NULL, 0));
+    else if (argc == 2 && strcmp(argv[1], "remap") == 0)
+        rc = remap();
     else if (argc == 3 && strcmp(argv[1], "phases") == 0)
         rc = phases(strtol(argv[2], NULL, 0));
     else
-        fprintf(stderr, "usage: oom-aspace exhaust SIZE | phases N\n");
+        fprintf(stderr, "usage: oom-aspace exhaust SIZE | phases N | remap\n");
     if (rc == 0)
         printf("end\n");
     return rc ? rc : report_failures != 0;
