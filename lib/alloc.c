@@ -9,6 +9,73 @@
 #include <string.h>
 #include <unistd.h>
 
+/* ---- who answers what the fast paths do not ---------------------------------------------- */
+
+/* A safe point to start the purger (pthread_create allocates): the top of a malloc, the
+ * end of a free, where no heap list is being walked. */
+static inline void safe_point(void)
+{
+    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
+        purger_start_if_wanted();
+}
+
+/* A block with chunks of its own (above the size classes, or over-aligned): glibc's in
+ * pass-through. */
+static void *large_malloc(size_t size, size_t align, bool zero)
+{
+    if (unlikely(lib_passthrough()))
+        return passthrough_alloc(size, align, zero);
+    void *p = large_alloc(size, align, zero);
+    safe_point();
+    return p;
+}
+
+/* malloc's slow path: init's dormancy probe, large blocks, a thread without a heap yet
+ * (its first allocation, a kernel page that is not 4 KiB, a thread past its exit
+ * destructor), then the heap's own slow path. */
+static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
+{
+    if (unlikely(atomic_load_explicit(&probe_active, memory_order_relaxed)) &&
+        pthread_equal(pthread_self(), probe_thread)) {
+        atomic_store(&probe_hit, 1); /* init asking who is in charge: we are */
+        return NULL;
+    }
+    safe_point();
+    if (unlikely(size > SC_MAX_SIZE))
+        return large_malloc(size, 0, zero);
+    if (unlikely(heap == &heap_empty || heap == &heap_exited)) {
+        if (unlikely(lib_passthrough()))
+            return passthrough_alloc(size, 0, zero); /* no heap, ever: always here */
+        if (unlikely(heap == &heap_exited))
+            return late_malloc(size, zero);
+        heap = heap_create();
+        if (!heap)
+            return NULL;
+    }
+    return heap_malloc_small(heap, size, zero);
+}
+
+/* free's slow path: large blocks, then the heap's (remote, full page, aligned blocks, a
+ * bad pointer). */
+static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p)
+{
+    if (c->kind == CHUNK_LARGE)
+        large_free(c, p);
+    else
+        heap_free_slow(c, page, p);
+    safe_point();
+}
+
+/* The owner freed its page's last block on the fast path. */
+static NOINLINE void free_retire(heap_t *heap, page_t *page)
+{
+    page_retire(heap, page);
+    heap_leave(heap);
+    safe_point();
+}
+
+/* ---- the fast paths ------------------------------------------------------------------ */
+
 static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
 {
     heap_t *heap = tl_heap;
@@ -32,7 +99,7 @@ static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
         }
         heap_leave(heap);
     }
-    return heap_malloc_slow(heap, size, false);
+    return malloc_slow(heap, size, false);
 }
 
 /* Every path off the fast one is a tail call, so that the fast path saves no register. */
@@ -60,7 +127,7 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
             block_set_next(b, page->local_free);
             page->local_free = b;
             if (unlikely(--page->used == 0)) {
-                page_retire_leave(heap, page);
+                free_retire(heap, page);
                 return;
             }
             heap_leave(heap);
@@ -80,20 +147,20 @@ static size_t usable_size(chunk_t *c, void *p, const char *invalid)
         /* unused space (a freed large block): glibc says 0 for a freed chunk */
         if (invalid[0] == 'm')
             return 0;
-        thp_fatal(invalid, p);
+        lib_fatal(invalid, p);
     }
     if (c->kind == CHUNK_LARGE) {
         if (unlikely((uint8_t *)p != c->large_start))
-            thp_fatal(invalid, p);
+            lib_fatal(invalid, p);
         return c->large_size;
     }
     page_t *page = &c->pages[((uintptr_t)p - (uintptr_t)c->base) >> c->page_shift];
     if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
-        thp_fatal(invalid, p);
+        lib_fatal(invalid, p);
     if (page->flags & PAGE_HAS_ALIGNED)
         return page->block_size - (size_t)((uint8_t *)p - (uint8_t *)block_start(page, p));
     if (unlikely(block_misaligned(page, p)))
-        thp_fatal(invalid, p);
+        lib_fatal(invalid, p);
     return page->block_size;
 }
 
@@ -104,7 +171,7 @@ static void *aligned_impl(size_t alignment, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    if (unlikely(thp_passthrough())) /* a glibc block cannot be aligned inside (below) */
+    if (unlikely(lib_passthrough())) /* a glibc block cannot be aligned inside (below) */
         return passthrough_alloc(size, alignment, false);
     if (size == 0)
         size = 1;
@@ -129,7 +196,7 @@ static void *aligned_impl(size_t alignment, size_t size)
             return (void *)a;
         }
     }
-    return large_alloc(size, alignment, false);
+    return large_malloc(size, alignment, false);
 }
 
 /* glibc 2.36's _mid_memalign: small alignments are plain malloc, others are rounded up to a
@@ -156,7 +223,7 @@ API void *malloc(size_t size)
     return malloc_inline(size);
 }
 
-__attribute__((copy(malloc))) void *thp_malloc_self(size_t size) __attribute__((alias("malloc")));
+__attribute__((copy(malloc))) void *lib_malloc_self(size_t size) __attribute__((alias("malloc")));
 
 API void free(void *p)
 {
@@ -177,7 +244,7 @@ API void *calloc(size_t n, size_t size)
         return NULL;
     }
     if (total > SC_MAX_SIZE)
-        return large_alloc(total, 0, true); /* fresh chunks are known zero: no memset */
+        return large_malloc(total, 0, true); /* fresh chunks are known zero: no memset */
     void *p = malloc_inline(total);
     if (likely(p))
         memset(p, 0, total);
@@ -201,6 +268,7 @@ API void *realloc(void *p, size_t size)
      * left behind for a growing buffer to step over). */
     if (c->kind == CHUNK_LARGE && size > SC_MAX_SIZE) {
         void *q = large_resize(c, size);
+        safe_point();
         if (q)
             return q;
     }
@@ -258,14 +326,14 @@ API void *memalign(size_t alignment, size_t size)
 
 API void *valloc(size_t size)
 {
-    if (unlikely(thp_passthrough())) /* glibc's, with the kernel's page size */
+    if (unlikely(lib_passthrough())) /* glibc's, with the kernel's page size */
         return __libc_valloc(size);
     return memalign_impl(OS_PAGE_SIZE, size);
 }
 
 API void *pvalloc(size_t size)
 {
-    if (unlikely(thp_passthrough()))
+    if (unlikely(lib_passthrough()))
         return __libc_pvalloc(size);
     size_t rounded;
     if (__builtin_add_overflow(size, OS_PAGE_SIZE - 1, &rounded)) {
@@ -302,16 +370,16 @@ API size_t malloc_usable_size(void *p)
 
 API int malloc_trim(size_t pad)
 {
-    if (unlikely(thp_passthrough())) {
+    if (unlikely(lib_passthrough())) {
         int (*next)(size_t) = (int (*)(size_t))passthrough_next("malloc_trim");
         return next ? next(pad) : 0;
     }
-    return arena_purge(true) > 0;
+    return purge_all(true) > 0;
 }
 
 API int mallopt(int param, int value)
 {
-    if (unlikely(thp_passthrough())) {
+    if (unlikely(lib_passthrough())) {
         int (*next)(int, int) = (int (*)(int, int))passthrough_next("mallopt");
         if (next)
             return next(param, value);

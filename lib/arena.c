@@ -6,17 +6,9 @@
 
 #include <errno.h>
 #include <string.h>
-#include <signal.h>
 #include <time.h>
 
 chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = PAGE_SHIFT_NONE};
-
-struct policy thp_policy_in_force = {
-    .thp = {.mode = THP_MODE_LARGE, .threshold = (size_t)2 << 20},
-    .arena_size = (size_t)64 << 20,
-    .purge_delay_ms = 1000,
-    .purge = OS_PURGE_DONTNEED,
-};
 
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 static arena_t *arenas;
@@ -45,13 +37,6 @@ static void want_purger_locked(void)
     }
 }
 static pthread_cond_t purger_cond = PTHREAD_COND_INITIALIZER;
-
-uint32_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
-}
 
 /* ---- bitmaps ------------------------------------------------------------------------ */
 
@@ -89,7 +74,7 @@ static void advice_drop_huge(arena_t *a, size_t n)
 static void advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size,
                        bool reuse)
 {
-    const struct thp_policy *pol = &thp_policy_in_force.thp;
+    const struct thp_policy *pol = &policy_in_force.thp;
     size_t pieces = use == THP_USE_SMALL ? 0 : block_size >> CHUNK_SHIFT;
     size_t i = 0;
     while (i < n) {
@@ -205,7 +190,7 @@ static size_t arenas_unmap_all_free(void)
  * delay, then the address space goes too. */
 static void arenas_unmap_idle(uint32_t now, bool force, uint32_t *next)
 {
-    long delay = thp_policy_in_force.purge_delay_ms;
+    long delay = policy_in_force.purge_delay_ms;
     bool spare = false;
     for (arena_t **pp = &arenas; *pp;) {
         arena_t *a = *pp;
@@ -241,7 +226,7 @@ static void arenas_unmap_idle(uint32_t now, bool force, uint32_t *next)
  * overcommit heuristic refuses what cannot be backed. */
 static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
 {
-    size_t want = dedicated ? min_chunks : thp_policy_in_force.arena_size >> CHUNK_SHIFT;
+    size_t want = dedicated ? min_chunks : policy_in_force.arena_size >> CHUNK_SHIFT;
     if (want > ARENA_MAX_CHUNKS && !dedicated)
         want = ARENA_MAX_CHUNKS;
     if (want < min_chunks)
@@ -390,85 +375,6 @@ static bool arena_find(arena_t *a, size_t n, size_t align, size_t *first)
 
 static void purge_locked(uint32_t now, bool force, bool unmap);
 
-/* The purger: free chunks (under the arena lock) and dirty page slots of live chunks
- * (lock-free, by CAS on each slot), each once its purge_delay has passed; it sleeps until the
- * next one is due, and on the condition variable when nothing waits. */
-static void *purger_main(void *arg)
-{
-    (void)arg;
-    pthread_mutex_lock(&arena_lock);
-    for (;;) {
-        uint32_t now = now_ms();
-        if (purge_armed && (int32_t)(now - next_purge_ms) >= 0)
-            purge_locked(now, false, true);
-        uint32_t pages_next = 0;
-        if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed)) {
-            pthread_mutex_unlock(&arena_lock);
-            pages_purge(now, false, &pages_next);
-            pthread_mutex_lock(&arena_lock);
-        }
-        uint32_t heaps_next = 0;
-        uint32_t wakes = atomic_load_explicit(&purge_wakes, memory_order_seq_cst);
-        pthread_mutex_unlock(&arena_lock);
-        heaps_reclaim(now, false, &heaps_next);
-        pthread_mutex_lock(&arena_lock);
-        uint32_t due = pages_next;
-        if (heaps_next && (due == 0 || (int32_t)(heaps_next - due) < 0))
-            due = heaps_next;
-        if (purge_armed && (due == 0 || (int32_t)(next_purge_ms - due) < 0))
-            due = next_purge_ms;
-        if (due == 0) {
-            /* Nothing due: sleep until a free chunk or a dirty page arrives. Free chunks
-             * notify under this lock; a dirty page counts itself, then looks at
-             * purger_waiting without the lock (purge_note_dirty): so say "waiting" first,
-             * then look at the count (a Dekker pair, one of the two sees the other). */
-            __atomic_store_n(&purger_waiting, true, __ATOMIC_SEQ_CST);
-            if (atomic_load_explicit(&stat_pages_dirty, memory_order_seq_cst) || purge_armed ||
-                atomic_load_explicit(&purge_wakes, memory_order_seq_cst) != wakes) {
-                __atomic_store_n(&purger_waiting, false, __ATOMIC_RELAXED);
-                continue;
-            }
-            pthread_cond_wait(&purger_cond, &arena_lock);
-            __atomic_store_n(&purger_waiting, false, __ATOMIC_RELAXED);
-            continue;
-        }
-        now = now_ms();
-        int32_t wait = (int32_t)(due - now);
-        if (wait <= 0)
-            continue;
-        pthread_mutex_unlock(&arena_lock);
-        /* + 5 ms: the coarse clock may lag the timer by a tick */
-        struct timespec ts = {(time_t)(wait + 5) / 1000, (long)((wait + 5) % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) != 0)
-            ;
-        pthread_mutex_lock(&arena_lock);
-    }
-    return NULL;
-}
-
-static void purger_start(void)
-{
-    sigset_t all, old;
-    sigfillset(&all);
-    /* The purger must never take a signal meant for the application. */
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, (size_t)64 << 10);
-    pthread_t t;
-    int rc = pthread_create(&t, &attr, purger_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc == 0) {
-        pthread_setname_np(t, "thpalloc-purge");
-    } else {
-        pthread_mutex_lock(&arena_lock);
-        __atomic_store_n(&purger_started, false, __ATOMIC_RELAXED); /* try again later */
-        pthread_mutex_unlock(&arena_lock);
-    }
-}
-
 uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t block_size,
                             arena_t **arena_out, bool *is_zero)
 {
@@ -481,7 +387,7 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
     }
     arena_t *a = NULL;
     size_t first = 0;
-    size_t arena_chunks = thp_policy_in_force.arena_size >> CHUNK_SHIFT;
+    size_t arena_chunks = policy_in_force.arena_size >> CHUNK_SHIFT;
     if (arena_chunks > ARENA_MAX_CHUNKS)
         arena_chunks = ARENA_MAX_CHUNKS;
     if (n > arena_chunks / 2 || align > (arena_chunks << CHUNK_SHIFT) / 2) {
@@ -657,14 +563,14 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
     size_t first = (size_t)(base - a->base) >> CHUNK_SHIFT;
     uint32_t now = now_ms();
     for (size_t i = first; i < first + n; i++) {
-        THP_ASSERT(bit_get(a->used, i));
+        LIB_ASSERT(bit_get(a->used, i));
         bit_clear(a->used, i);
         bit_set(a->dirty, i);
         a->freed_at[i] = now;
     }
     a->nfree += (uint32_t)n;
     atomic_fetch_add_explicit(&stat_purge_pending, n << CHUNK_SHIFT, memory_order_relaxed);
-    long delay = thp_policy_in_force.purge_delay_ms;
+    long delay = policy_in_force.purge_delay_ms;
     if (delay == 0) {
         purge_locked(now, false, true);
     } else if (delay > 0) {
@@ -710,22 +616,11 @@ void purge_note_dirty(void)
     pthread_mutex_unlock(&arena_lock);
 }
 
-void purger_start_if_wanted(void)
-{
-    /* Not from a thread past its heap's exit destructor: pthread_create's allocation there
-     * would give it a heap that outlives it. Another thread starts the purger at its next
-     * safe point. */
-    if (tl_heap == &heap_exited)
-        return;
-    if (atomic_exchange(&purger_wanted, 0))
-        purger_start();
-}
-
 /* Purges every dirty chunk whose delay has passed (all with force), a run per madvise.
  * Whole chunks only, so a huge page is never split. */
 static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
 {
-    long delay = thp_policy_in_force.purge_delay_ms;
+    long delay = policy_in_force.purge_delay_ms;
     size_t purged = 0;
     size_t i = 0;
     while (i < a->nchunks) {
@@ -747,7 +642,7 @@ static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
         uint8_t *p = a->base + (i << CHUNK_SHIFT);
         size_t len = (j - i) << CHUNK_SHIFT;
         if (strict_commit() ? os_decommit(p, len, "thpalloc")
-                            : os_purge(p, len, thp_policy_in_force.purge)) {
+                            : os_purge(p, len, policy_in_force.purge)) {
             for (size_t k = i; k < j; k++) {
                 bit_clear(a->dirty, k);
                 if (strict_commit()) {
@@ -756,7 +651,7 @@ static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
                     if (advice_get(a, k) == OS_ADVICE_HUGE)
                         advice_drop_huge(a, 1);
                     a->advice[k] = OS_ADVICE_NONE;
-                } else if (thp_policy_in_force.purge == OS_PURGE_FREE) {
+                } else if (policy_in_force.purge == OS_PURGE_FREE) {
                     a->advice[k] |= ADVICE_MAYBE_OLD;
                 }
             }
@@ -783,17 +678,63 @@ static void purge_locked(uint32_t now, bool force, bool unmap)
     atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
 }
 
-size_t arena_purge(bool force)
+/* ---- what the purger (purger.c) drives --------------------------------------------------- */
+
+uint32_t arena_purge_due(uint32_t now)
 {
-    uint32_t next;
-    size_t pages = pages_purge(now_ms(), force, &next);
-    pages += heaps_reclaim(now_ms(), force, &next);
+    pthread_mutex_lock(&arena_lock);
+    if (purge_armed && (int32_t)(now - next_purge_ms) >= 0)
+        purge_locked(now, false, true);
+    uint32_t next = purge_armed ? next_purge_ms : 0;
+    pthread_mutex_unlock(&arena_lock);
+    return next;
+}
+
+size_t arena_purge_chunks(bool force)
+{
     pthread_mutex_lock(&arena_lock);
     uint64_t before = atomic_load_explicit(&stat_purged, memory_order_relaxed);
     purge_locked(now_ms(), force, true);
     uint64_t after = atomic_load_explicit(&stat_purged, memory_order_relaxed);
     pthread_mutex_unlock(&arena_lock);
-    return pages + (size_t)(after - before);
+    return (size_t)(after - before);
+}
+
+uint32_t arena_wakes(void)
+{
+    return atomic_load_explicit(&purge_wakes, memory_order_seq_cst);
+}
+
+void arena_wait_for_work(uint32_t due, uint32_t wakes)
+{
+    if (due == 0) {
+        /* Nothing due: sleep until a free chunk or a dirty page arrives. Free chunks
+         * notify under this lock; a dirty page counts itself, then looks at
+         * purger_waiting without the lock (purge_note_dirty): so say "waiting" first,
+         * then look at the count (a Dekker pair, one of the two sees the other). */
+        pthread_mutex_lock(&arena_lock);
+        __atomic_store_n(&purger_waiting, true, __ATOMIC_SEQ_CST);
+        if (!atomic_load_explicit(&stat_pages_dirty, memory_order_seq_cst) && !purge_armed &&
+            atomic_load_explicit(&purge_wakes, memory_order_seq_cst) == wakes)
+            pthread_cond_wait(&purger_cond, &arena_lock);
+        __atomic_store_n(&purger_waiting, false, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&arena_lock);
+        return;
+    }
+    int32_t wait = (int32_t)(due - now_ms());
+    if (wait <= 0)
+        return;
+    /* + 5 ms: the coarse clock may lag the timer by a tick */
+    struct timespec ts = {(time_t)(wait + 5) / 1000, (long)((wait + 5) % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+void arena_purger_not_started(void)
+{
+    pthread_mutex_lock(&arena_lock);
+    __atomic_store_n(&purger_started, false, __ATOMIC_RELAXED); /* try again later */
+    pthread_mutex_unlock(&arena_lock);
 }
 
 void arena_fork_prepare(void)

@@ -146,8 +146,8 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
      * the purger gives back the ones left unused (and new pages take them first). The
      * first is the caller's: taken here, before the purger can see the chunk. */
     *dirty_out = !zero;
-    bool dirty = !zero && c->npages > 1 && thp_policy_in_force.purge_delay_ms > 0 &&
-                 thp_policy_in_force.thp.mode != THP_MODE_ALWAYS;
+    bool dirty = !zero && c->npages > 1 && policy_in_force.purge_delay_ms > 0 &&
+                 policy_in_force.thp.mode != THP_MODE_ALWAYS;
     uint32_t now = dirty ? now_ms() : 0;
     for (unsigned i = 0; i < c->npages; i++) {
         c->pages[i].retired_at = now;
@@ -240,7 +240,7 @@ static page_t *page_new(heap_t *heap, unsigned cls)
         return kept;
     }
     chunk_t *c = heap->chunks[kind];
-    if (thp_policy_in_force.thp.mode == THP_MODE_ALWAYS) {
+    if (policy_in_force.thp.mode == THP_MODE_ALWAYS) {
         /* Huge-advised chunks: fill the fullest first, so huge pages stay full and whole
          * chunks empty out and can be returned (Temeraire's rule). */
         chunk_t *best = NULL;
@@ -303,8 +303,8 @@ static void page_free(heap_t *heap, page_t *page)
     /* The heap's only chunk of its kind stays, empty (its pages purged after purge_delay):
      * a loop that allocates and frees one medium or big block took and returned a chunk
      * on every call (two arena locks, the registry: 110-160 ns). */
-    bool keep_chunk = heap && heap->chunks[kind] == c && !c->next &&
-                      thp_policy_in_force.thp.mode != THP_MODE_ALWAYS;
+    bool keep_chunk =
+        heap && heap->chunks[kind] == c && !c->next && policy_in_force.thp.mode != THP_MODE_ALWAYS;
     if (--c->pages_used == 0 && !keep_chunk) {
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
         if (heap)
@@ -314,11 +314,11 @@ static void page_free(heap_t *heap, page_t *page)
     }
     /* The chunk lives on: its empty page goes back to the kernel after purge_delay (not in
      * mode always, whose chunks are huge pages that a 64 KiB purge would split). */
-    long delay = thp_policy_in_force.purge_delay_ms;
-    if (page->capacity == 0 || delay < 0 || thp_policy_in_force.thp.mode == THP_MODE_ALWAYS) {
+    long delay = policy_in_force.purge_delay_ms;
+    if (page->capacity == 0 || delay < 0 || policy_in_force.thp.mode == THP_MODE_ALWAYS) {
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
     } else if (delay == 0) {
-        os_purge(page->start, page_size_of(c), thp_policy_in_force.purge);
+        os_purge(page->start, page_size_of(c), policy_in_force.purge);
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
     } else {
         page->retired_at = now_ms();
@@ -359,7 +359,7 @@ void page_retire(heap_t *heap, page_t *page)
     heap->slow_ops++;
     /* (mode always: small pages only, as reclaim, which would purge the others, is off) */
     if ((size_t)page->capacity * page->block_size <= KEEP_PAGE_MAX &&
-        (page->chunk->kind == CHUNK_SMALL || thp_policy_in_force.thp.mode != THP_MODE_ALWAYS) &&
+        (page->chunk->kind == CHUNK_SMALL || policy_in_force.thp.mode != THP_MODE_ALWAYS) &&
         !(page->flags & PAGE_IN_FULL)) {
         page_queue_t *q = &heap->queues[page->cls];
         if (q->first == page && !page->next)
@@ -367,14 +367,6 @@ void page_retire(heap_t *heap, page_t *page)
     }
     page_unlink(heap, page);
     page_free(heap, page);
-    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
-        purger_start_if_wanted(); /* the end of a free: a safe point */
-}
-
-void page_retire_leave(heap_t *heap, page_t *page)
-{
-    page_retire(heap, page);
-    heap_leave(heap);
 }
 
 /* Moves a page without free blocks to the full list. Dekker with free_slow: publish
@@ -529,29 +521,6 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
     return page;
 }
 
-void *heap_malloc_slow(heap_t *heap, size_t size, bool zero)
-{
-    if (unlikely(atomic_load_explicit(&probe_active, memory_order_relaxed)) &&
-        pthread_equal(pthread_self(), probe_thread)) {
-        atomic_store(&probe_hit, 1); /* init asking who is in charge: we are */
-        return NULL;
-    }
-    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
-        purger_start_if_wanted(); /* a safe point: no heap list is being walked */
-    if (unlikely(size > SC_MAX_SIZE))
-        return large_alloc(size, 0, zero);
-    if (unlikely(heap == &heap_empty || heap == &heap_exited)) {
-        if (unlikely(thp_passthrough()))
-            return passthrough_alloc(size, 0, zero); /* no heap, ever: always here */
-        if (unlikely(heap == &heap_exited))
-            return late_malloc(size, zero);
-        heap = heap_create();
-        if (!heap)
-            return NULL;
-    }
-    return heap_malloc_small(heap, size, zero);
-}
-
 /* A block of a small class from the heap's pages (the caller owns the heap, or holds
  * late_lock for the shared late heap). */
 void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
@@ -588,26 +557,22 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
 
 /* ---- the slow path of free ------------------------------------------------------------------ */
 
-void free_slow(chunk_t *c, page_t *page, void *p)
+void heap_free_slow(chunk_t *c, page_t *page, void *p)
 {
-    if (c->kind == CHUNK_LARGE) {
-        large_free(c, p);
-        return;
-    }
     if (unlikely(c->kind == CHUNK_FREE))
-        thp_fatal("free(): double free or invalid pointer", p);
+        lib_fatal("free(): double free or invalid pointer", p);
     if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
-        thp_fatal("free(): invalid pointer", p);
+        lib_fatal("free(): invalid pointer", p);
     if (page->flags & PAGE_HAS_ALIGNED)
         p = block_start(page, p);
     else if (unlikely(block_misaligned(page, p)))
-        thp_fatal("free(): invalid pointer", p);
+        lib_fatal("free(): invalid pointer", p);
     if (unlikely(block_in_hole(page, p)))
-        thp_fatal("free(): double free detected", p);
+        lib_fatal("free(): double free detected", p);
     /* beyond the carved blocks: free already (a page the reclaimer reset) */
     if (unlikely((size_t)((uint8_t *)p - page->start) >=
                  (size_t)__atomic_load_n(&page->capacity, __ATOMIC_RELAXED) * page->block_size))
-        thp_fatal("free(): double free detected", p);
+        lib_fatal("free(): double free detected", p);
     block_t *b = p;
     heap_t *heap = tl_heap;
     bool has_heap = heap != &heap_empty && heap != &heap_exited;
@@ -647,6 +612,36 @@ void free_slow(chunk_t *c, page_t *page, void *p)
                                                     memory_order_seq_cst, memory_order_relaxed));
     if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner)
         atomic_store_explicit(&owner->full_has_xfree, 1, memory_order_relaxed);
+}
+
+/* ---- the owner's side of the reclaim handshake (reclaim.c is the purger's)
+ * ------------------------------------------------------------------ */
+
+/* Sleeps (futex) rather than spins: a real-time owner spinning on the purger's CPU would
+ * never let it finish. claimed 2 says someone sleeps: the purger wakes it. */
+void heap_wait_unclaimed(heap_t *heap)
+{
+    for (;;) {
+        int c = atomic_load_explicit(&heap->claimed, memory_order_acquire);
+        if (!c)
+            return;
+        if (c == 1 && !atomic_compare_exchange_strong_explicit(
+                          &heap->claimed, &c, 2, memory_order_acq_rel, memory_order_acquire))
+            continue;
+        os_wait_while(&heap->claimed, 2);
+    }
+}
+
+void heap_wait_reclaim(heap_t *heap)
+{
+    for (;;) {
+        atomic_store_explicit(&heap->busy, 0, memory_order_release);
+        heap_wait_unclaimed(heap);
+        atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (!atomic_load_explicit(&heap->claimed, memory_order_acquire))
+            return;
+    }
 }
 
 /* ---- thread exit and fork ------------------------------------------------------------------ */

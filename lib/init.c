@@ -12,9 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-pthread_key_t heap_key;
-bool heap_key_ok; /* false when the process ran out of keys: heaps then outlive threads */
-
 enum { INIT_NONE = 0, INIT_RUNNING, INIT_DONE };
 static _Atomic int init_state;
 static pthread_t init_thread;
@@ -62,7 +59,7 @@ _Atomic int probe_hit;
 static bool other_allocator_in_charge(void)
 {
     void *(*volatile resolved)(size_t) = malloc;
-    if ((void *)resolved == (void *)thp_malloc_self)
+    if ((void *)resolved == (void *)lib_malloc_self)
         return false; /* the common case: no call needed */
     int saved = errno;
     probe_thread = pthread_self();
@@ -78,7 +75,7 @@ static bool other_allocator_in_charge(void)
     return !ours;
 }
 
-void thp_process_init(void)
+void lib_init(void)
 {
     if (likely(atomic_load_explicit(&init_state, memory_order_acquire) == INIT_DONE))
         return;
@@ -103,15 +100,15 @@ void thp_process_init(void)
     if (!dormant) {
         /* Neither call allocates: glibc keeps the first keys and fork handlers in static
          * storage. */
-        heap_key_ok = pthread_key_create(&heap_key, heap_thread_exit) == 0;
+        thread_key_init();
         pthread_atfork(fork_prepare, fork_parent, fork_child);
     }
     atomic_store_explicit(&init_state, INIT_DONE, memory_order_release);
 }
 
-bool thp_passthrough(void)
+bool lib_passthrough(void)
 {
-    thp_process_init();
+    lib_init();
     return passthrough;
 }
 
@@ -131,52 +128,20 @@ void *passthrough_next(const char *name)
     return dlsym(RTLD_NEXT, name);
 }
 
-bool thp_is_dormant(void)
+bool lib_dormant(void)
 {
-    thp_process_init();
+    lib_init();
     return dormant;
 }
 
-__attribute__((constructor)) static void thp_constructor(void)
+__attribute__((constructor)) static void lib_constructor(void)
 {
-    thp_process_init();
+    lib_init();
 }
-
-/* Heap corruption seen by the allocator: say so and stop, as glibc does. */
-void thp_fatal(const char *msg, const void *p)
-{
-    char buf[160];
-    static const char hex[] = "0123456789abcdef";
-    enum { DIGITS = 2 * sizeof(uintptr_t) }; /* 16, or 8 in a 32-bit process */
-    char num[2 + DIGITS + 1];
-    uintptr_t v = (uintptr_t)p;
-    num[0] = '0';
-    num[1] = 'x';
-    for (int i = 0; i < DIGITS; i++)
-        num[2 + i] = hex[(v >> (4 * (DIGITS - 1 - i))) & 15];
-    num[2 + DIGITS] = '\0';
-    size_t n = 0;
-    const char *parts[] = {"thpalloc: ", msg, " (", num, ")\n"};
-    for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
-        for (const char *s = parts[k]; *s && n + 1 < sizeof buf; s++)
-            buf[n++] = *s;
-    buf[n] = '\0';
-    os_write_stderr(buf);
-    abort();
-}
-
-#ifdef THPALLOC_DEBUG
-void thp_assert_fail(const char *expr, const char *file, int line)
-{
-    (void)file;
-    (void)line;
-    thp_fatal(expr, NULL);
-}
-#endif
 
 API int thpalloc_active(void)
 {
-    return !thp_is_dormant();
+    return !lib_dormant();
 }
 
 API int thpalloc_owns(const void *p)

@@ -23,10 +23,10 @@
 
 /* Invariant checks: compiled in with -DTHPALLOC_DEBUG, free otherwise. */
 #ifdef THPALLOC_DEBUG
-void thp_assert_fail(const char *expr, const char *file, int line);
-#define THP_ASSERT(e) ((e) ? (void)0 : thp_assert_fail(#e, __FILE__, __LINE__))
+void lib_assert_fail(const char *expr, const char *file, int line);
+#define LIB_ASSERT(e) ((e) ? (void)0 : lib_assert_fail(#e, __FILE__, __LINE__))
 #else
-#define THP_ASSERT(e) ((void)0)
+#define LIB_ASSERT(e) ((void)0)
 #endif
 
 /* ---- geometry ---------------------------------------------------------------------- */
@@ -271,7 +271,7 @@ struct policy {
     enum os_purge purge;
     bool stats_at_exit;
 };
-extern HIDDEN struct policy thp_policy_in_force;
+extern HIDDEN struct policy policy_in_force;
 /* policy.c: resolves the policy on the first chunk-level event (never at process start). */
 HIDDEN void policy_ensure_loaded(void);
 HIDDEN void policy_say_passthrough(size_t pagesize);
@@ -297,8 +297,19 @@ HIDDEN uint8_t *arena_resize_dedicated(arena_t *arena, chunk_t *desc, size_t wan
                                        size_t block_size);
 /* Gives a large block's run the advice its (new) size calls for. */
 HIDDEN void arena_readvise(arena_t *arena, uint8_t *base, size_t n, size_t block_size);
-/* Purges free chunks older than purge_delay (all of them when force). Returns bytes. */
-HIDDEN size_t arena_purge(bool force);
+/* The purger's side of the arena (purger.c drives these): purges the free chunks whose
+ * purge_delay has passed and the arenas idle as long, and returns when the next is due (0:
+ * none); purges every free chunk now (bytes); the count of wake-ups from heaps active again;
+ * sleeps until due (0: until a free chunk, a dirty page or a wake-up arrives); a purger
+ * could not be started (ask again later). */
+HIDDEN uint32_t arena_purge_due(uint32_t now);
+HIDDEN size_t arena_purge_chunks(bool force);
+HIDDEN uint32_t arena_wakes(void);
+HIDDEN void arena_wait_for_work(uint32_t due, uint32_t wakes);
+HIDDEN void arena_purger_not_started(void);
+/* purger.c: gives back everything free now, whatever purge_delay says (thpalloc_purge,
+ * malloc_trim): free chunks, dirty page slots, the inside of every heap. Returns bytes. */
+HIDDEN size_t purge_all(bool force);
 /* Purges DIRTY page slots of live chunks older than purge_delay (all when force); returns
  * the bytes purged and sets *next to the time the next one is due (0: none). */
 HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
@@ -380,7 +391,6 @@ static inline void heap_leave(heap_t *heap)
 extern HIDDEN __thread heap_t *tl_heap __attribute__((tls_model("initial-exec")));
 extern HIDDEN page_t page_empty;
 
-HIDDEN void *heap_malloc_slow(heap_t *heap, size_t size, bool zero);
 /* A block of a small class from the heap's pages (the caller owns the heap, or holds the
  * late lock for the shared late heap). */
 HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
@@ -397,15 +407,17 @@ HIDDEN void heap_rescue_full(heap_t *heap, bool may_free);
 /* Marks a page of the calling thread's heap (or of the shared late heap, for a thread past
  * its exit destructor) as holding aligned blocks, inside the reclaim handshake. */
 HIDDEN void heap_page_set_aligned(page_t *page);
-HIDDEN void free_slow(chunk_t *c, page_t *page, void *p);
+/* free of a block of a small-object chunk off the fast path: the owner's (full page,
+ * aligned blocks), a remote free, an abandoned chunk taken over, or a bad pointer. */
+HIDDEN void heap_free_slow(chunk_t *c, page_t *page, void *p);
 /* A freed-looking block is freed again: abort if it really is on the page's free lists. */
 HIDDEN void free_check_double(page_t *page, void *p);
 /* malloc popped a block without the free key: a double free or a write after free. */
 HIDDEN void malloc_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
 HIDDEN void page_retire(heap_t *heap, page_t *page);
-/* page_retire, then heap_leave: the free fast path's tail call. */
-HIDDEN void page_retire_leave(heap_t *heap, page_t *page);
 HIDDEN void heap_thread_exit(void *heap);
+/* thread.c: the thread-exit key (init, once; no allocation). */
+HIDDEN void thread_key_init(void);
 HIDDEN void heap_fork_prepare(void);
 HIDDEN void heap_fork_parent(void);
 HIDDEN void heap_fork_child(void);
@@ -420,7 +432,7 @@ HIDDEN void heap_foreach_in_use(void (*fn)(heap_t *heap, void *arg), void *arg);
  * that have been idle for purge_delay (all heaps with force): empty pages a heap keeps
  * for its next allocation, and the OS pages inside free blocks of 8 KiB and more. Returns
  * the bytes purged and sets *next to when it wants to look again (0: not until woken). */
-HIDDEN size_t heaps_reclaim(uint32_t now, bool force, uint32_t *next);
+HIDDEN size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next);
 HIDDEN void reclaim_fork_prepare(void);
 HIDDEN void reclaim_fork_parent(void);
 HIDDEN void reclaim_fork_child(void);
@@ -444,27 +456,27 @@ HIDDEN void large_free(chunk_t *c, void *p);
 HIDDEN void *large_resize(chunk_t *c, size_t size);
 
 /* Our own malloc under a name nobody can interpose (for the dormancy check). */
-HIDDEN void *thp_malloc_self(size_t size);
+HIDDEN void *lib_malloc_self(size_t size);
 
 /* The dormancy probe (init.c): set while init calls the process's malloc once. */
 extern HIDDEN _Atomic int probe_active, probe_hit;
 extern HIDDEN pthread_t probe_thread;
 
 /* init */
-HIDDEN void thp_process_init(void);
-HIDDEN bool thp_is_dormant(void);
+HIDDEN void lib_init(void);
+HIDDEN bool lib_dormant(void);
 /* True when the kernel's page size is not OS_PAGE_SIZE (64 KiB pages on ppc64el, 16 KiB on
  * loong64 or some arm64 kernels): every purge here would round to the kernel's page and
  * could drop live data, so the process runs on glibc's malloc instead (pass-through):
  * new blocks come from glibc, and frees and reallocs of them go back to it as for any
  * pointer that is not ours. */
-HIDDEN bool thp_passthrough(void);
+HIDDEN bool lib_passthrough(void);
 HIDDEN void *passthrough_alloc(size_t size, size_t align, bool zero);
 /* glibc's own definition of an API function we also define (dlsym RTLD_NEXT; only in
  * pass-through, never on an allocation path), or NULL. */
 HIDDEN void *passthrough_next(const char *name);
 extern HIDDEN bool passthrough;
-HIDDEN void thp_fatal(const char *msg, const void *p) __attribute__((noreturn, cold));
+HIDDEN void lib_fatal(const char *msg, const void *p) __attribute__((noreturn, cold));
 
 /* foreign pointers: glibc's own functions */
 extern void __libc_free(void *);
@@ -481,8 +493,5 @@ struct thpalloc_stats;
 HIDDEN void stats_collect(struct thpalloc_stats *s);
 extern HIDDEN _Atomic uint64_t stat_reserved, stat_huge_advised, stat_purged, stat_purge_pending,
     stat_committed;
-
-/* monotonic milliseconds (vDSO, no syscall) */
-HIDDEN uint32_t now_ms(void);
 
 #endif

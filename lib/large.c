@@ -5,21 +5,12 @@
 #include <errno.h>
 #include <string.h>
 
-/* The end of a large free or resize (top-level calls): a safe point to start the purger. */
-static void large_done(void)
-{
-    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
-        purger_start_if_wanted();
-}
-
 void *large_alloc(size_t size, size_t align, bool zero)
 {
     if (size > ALLOC_MAX) {
         errno = ENOMEM;
         return NULL;
     }
-    if (unlikely(thp_passthrough()))
-        return passthrough_alloc(size, align, zero);
     size_t usable = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
     size_t n = (usable + CHUNK_MASK) >> CHUNK_SHIFT;
     arena_t *arena;
@@ -72,7 +63,6 @@ void *large_resize(chunk_t *c, size_t size)
         c->base = c->large_start = base;
         c->nchunks = want;
         c->large_size = usable;
-        large_done();
         return base;
     }
     if (want > n) {
@@ -91,19 +81,17 @@ void *large_resize(chunk_t *c, size_t size)
     }
     c->nchunks = want;
     c->large_size = usable;
-    large_done();
     return c->base;
 }
 
 void large_free(chunk_t *c, void *p)
 {
     if (unlikely((uint8_t *)p != c->large_start))
-        thp_fatal("free(): invalid pointer", p);
+        lib_fatal("free(): invalid pointer", p);
     uint8_t *base = c->base;
     size_t n = c->nchunks;
     arena_t *arena = c->arena;
     registry_set(base, n, registry_unused(arena));
     chunk_desc_free(c);
     arena_free_chunks(arena, base, n);
-    large_done();
 }

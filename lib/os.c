@@ -250,6 +250,13 @@ void os_startup_random(uint64_t out[2])
     out[1] = (x ^ (uint64_t)ts.tv_sec) * 0xbf58476d1ce4e5b9ull;
 }
 
+uint32_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
+}
+
 size_t os_page_size(void)
 {
     unsigned long v = getauxval(AT_PAGESZ);

@@ -67,6 +67,8 @@ size_t os_read_fd(int fd, char *buf, size_t cap);
  * no system call, no wait for entropy at boot); a mix of the clock and ASLR-placed
  * addresses where it is missing. */
 void os_startup_random(uint64_t out[2]);
+/* Monotonic milliseconds from the coarse clock (vDSO: no system call). */
+uint32_t now_ms(void);
 /* The kernel's base page size (the auxiliary vector: no system call). */
 size_t os_page_size(void);
 /* Writes a whole string to fd 2 (never through stdio). */

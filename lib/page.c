@@ -37,14 +37,14 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
     page->div_check = UINT64_MAX / page->block_size + 1;
     page->span = page->reserved * page->block_size;
     __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
-    THP_ASSERT(page->reserved >= 1);
+    LIB_ASSERT(page->reserved >= 1);
 }
 
 /* Threads blocks into the free list a few KiB at a time, so that a page of a rarely used
  * class does not make 64 KiB resident at once. */
 void page_extend(page_t *page)
 {
-    THP_ASSERT(page->free == NULL && page->capacity < page->reserved);
+    LIB_ASSERT(page->free == NULL && page->capacity < page->reserved);
     size_t bsize = page->block_size;
     uint32_t n = (uint32_t)(OS_PAGE_SIZE / bsize);
     if (n < 4)
@@ -80,7 +80,7 @@ uint32_t page_collect(page_t *page)
             }
             block_set_next(tail, page->local_free);
             page->local_free = head;
-            THP_ASSERT(page->used >= n);
+            LIB_ASSERT(page->used >= n);
             page->used -= n;
         }
     }
@@ -131,7 +131,7 @@ void free_check_double(page_t *page, void *p)
         for (block_t *b = l ? page->local_free : page->free; b && n <= page->capacity;
              b = block_next(b), n++) {
             if (b == p)
-                thp_fatal("free(): double free detected", p);
+                lib_fatal("free(): double free detected", p);
             if (block_outside(page, b))
                 break; /* a corrupted link: malloc aborts when it gets there */
         }
@@ -142,7 +142,7 @@ void free_check_double(page_t *page, void *p)
 void malloc_corrupt(page_t *page, void *b)
 {
     (void)page;
-    thp_fatal("malloc(): free block corrupted (double free or write after free)", b);
+    lib_fatal("malloc(): free block corrupted (double free or write after free)", b);
 }
 
 /* The block that contains p (p may be an aligned interior pointer). */
@@ -153,8 +153,6 @@ void *block_start(page_t *page, void *p)
 }
 
 /* ---- purging page slots of live chunks ------------------------------------------------ */
-
-_Atomic uint64_t stat_pages_dirty;
 
 struct page_purge_walk {
     uint32_t now, next;
@@ -168,7 +166,7 @@ static void purge_chunk_pages(chunk_t *c, void *arg)
     uint8_t kind = __atomic_load_n(&c->kind, __ATOMIC_RELAXED);
     if (kind < CHUNK_SMALL || kind > CHUNK_BIG)
         return;
-    long delay = thp_policy_in_force.purge_delay_ms;
+    long delay = policy_in_force.purge_delay_ms;
     for (unsigned i = 0; i < MAX_PAGES_PER_CHUNK; i++) {
         page_t *p = &c->pages[i];
         if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_DIRTY)
@@ -186,7 +184,7 @@ static void purge_chunk_pages(chunk_t *c, void *arg)
             continue; /* the owner took it back */
         /* Held: the chunk cannot go back to the arena, its descriptor stays this chunk's. */
         size_t size = (size_t)1 << c->page_shift;
-        os_purge(c->base + ((size_t)i << c->page_shift), size, thp_policy_in_force.purge);
+        os_purge(c->base + ((size_t)i << c->page_shift), size, policy_in_force.purge);
         atomic_fetch_sub_explicit(&stat_pages_dirty, size, memory_order_relaxed);
         atomic_fetch_add_explicit(&stat_purged, size, memory_order_relaxed);
         w->purged += size;

@@ -1,7 +1,7 @@
 /* policy: loads the administrator's policy once, on the first chunk-level event (a process
  * that never allocates a chunk never reads a file), feeds it to the arena and the THP
  * decision, and publishes it: thpalloc_policy(), the introspection block thp-status reads,
- * THPALLOC_VERBOSE, and the statistics printed at exit. */
+ * and THPALLOC_VERBOSE. The statistics printed at exit (stats = exit) are stats.c's. */
 #include "config.h"
 #include "internal.h"
 #include "thpalloc.h"
@@ -23,6 +23,14 @@ API struct thpalloc_introspect thpalloc_introspect = {
     .thp_threshold = (size_t)2 << 20,
     .arena_size = (size_t)64 << 20,
     .purge_delay_ms = 1000,
+};
+
+/* The policy in force, read by every layer; written once, here, when it is resolved. */
+struct policy policy_in_force = {
+    .thp = {.mode = THP_MODE_LARGE, .threshold = (size_t)2 << 20},
+    .arena_size = (size_t)64 << 20,
+    .purge_delay_ms = 1000,
+    .purge = OS_PURGE_DONTNEED,
 };
 
 static struct cfg_settings settings;
@@ -99,12 +107,12 @@ void policy_ensure_loaded(void)
     in.secure = secure;
     in.ruid = getuid();
     cfg_resolve(&settings, &in, verbose ? verbose_report : NULL, NULL);
-    thp_policy_in_force.thp.mode = settings.thp;
-    thp_policy_in_force.thp.threshold = settings.thp_threshold;
-    thp_policy_in_force.arena_size = settings.arena_size;
-    thp_policy_in_force.purge_delay_ms = settings.purge_delay_ms;
-    thp_policy_in_force.purge = settings.purge;
-    thp_policy_in_force.stats_at_exit = settings.stats_at_exit;
+    policy_in_force.thp.mode = settings.thp;
+    policy_in_force.thp.threshold = settings.thp_threshold;
+    policy_in_force.arena_size = settings.arena_size;
+    policy_in_force.purge_delay_ms = settings.purge_delay_ms;
+    policy_in_force.purge = settings.purge;
+    policy_in_force.stats_at_exit = settings.stats_at_exit;
     thpalloc_introspect.thp_mode = (int32_t)settings.thp;
     thpalloc_introspect.thp_threshold = settings.thp_threshold;
     thpalloc_introspect.arena_size = settings.arena_size;
@@ -214,33 +222,4 @@ API int thpalloc_policy(struct thpalloc_setting *out, size_t n)
         out[k].origin = policy_origins[k];
     }
     return CFG_NKEYS;
-}
-
-/* ---- stats = exit ------------------------------------------------------------------------- */
-
-static void put_field(const char *name, uint64_t bytes)
-{
-    char num[21];
-    os_format_u64(num, bytes >> 10);
-    os_write_stderr(" ");
-    os_write_stderr(name);
-    os_write_stderr("=");
-    os_write_stderr(num);
-    os_write_stderr("K");
-}
-
-__attribute__((destructor)) static void stats_at_exit(void)
-{
-    if (!thp_policy_in_force.stats_at_exit || thpalloc_introspect.active != 1)
-        return;
-    struct thpalloc_stats s;
-    stats_collect(&s);
-    os_write_stderr("thpalloc: stats");
-    put_field("reserved", s.reserved);
-    put_field("committed", s.committed);
-    put_field("huge_advised", s.huge_advised);
-    put_field("in_use", s.in_use);
-    put_field("purge_pending", s.purge_pending);
-    put_field("purged", s.purged);
-    os_write_stderr("\n");
 }

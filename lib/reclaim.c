@@ -28,7 +28,7 @@
 
 static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
 static int barrier_state; /* 0: not tried, 1: membarrier registered, -1: unavailable */
-static uint32_t pass;     /* calls of heaps_reclaim, so that one call looks at a heap once */
+static uint32_t pass;     /* calls of reclaim_idle_heaps, so that one call looks at a heap once */
 
 /* The OS pages inside a free block, after its header (link, key, mark). */
 static size_t purge_block_inside(const page_t *page, block_t *b, enum os_purge how)
@@ -159,7 +159,7 @@ static size_t purge_tail(const chunk_t *c, page_t *page, enum os_purge how)
 
 /* The purger holds the heap (claimed, owner not inside): nothing of it moves but remote
  * frees, which only touch xthread_free (left alone here). */
-static size_t reclaim_heap(heap_t *heap, enum os_purge how)
+static size_t reclaim_one_heap(heap_t *heap, enum os_purge how)
 {
     size_t bytes = 0;
     /* Full pages that other threads freed into: collected here as the owner would at its
@@ -235,7 +235,7 @@ static void pick_heap(heap_t *h, void *arg)
     k->heap[k->n++] = h;
 }
 
-static void release(heap_t *h)
+static void claim_release(heap_t *h)
 {
     if (atomic_exchange_explicit(&h->claimed, 0, memory_order_release) == 2)
         os_wake_all(&h->claimed); /* the owner sleeps in heap_wait_unclaimed */
@@ -248,13 +248,13 @@ static bool barrier_ready(void)
     return barrier_state > 0;
 }
 
-size_t heaps_reclaim(uint32_t now, bool force, uint32_t *next)
+size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
 {
     *next = 0;
-    long delay = thp_policy_in_force.purge_delay_ms;
+    long delay = policy_in_force.purge_delay_ms;
     /* purge_delay = never: only thpalloc_purge() (force). Mode always: small chunks are
      * huge pages, which a 4 KiB purge would split. */
-    if ((delay < 0 && !force) || thp_policy_in_force.thp.mode == THP_MODE_ALWAYS)
+    if ((delay < 0 && !force) || policy_in_force.thp.mode == THP_MODE_ALWAYS)
         return 0;
     pthread_mutex_lock(&reclaim_lock);
     if (!barrier_ready()) {
@@ -282,7 +282,7 @@ size_t heaps_reclaim(uint32_t now, bool force, uint32_t *next)
             if (fenced && !atomic_load_explicit(&h->busy, memory_order_acquire))
                 continue;
             k.heap[i] = NULL;
-            release(h);
+            claim_release(h);
             uint32_t due = now + k.delay;
             if (k.next == 0 || (int32_t)(due - k.next) < 0)
                 k.next = due;
@@ -291,10 +291,10 @@ size_t heaps_reclaim(uint32_t now, bool force, uint32_t *next)
             heap_t *h = k.heap[i];
             if (!h)
                 continue;
-            bytes += reclaim_heap(h, thp_policy_in_force.purge);
+            bytes += reclaim_one_heap(h, policy_in_force.purge);
             h->reclaimed = true;
             h->reclaimed_ops = __atomic_load_n(&h->slow_ops, __ATOMIC_RELAXED);
-            release(h);
+            claim_release(h);
         }
         if (!fenced)
             break;
@@ -304,35 +304,6 @@ size_t heaps_reclaim(uint32_t now, bool force, uint32_t *next)
         atomic_fetch_add_explicit(&stat_purged, bytes, memory_order_relaxed);
     *next = k.next;
     return bytes;
-}
-
-/* ---- the owner's side ------------------------------------------------------------------ */
-
-/* Sleeps (futex) rather than spins: a real-time owner spinning on the purger's CPU would
- * never let it finish. claimed 2 says someone sleeps: the purger wakes it. */
-void heap_wait_unclaimed(heap_t *heap)
-{
-    for (;;) {
-        int c = atomic_load_explicit(&heap->claimed, memory_order_acquire);
-        if (!c)
-            return;
-        if (c == 1 && !atomic_compare_exchange_strong_explicit(
-                          &heap->claimed, &c, 2, memory_order_acq_rel, memory_order_acquire))
-            continue;
-        os_wait_while(&heap->claimed, 2);
-    }
-}
-
-void heap_wait_reclaim(heap_t *heap)
-{
-    for (;;) {
-        atomic_store_explicit(&heap->busy, 0, memory_order_release);
-        heap_wait_unclaimed(heap);
-        atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
-        atomic_signal_fence(memory_order_seq_cst);
-        if (!atomic_load_explicit(&heap->claimed, memory_order_acquire))
-            return;
-    }
 }
 
 /* No claim may be held across fork: the child has no purger to release it. */

@@ -8,8 +8,6 @@
 #include <malloc.h>
 #include <string.h>
 
-_Atomic uint64_t stat_reserved, stat_huge_advised, stat_purged, stat_purge_pending, stat_committed;
-
 struct walk {
     uint64_t in_use, large_bytes, large_count;
 };
@@ -63,7 +61,7 @@ API int thpalloc_get_stats(struct thpalloc_stats *out, size_t size)
 
 API struct mallinfo2 mallinfo2(void)
 {
-    if (unlikely(thp_passthrough())) {
+    if (unlikely(lib_passthrough())) {
         struct mallinfo2 (*next)(void) = (struct mallinfo2(*)(void))passthrough_next("mallinfo2");
         if (next)
             return next();
@@ -103,5 +101,34 @@ API struct mallinfo mallinfo(void)
 
 API size_t thpalloc_purge(void)
 {
-    return arena_purge(true);
+    return purge_all(true);
+}
+
+/* ---- stats = exit ------------------------------------------------------------------------- */
+
+static void put_field(const char *name, uint64_t bytes)
+{
+    char num[21];
+    os_format_u64(num, bytes >> 10);
+    os_write_stderr(" ");
+    os_write_stderr(name);
+    os_write_stderr("=");
+    os_write_stderr(num);
+    os_write_stderr("K");
+}
+
+__attribute__((destructor)) static void stats_at_exit(void)
+{
+    if (!policy_in_force.stats_at_exit || thpalloc_introspect.active != 1)
+        return;
+    struct thpalloc_stats s;
+    stats_collect(&s);
+    os_write_stderr("thpalloc: stats");
+    put_field("reserved", s.reserved);
+    put_field("committed", s.committed);
+    put_field("huge_advised", s.huge_advised);
+    put_field("in_use", s.in_use);
+    put_field("purge_pending", s.purge_pending);
+    put_field("purged", s.purged);
+    os_write_stderr("\n");
 }

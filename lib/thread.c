@@ -18,13 +18,19 @@ static size_t heaps_live;
 static pthread_mutex_t late_lock = PTHREAD_MUTEX_INITIALIZER;
 static heap_t *late_heap;
 
-extern HIDDEN pthread_key_t heap_key;
-extern HIDDEN bool heap_key_ok;
+/* The key whose destructor abandons a thread's heap at its exit. */
+static pthread_key_t heap_key;
+static bool heap_key_ok; /* false when the process ran out of keys: heaps then outlive threads */
+
+void thread_key_init(void)
+{
+    /* Does not allocate: glibc keeps the first keys in static storage. */
+    heap_key_ok = pthread_key_create(&heap_key, heap_thread_exit) == 0;
+}
 
 /* A heap from the free list or the meta pool, set up and counted; NULL when out of memory. */
 static heap_t *heap_new(void)
 {
-    thp_process_init();
     pthread_mutex_lock(&heaps_lock);
     heap_t *heap = heaps_free;
     if (heap) {
