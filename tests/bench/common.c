@@ -79,6 +79,17 @@ double bench_arg(int argc, char **argv, int i, double dflt, const char *usage)
     return v;
 }
 
+uint64_t bench_count(int argc, char **argv, int i, uint64_t dflt, const char *usage)
+{
+    double v = bench_arg(argc, argv, i, (double)dflt, usage);
+    if (v < 1) {
+        fprintf(stderr, "%s: bad argument '%s': a count of at least 1\nusage: %s %s\n", argv[0],
+                argv[i], argv[0], usage);
+        exit(2);
+    }
+    return (uint64_t)v;
+}
+
 long bench_proc_kib(const char *path, const char *key)
 {
     char buf[8192];
@@ -121,6 +132,73 @@ void *bench_xmalloc(size_t n)
         exit(1);
     }
     return p;
+}
+
+void bench_block_fill(unsigned char *p, size_t n, unsigned char tag)
+{
+    memcpy(p, &n, sizeof n);
+    p[8] = tag;
+    for (size_t off = 4096; off < n; off += 4096)
+        p[off] = tag;
+    p[n - 1] = tag;
+}
+
+size_t bench_block_read(const unsigned char *p, uint64_t *sum)
+{
+    size_t n;
+    memcpy(&n, p, sizeof n);
+    if (n < 16 || p[n - 1] != p[8]) {
+        fprintf(stderr, "bench: corrupt block %p (size %zu)\n", (const void *)p, n);
+        exit(1);
+    }
+    *sum += p[8] + n;
+    return n;
+}
+
+pthread_t bench_thread(void *(*fn)(void *), void *arg, int detached)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (detached)
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    if (rc) {
+        fprintf(stderr, "bench: pthread_create: %s\n", strerror(rc));
+        exit(1);
+    }
+    return t;
+}
+
+static pthread_mutex_t running_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t running_cv = PTHREAD_COND_INITIALIZER;
+static unsigned running;
+
+void bench_running_enter(unsigned limit)
+{
+    pthread_mutex_lock(&running_mu);
+    while (running >= limit)
+        pthread_cond_wait(&running_cv, &running_mu);
+    running++;
+    pthread_mutex_unlock(&running_mu);
+}
+
+void bench_running_leave(void)
+{
+    pthread_mutex_lock(&running_mu);
+    running--;
+    /* both the one waiting for a free place and the one waiting for none may wait */
+    pthread_cond_broadcast(&running_cv);
+    pthread_mutex_unlock(&running_mu);
+}
+
+void bench_running_wait(void)
+{
+    pthread_mutex_lock(&running_mu);
+    while (running)
+        pthread_cond_wait(&running_cv, &running_mu);
+    pthread_mutex_unlock(&running_mu);
 }
 
 void *bench_map(size_t bytes)

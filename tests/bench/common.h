@@ -9,6 +9,7 @@
 #ifndef THPALLOC_BENCH_COMMON_H
 #define THPALLOC_BENCH_COMMON_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,10 @@ double bench_now(void);
 /* Parses a positive number (accepts 1e6, 2.5); exits with a usage message on error. */
 double bench_arg(int argc, char **argv, int i, double dflt, const char *usage);
 
+/* bench_arg for a count: the integer part, which must be at least 1 (else the usage
+ * message and exit). */
+uint64_t bench_count(int argc, char **argv, int i, uint64_t dflt, const char *usage);
+
 /* Records rss_kib / anonhuge_kib now (keeps the sample with the largest RSS). */
 void bench_sample(void);
 
@@ -61,6 +66,25 @@ long bench_proc_kib(const char *path, const char *key);
 
 /* malloc that exits with a message on NULL. */
 void *bench_xmalloc(size_t n);
+
+/* Writes a block of n >= 16 bytes as a program would use it: its size in the first 8
+ * bytes, tag at byte 8 and at the end, and one byte in every 4 KiB page between, so that
+ * every page is resident.  bench_block_read reads the size and tags back (exits when they
+ * disagree: a corrupt block) and returns the size. */
+void bench_block_fill(unsigned char *p, size_t n, unsigned char tag);
+size_t bench_block_read(const unsigned char *p, uint64_t *sum);
+
+/* pthread_create that exits with a message on failure; a detached thread when detached is
+ * set (its id is then of no use). */
+pthread_t bench_thread(void *(*fn)(void *), void *arg, int detached);
+
+/* Running detached threads, for a main thread that keeps starting them and waits for
+ * the last: bench_running_enter waits until fewer than limit run, then counts one more
+ * (call it before starting one); a thread calls bench_running_leave as its last step;
+ * bench_running_wait returns once none runs. */
+void bench_running_enter(unsigned limit);
+void bench_running_leave(void);
+void bench_running_wait(void);
 
 /* Bookkeeping arrays that must not be counted against the allocator: mmap'ed directly. */
 void *bench_map(size_t bytes);

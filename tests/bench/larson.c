@@ -29,9 +29,6 @@ struct lineage {
 
 static unsigned rounds;
 static uint64_t ops_per_round;
-static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
-static unsigned running;
 static int failed;
 
 static unsigned char *new_object(bench_rng *r, uint64_t tag)
@@ -76,10 +73,7 @@ static void *worker(void *arg)
     }
     if (l->id == 0)
         bench_sample();
-    pthread_mutex_lock(&done_mu);
-    running--;
-    pthread_cond_signal(&done_cv);
-    pthread_mutex_unlock(&done_mu);
+    bench_running_leave();
     return NULL;
 }
 
@@ -102,22 +96,12 @@ int main(int argc, char **argv)
     }
 
     double t0 = bench_now();
-    running = threads;
+    /* one count per lineage: its successors take the place over, the last one leaves */
     for (unsigned t = 0; t < threads; t++) {
-        pthread_t th;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&th, &attr, worker, &l[t])) {
-            fprintf(stderr, "larson: pthread_create failed\n");
-            return 1;
-        }
-        pthread_attr_destroy(&attr);
+        bench_running_enter(threads);
+        bench_thread(worker, &l[t], 1);
     }
-    pthread_mutex_lock(&done_mu);
-    while (running)
-        pthread_cond_wait(&done_cv, &done_mu);
-    pthread_mutex_unlock(&done_mu);
+    bench_running_wait();
     double t1 = bench_now();
 
     uint64_t sum = 0;

@@ -1,5 +1,6 @@
 #!/bin/sh
-# TAP test: the benchmark runner's --quick mode produces every cell.
+# TAP test: the benchmark runner's --quick mode produces every cell (the idle-footprint
+# table's included).
 #
 # Runs tests/bench/run-bench --quick against the freshly built library ($THPALLOC_LIB) and
 # every installed allocator, then checks that each (workload, allocator) cell has a result.
@@ -46,12 +47,21 @@ except (OSError, ValueError) as e:
 lines.append((rc == 0, "runner exit status %d (%d s)" % (rc, secs)))
 allocs = list(js["allocators"])
 lines.append(("thpalloc" in allocs, "thpalloc is among the allocators: %s" % ", ".join(allocs)))
-lines.append((len(js["workloads"]) > 0, "%d workloads" % len(js["workloads"])))
+lines.append((len(js["workloads"]) > 0, "%d workloads, %d idle-footprint rows" % (
+    len(js["workloads"]), len(js.get("footprint", [])))))
 for w in js["workloads"]:
     for a in allocs:
         c = w["cells"][a]
         ok = bool(c["runs"]) and not c["errors"] and c["median"].get("time_s") is not None \
             and c["median"].get("peak_kib") is not None
+        why = "" if ok else " # " + "; ".join(c["errors"])[:200]
+        lines.append((ok, "%s / %s%s" % (w["name"], a, why)))
+# the idle-footprint table: a sample for every cell
+for w in js.get("footprint", []):
+    for a in allocs:
+        c = w["cells"][a]
+        ok = bool(c["runs"]) and not c["errors"] \
+            and c["median"].get("private_dirty_kib") is not None
         why = "" if ok else " # " + "; ".join(c["errors"])[:200]
         lines.append((ok, "%s / %s%s" % (w["name"], a, why)))
 print("1..%d" % len(lines))
