@@ -267,7 +267,8 @@ cmp -s "$work/etc.before2" "$work/etc.after2"
 ok $? "/etc/ld.so.preload and /etc are as they were (the comment, byte for byte)"
 rm -f "$chroot_dir/etc/ld.so.preload"
 
-# The tool gone (a forced removal of thpalloc): the maintainer scripts still take the entry out.
+# The tool gone (a forced removal of thpalloc): the maintainer scripts still take the entry out,
+# also from a line it shares with another library and a comment, which stay.
 t dpkg -i "$D_PRE" >/dev/null
 t dpkg --remove --force-depends thpalloc
 ok $? "dpkg --remove --force-depends thpalloc (thpalloc-preload stays, its tool is gone)"
@@ -275,6 +276,14 @@ t dpkg -P thpalloc-preload
 ok $? "dpkg -P thpalloc-preload without the thpalloc-preload tool (fallback)"
 [ ! -e "$chroot_dir/etc/ld.so.preload" ]
 ok $? "the fallback took the entry out and removed the file"
+t dpkg -i "$D_TOOLS" "$D_PRE" >/dev/null
+printf '%s\n' '/usr/$LIB/libm.so.6:/usr/$LIB/libthpalloc.so.1 # by hand' >"$chroot_dir/etc/ld.so.preload"
+t dpkg --remove --force-depends thpalloc >/dev/null
+t dpkg -P thpalloc-preload
+ok $? "dpkg -P thpalloc-preload, the tool gone, the entry on a line with libm and a comment"
+printf '%s\n' '/usr/$LIB/libm.so.6:# by hand' | cmp -s - "$chroot_dir/etc/ld.so.preload"
+ok $? "the fallback took the entry out of that line and kept the rest ($(cat "$chroot_dir/etc/ld.so.preload"))"
+rm -f "$chroot_dir/etc/ld.so.preload"
 
 # A library that does not load: enable refuses and the file stays as it was.
 t dpkg -i "$D_TOOLS" >/dev/null
