@@ -19,6 +19,7 @@ if [ ! -x "$TOOL" ] || [ ! -f "$LIB" ]; then
     echo "1..0 # SKIP thpalloc-preload ($TOOL) or the library ($LIB) is not built"
     exit 0
 fi
+P=${TOOL##*/} # the name its messages start with
 E=$("$TOOL" --help | sed -n 's/^entry: //p')
 if [ -z "$E" ]; then
     echo "1..1"
@@ -259,29 +260,46 @@ rc=$?
 ok $? "a symbolic link /etc/ld.so.preload is refused, left as it is"
 
 # --- usage ---
-usage_() { # usage_ DESCRIPTION ARGS...: exit 2, usage on stderr, nothing on stdout
-    local d=$1 out err rc=0
-    shift
+# usage_ DESCRIPTION MESSAGE ARGS...: exit 2, nothing on stdout, and on stderr exactly
+# "$P: MESSAGE" and the line that points to --help (util-linux style).
+usage_() {
+    local d=$1 msg=$2 out err rc=0
+    shift 2
     out=$("$TOOL" "$@" 2>"$tmp/err") || rc=$?
     err=$(cat "$tmp/err")
-    [ "$rc" -eq 2 ] && [ -z "$out" ] && case $err in *usage:*) true ;; *) false ;; esac
-    ok $? "usage, exit 2: $d (rc=$rc)"
+    [ "$rc" -eq 2 ] && [ -z "$out" ] &&
+        [ "$err" = "$P: $msg${NL}Try '$P --help' for more information." ]
+    ok $? "usage, exit 2: $d (rc=$rc: ${err%%"$NL"*})"
 }
 r=$(mkroot usage)
-usage_ "no verb"
-usage_ "bad verb" --root "$r" frobnicate
-usage_ "bad option" --root "$r" --frob status
-usage_ "two verbs" --root "$r" enable disable
-usage_ "--root without a value" --root
-usage_ "empty --root" --root "" status
-"$TOOL" --root "$tmp/does-not-exist" status >/dev/null 2>&1
-[ $? -eq 1 ]
-ok $? "--root that does not exist: exit 1"
-out=$("$TOOL" --help) && case $out in *usage:*) true ;; *) false ;; esac
-ok $? "--help: usage on stdout, exit 0"
+usage_ "no command" "no command given (enable, disable or status)"
+usage_ "bad command" "unknown command 'frobnicate'" --root "$r" frobnicate
+usage_ "bad option" "unrecognized option '--frob'" --root "$r" --frob status
+usage_ "bad short option" "invalid option -- 'x'" -x status
+usage_ "two commands" "one command only (got enable and disable)" --root "$r" enable disable
+usage_ "--root without a value" "option '--root' requires an argument" status --root
+usage_ "-r without a value" "option '-r' requires an argument" status -r
+usage_ "empty --root" "--root needs a directory" --root "" status
+usage_ "--help with a value" "option '--help' doesn't allow an argument" --help=x
+out=$("$TOOL" --root "$tmp/does-not-exist" status 2>&1)
+[ $? -eq 1 ] && [ "$out" = "$P: --root $tmp/does-not-exist: not a directory" ]
+ok $? "--root that does not exist: exit 1 ($out)"
+out=$("$TOOL" --help 2>"$tmp/err")
+[ $? -eq 0 ] && [ ! -s "$tmp/err" ] &&
+    [ "$(echo "$out" | head -2)" = "Usage:$NL $P [options] enable|disable|status" ] &&
+    echo "$out" | grep -qx -- " -r, --root DIR  edit DIR/etc/ld.so.preload instead of /etc/ld.so.preload" &&
+    echo "$out" | grep -qxF "entry: $E" &&
+    [ "$(echo "$out" | tail -1)" = "For more details see thpalloc-preload(8)." ]
+ok $? "--help: the usage on stdout, exit 0"
+for v in -V --version; do
+    out=$("$TOOL" $v 2>&1)
+    [ $? -eq 0 ] && [[ $out =~ ^"$P from thpalloc "[0-9]+\.[0-9]+\.[0-9]+$ ]]
+    ok $? "$v: $out"
+done
 r=$(mkroot eq)
-"$TOOL" --root="$r" enable >/dev/null 2>&1 && [ "$("$TOOL" status --root "$r")" = enabled ]
-ok $? "--root=DIR and options after the verb"
+"$TOOL" --root="$r" enable >/dev/null 2>&1 && [ "$("$TOOL" status --root "$r")" = enabled ] &&
+    [ "$("$TOOL" status -r "$r")" = enabled ]
+ok $? "--root=DIR, -r DIR and options after the command"
 
 # Foreign dpkg architectures (dpkg --root DIR --print-foreign-architectures reads them from
 # DIR/var/lib/dpkg/arch, written here): enable names each one whose library
@@ -296,7 +314,7 @@ case $E in
     rm -f "$r/usr/lib/i386-linux-gnu/libthpalloc.so.1"
     "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
     rc=$?
-    want="thpalloc-preload: warning: dpkg architecture i386 has no /usr/lib/i386-linux-gnu/libthpalloc.so.1: its programs will print an ld.so error and run without thpalloc (apt install libthpalloc1:i386)"
+    want="$P: warning: dpkg architecture i386 has no /usr/lib/i386-linux-gnu/libthpalloc.so.1: its programs will print an ld.so error and run without thpalloc (apt install libthpalloc1:i386)"
     [ "$rc" -eq 0 ] && [ "$(cat "$tmp/err")" = "$want" ] && [ "$("$TOOL" --root "$r" status)" = enabled ]
     ok $? "enable with dpkg architecture i386 but no i386 library: exactly one warning, naming it ($(cat "$tmp/err"))"
     mkdir -p "$r/usr/lib/i386-linux-gnu" && cp "$LIB" "$r/usr/lib/i386-linux-gnu/"

@@ -12,10 +12,13 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <err.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,20 +46,57 @@
 #define PRELOAD_FILE "/etc/ld.so.preload"
 #define MAX_FILE (1 << 20) /* ld.so.preload is a few lines; refuse anything absurd */
 
-static const char *prog = "thpalloc-preload";
+/* Messages start with the program's name, as err(3) writes it. */
+#define PROG program_invocation_short_name
+
 static char entry[PATH_MAX];
 static size_t entry_len;
 
-static void usage(FILE *f)
+static void usage(void)
 {
-    fprintf(f,
-            "usage: %s [--root DIR] enable|disable|status\n"
-            "  enable   add the entry to DIR/etc/ld.so.preload after a smoke test\n"
-            "  disable  take the entry out (the file goes when nothing else is in it)\n"
-            "  status   print \"enabled\" or \"disabled\"\n"
-            "  --root DIR  edit DIR/etc/ld.so.preload instead of /etc/ld.so.preload\n"
-            "entry: %s\n",
-            prog, entry);
+    printf("Usage:\n"
+           " %s [options] enable|disable|status\n"
+           "\nAdd thpalloc to /etc/ld.so.preload, so that every process runs on it, or take\n"
+           "it out again.\n"
+           "\nCommands:\n"
+           " enable     add the entry, once the library has proved that it loads and runs\n"
+           " disable    take the entry out (the file goes when nothing else is in it)\n"
+           " status     print \"enabled\" or \"disabled\"\n"
+           "\nOptions:\n"
+           " -r, --root DIR  edit DIR/etc/ld.so.preload instead of /etc/ld.so.preload\n"
+           " -h, --help      display this help\n"
+           " -V, --version   display version\n"
+           "\nentry: %s\n"
+           "\nFor more details see thpalloc-preload(8).\n",
+           PROG, entry);
+}
+
+/* A bad command line: what is wrong, where to look, exit 2. */
+__attribute__((noreturn, format(printf, 1, 2))) static void bad_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vwarnx(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "Try '%s --help' for more information.\n", PROG);
+    exit(2);
+}
+
+/* Out of memory is not worth carrying back up: say so and stop (nothing written yet). */
+static void *xrealloc(void *p, size_t n)
+{
+    void *r = realloc(p, n ? n : 1);
+    if (!r)
+        err(1, "cannot allocate %zu bytes", n);
+    return r;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *r = calloc(n ? n : 1, size);
+    if (!r)
+        err(1, "cannot allocate %zu bytes", n * size);
+    return r;
 }
 
 static void set_entry(void)
@@ -88,13 +128,11 @@ struct parsed {
     size_t ntok, ours;
 };
 
-static int parse(const char *buf, size_t len, struct parsed *p)
+static void parse(const char *buf, size_t len, struct parsed *p)
 {
     size_t cap = 16;
-    p->tok = malloc(cap * sizeof *p->tok);
+    p->tok = xrealloc(NULL, cap * sizeof *p->tok);
     p->ntok = p->ours = 0;
-    if (!p->tok)
-        return -1;
     size_t i = 0;
     while (i < len) {
         unsigned char c = (unsigned char)buf[i];
@@ -112,16 +150,12 @@ static int parse(const char *buf, size_t len, struct parsed *p)
             i++;
         if (p->ntok == cap) {
             cap *= 2;
-            struct token *t = realloc(p->tok, cap * sizeof *t);
-            if (!t)
-                return -1;
-            p->tok = t;
+            p->tok = xrealloc(p->tok, cap * sizeof *p->tok);
         }
         bool ours = (i - s == entry_len && memcmp(buf + s, entry, entry_len) == 0);
         p->tok[p->ntok++] = (struct token){s, i, ours};
         p->ours += ours;
     }
-    return 0;
 }
 
 /* Marks in del[] the bytes to delete so that the tokens with drop[k] set disappear. A line
@@ -182,49 +216,39 @@ static int read_file(char **buf, size_t *len, struct stat *st)
         if (errno == ENOENT)
             return 0;
         if (errno == ELOOP)
-            fprintf(stderr, "%s: %s is a symbolic link: edit it by hand\n", prog, path);
+            warnx("%s is a symbolic link: edit it by hand", path);
         else
-            fprintf(stderr, "%s: cannot open %s: %s\n", prog, path, strerror(errno));
+            warn("cannot open %s", path);
         return -1;
     }
     if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-        fprintf(stderr, "%s: %s is not a regular file\n", prog, path);
+        warnx("%s is not a regular file", path);
         close(fd);
         return -1;
     }
     size_t cap = (size_t)st->st_size + 1, n = 0;
     if (cap > MAX_FILE) {
-        fprintf(stderr, "%s: %s is larger than %d bytes: not touching it\n", prog, path, MAX_FILE);
+        warnx("%s is larger than %d bytes: not touching it", path, MAX_FILE);
         close(fd);
         return -1;
     }
-    char *b = malloc(cap + 1);
-    if (!b) {
-        close(fd);
-        return -1;
-    }
+    char *b = xrealloc(NULL, cap + 1);
     for (;;) {
         if (n == cap) {
             if (cap >= MAX_FILE) {
-                fprintf(stderr, "%s: %s grows while being read\n", prog, path);
+                warnx("%s grows while being read", path);
                 free(b);
                 close(fd);
                 return -1;
             }
             cap *= 2;
-            char *nb = realloc(b, cap + 1);
-            if (!nb) {
-                free(b);
-                close(fd);
-                return -1;
-            }
-            b = nb;
+            b = xrealloc(b, cap + 1);
         }
         ssize_t r = read(fd, b + n, cap - n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            fprintf(stderr, "%s: cannot read %s: %s\n", prog, path, strerror(errno));
+            warn("cannot read %s", path);
             free(b);
             close(fd);
             return -1;
@@ -257,7 +281,7 @@ static int write_file(const char *buf, size_t len)
         return -1;
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
-        fprintf(stderr, "%s: cannot create a file in %s: %s\n", prog, dir, strerror(errno));
+        warn("cannot create a file in %s", dir);
         return -1;
     }
     const char *what = "write";
@@ -292,10 +316,10 @@ static int write_file(const char *buf, size_t len)
         goto fail;
     }
     if (fsync_dir() != 0)
-        fprintf(stderr, "%s: warning: fsync of %s: %s\n", prog, dir, strerror(errno));
+        warn("warning: fsync of %s", dir);
     return 0;
 fail:
-    fprintf(stderr, "%s: cannot %s %s: %s\n", prog, what, tmp, strerror(errno));
+    warn("cannot %s %s", what, tmp);
     if (fd >= 0)
         close(fd);
     unlink(tmp);
@@ -305,11 +329,11 @@ fail:
 static int remove_file(void)
 {
     if (unlink(path) != 0 && errno != ENOENT) {
-        fprintf(stderr, "%s: cannot remove %s: %s\n", prog, path, strerror(errno));
+        warn("cannot remove %s", path);
         return -1;
     }
     if (fsync_dir() != 0)
-        fprintf(stderr, "%s: warning: fsync of %s: %s\n", prog, dir, strerror(errno));
+        warn("warning: fsync of %s", dir);
     return 0;
 }
 
@@ -493,11 +517,9 @@ static void warn_missing_archs(void)
             char lib[2 * PATH_MAX];
             snprintf(lib, sizeof lib, "%s/usr/lib/%s/%s", root, arch_dirs[i].triplet, LIBNAME);
             if (access(lib, F_OK) != 0)
-                fprintf(stderr,
-                        "%s: warning: dpkg architecture %s has no %s: its programs will "
-                        "print an ld.so error and run without thpalloc (apt install "
-                        "libthpalloc1:%s)\n",
-                        prog, arch, lib + strlen(root), arch);
+                warnx("warning: dpkg architecture %s has no %s: its programs will print an "
+                      "ld.so error and run without thpalloc (apt install libthpalloc1:%s)",
+                      arch, lib + strlen(root), arch);
         }
 }
 
@@ -526,33 +548,26 @@ static int load(struct current *c)
     if (r < 0)
         return -1;
     c->exists = r > 0;
-    if (c->exists && parse(c->buf, c->len, &c->p) != 0) {
-        unload(c);
-        return -1;
-    }
+    if (c->exists)
+        parse(c->buf, c->len, &c->p);
     return 0;
 }
 
 /* The file's bytes without our tokens: every one, or (dups_only) all but the first.
- * Returns a malloc'd buffer (its length in *n), NULL when out of memory. */
+ * Returns a malloc'd buffer (its length in *n). */
 static char *without_ours(const struct current *c, bool dups_only, size_t *n)
 {
-    bool *drop = calloc(c->p.ntok + 1, sizeof *drop);
-    bool *del = calloc(c->len + 1, sizeof *del);
-    char *out = malloc(c->len + 1);
-    if (drop && del && out) {
-        bool seen = false;
-        for (size_t k = 0; k < c->p.ntok; k++)
-            if (c->p.tok[k].ours) {
-                drop[k] = !dups_only || seen;
-                seen = true;
-            }
-        mark(c->buf, c->len, &c->p, drop, del);
-        *n = squeeze(c->buf, c->len, del, out);
-    } else {
-        free(out);
-        out = NULL;
-    }
+    bool *drop = xcalloc(c->p.ntok + 1, sizeof *drop);
+    bool *del = xcalloc(c->len + 1, sizeof *del);
+    char *out = xrealloc(NULL, c->len + 1);
+    bool seen = false;
+    for (size_t k = 0; k < c->p.ntok; k++)
+        if (c->p.tok[k].ours) {
+            drop[k] = !dups_only || seen;
+            seen = true;
+        }
+    mark(c->buf, c->len, &c->p, drop, del);
+    *n = squeeze(c->buf, c->len, del, out);
     free(drop);
     free(del);
     return out;
@@ -581,30 +596,26 @@ static int cmd_enable(void)
          * file silently disables every preload for users other than root). */
         bool fix_mode = (c.st.st_mode & 07777) != 0644;
         if (c.p.ours == 1 && !fix_mode) {
-            printf("%s: already enabled (%s in %s)\n", prog, entry, path);
+            printf("%s: already enabled (%s in %s)\n", PROG, entry, path);
             goto out;
         }
         out = without_ours(&c, true, &n);
-        rc = out && write_file(out, n) == 0 ? 0 : 1;
+        rc = write_file(out, n) == 0 ? 0 : 1;
         if (rc == 0)
-            printf("%s: already enabled (%s in %s)%s%s\n", prog, entry, path,
+            printf("%s: already enabled (%s in %s)%s%s\n", PROG, entry, path,
                    c.p.ours > 1 ? "; duplicates removed" : "",
                    fix_mode ? "; mode set to 0644" : "");
         goto out;
     }
     char why[2048];
     if (!smoke(why, sizeof why)) {
-        fprintf(stderr, "%s: refusing to enable: %s\n", prog, why);
-        fprintf(stderr, "%s: %s left as it was\n", prog, path);
+        warnx("refusing to enable: %s", why);
+        warnx("%s left as it was", path);
         rc = 1;
         goto out;
     }
     /* Append on a line of its own; a file without a final newline keeps not having one. */
-    out = malloc(c.len + entry_len + 2);
-    if (!out) {
-        rc = 1;
-        goto out;
-    }
+    out = xrealloc(NULL, c.len + entry_len + 2);
     if (c.exists) {
         memcpy(out, c.buf, c.len);
         n = c.len;
@@ -620,7 +631,7 @@ static int cmd_enable(void)
     }
     rc = write_file(out, n) == 0 ? 0 : 1;
     if (rc == 0)
-        printf("%s: enabled (%s added to %s)\n", prog, entry, path);
+        printf("%s: enabled (%s added to %s)\n", PROG, entry, path);
 out:
     if (rc == 0)
         warn_missing_archs();
@@ -636,22 +647,20 @@ static int cmd_disable(void)
         return 1;
     int rc = 0;
     if (!c.exists) {
-        printf("%s: already disabled (no %s)\n", prog, path);
+        printf("%s: already disabled (no %s)\n", PROG, path);
     } else if (c.p.ours == 0) {
-        printf("%s: already disabled (%s not in %s)\n", prog, entry, path);
+        printf("%s: already disabled (%s not in %s)\n", PROG, entry, path);
     } else {
         size_t n = 0;
         char *out = without_ours(&c, false, &n);
-        if (!out) {
-            rc = 1;
-        } else if (only_separators(out, n)) {
+        if (only_separators(out, n)) {
             rc = remove_file() == 0 ? 0 : 1;
             if (rc == 0)
-                printf("%s: disabled (%s removed: the entry was all it held)\n", prog, path);
+                printf("%s: disabled (%s removed: the entry was all it held)\n", PROG, path);
         } else {
             rc = write_file(out, n) == 0 ? 0 : 1;
             if (rc == 0)
-                printf("%s: disabled (%s taken out of %s)\n", prog, entry, path);
+                printf("%s: disabled (%s taken out of %s)\n", PROG, entry, path);
         }
         free(out);
     }
@@ -662,74 +671,59 @@ static int cmd_disable(void)
 int main(int argc, char **argv)
 {
     set_entry();
+    static const struct option longopts[] = {
+        {"root", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
     const char *rootarg = NULL;
-    const char *verb = NULL;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--root") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "%s: --root needs a directory\n", prog);
-                usage(stderr);
-                return 2;
-            }
-            rootarg = argv[++i];
-        } else if (strncmp(a, "--root=", 7) == 0) {
-            rootarg = a + 7;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--version") == 0) {
-            printf("%s %s\n", prog, PACKAGE_VERSION);
-            return 0;
-        } else if (strcmp(a, "--") == 0) {
-            i++;
+    int c;
+    opterr = 0; /* our own messages, with the short name and the --help hint */
+    while ((c = getopt_long(argc, argv, ":r:hV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            rootarg = optarg;
             break;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "%s: unknown option %s\n", prog, a);
-            usage(stderr);
-            return 2;
-        } else if (verb == NULL) {
-            verb = a;
-        } else {
-            fprintf(stderr, "%s: one verb only (got %s and %s)\n", prog, verb, a);
-            usage(stderr);
-            return 2;
+        case 'h':
+            usage();
+            return 0;
+        case 'V':
+            printf("%s from thpalloc %s\n", PROG, PACKAGE_VERSION);
+            return 0;
+        case ':':
+            bad_usage("option '%s' requires an argument", argv[optind - 1]);
+        default:
+            /* -h and -V are never wrong: with their value, it is --help=X or --version=X */
+            if (optopt == 'h' || optopt == 'V')
+                bad_usage("option '%.*s' doesn't allow an argument",
+                          (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+            if (optopt)
+                bad_usage("invalid option -- '%c'", optopt);
+            bad_usage("unrecognized option '%s'", argv[optind - 1]);
         }
     }
-    for (; i < argc; i++) {
-        if (verb != NULL) {
-            fprintf(stderr, "%s: one verb only (got %s and %s)\n", prog, verb, argv[i]);
-            usage(stderr);
-            return 2;
-        }
-        verb = argv[i];
-    }
-    if (verb == NULL || (strcmp(verb, "enable") != 0 && strcmp(verb, "disable") != 0 &&
-                         strcmp(verb, "status") != 0)) {
-        if (verb)
-            fprintf(stderr, "%s: unknown verb %s\n", prog, verb);
-        usage(stderr);
-        return 2;
-    }
-    if (rootarg != NULL && rootarg[0] == '\0') {
-        fprintf(stderr, "%s: --root needs a directory\n", prog);
-        usage(stderr);
-        return 2;
-    }
+    /* getopt_long moved the operands behind the options: the command is the one left. */
+    if (optind == argc)
+        bad_usage("no command given (enable, disable or status)");
+    const char *verb = argv[optind];
+    if (argc - optind > 1)
+        bad_usage("one command only (got %s and %s)", verb, argv[optind + 1]);
+    if (strcmp(verb, "enable") != 0 && strcmp(verb, "disable") != 0 && strcmp(verb, "status") != 0)
+        bad_usage("unknown command '%s'", verb);
+    if (rootarg != NULL && rootarg[0] == '\0')
+        bad_usage("--root needs a directory");
     if (rootarg != NULL) {
         char *rp = realpath(rootarg, NULL);
         struct stat st;
-        if (!rp || stat(rp, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            fprintf(stderr, "%s: --root %s: not a directory\n", prog, rootarg);
-            free(rp);
-            return 1;
-        }
-        if (strcmp(rp, "/") != 0 && snprintf(root, sizeof root, "%s", rp) >= (int)sizeof root) {
-            free(rp);
-            return 1;
-        }
+        bool is_dir = rp && stat(rp, &st) == 0 && S_ISDIR(st.st_mode);
+        bool fits = is_dir && (strcmp(rp, "/") == 0 ||
+                               snprintf(root, sizeof root, "%s", rp) < (int)sizeof root);
         free(rp);
+        if (!is_dir)
+            errx(1, "--root %s: not a directory", rootarg);
+        if (!fits)
+            errx(1, "--root %s: the path is too long", rootarg);
     }
     snprintf(dir, sizeof dir, "%s/etc", root);
     snprintf(path, sizeof path, "%s" PRELOAD_FILE, root);
@@ -739,15 +733,10 @@ int main(int argc, char **argv)
 
     /* One writer at a time: an exclusive lock on the directory itself. */
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) {
-        fprintf(stderr, "%s: %s: %s\n", prog, dir, strerror(errno));
-        return 1;
-    }
-    if (flock(dfd, LOCK_EX) != 0) {
-        fprintf(stderr, "%s: cannot lock %s: %s\n", prog, dir, strerror(errno));
-        close(dfd);
-        return 1;
-    }
+    if (dfd < 0)
+        err(1, "%s", dir);
+    if (flock(dfd, LOCK_EX) != 0)
+        err(1, "cannot lock %s", dir);
     int rc = strcmp(verb, "enable") == 0 ? cmd_enable() : cmd_disable();
     fflush(stdout);
     close(dfd);
