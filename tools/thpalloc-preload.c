@@ -2,21 +2,25 @@
  * DIR/etc/ld.so.preload (thpalloc-preload(8)).
  *
  * The file is parsed as glibc's ld.so parses it (elf/rtld.c): '#' starts a comment that runs
- * to the end of the line, entries are separated by ' ', '\t', '\n' and ':'. Our entry is
- * matched as an exact token; every other byte of the file (other entries, comments, blank
- * lines, a missing final newline) is kept as it was. Writes are atomic: a temporary file in
- * the same directory, mode 0644 whatever the old mode was, fsync, rename, fsync of the
- * directory. The file is removed only when our entry was all it held. `enable` first proves
- * that the library loads and runs (LD_PRELOAD=LIB /bin/true exits 0 and prints nothing on
- * stderr) and otherwise refuses, saying why, without touching the file. */
+ * to the end of the line, entries are separated by ' ', '\t', '\n' and ':', and nothing
+ * after a NUL byte is read. Our entry is matched as an exact token (with a CRLF line's '\r',
+ * a copy that ld.so cannot load); every other byte of the file (other entries, comments,
+ * blank lines, NUL bytes, a missing final newline) is kept as it was. Writes are atomic: a
+ * temporary file in the same directory, mode 0644 whatever the old mode was, fsync, rename,
+ * fsync of the directory. The file is removed only when our entry was all it held. `enable`
+ * first proves that the library loads and runs (LD_PRELOAD=LIB /bin/true exits 0 and prints
+ * nothing on stderr) and is thpalloc, and otherwise refuses, saying why, without touching
+ * the file. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <link.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -41,6 +45,9 @@
 #endif
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
+#endif
+#ifndef THPALLOC_SBINDIR
+#define THPALLOC_SBINDIR "/usr/sbin"
 #endif
 #define LIBNAME "libthpalloc.so.1"
 #define PRELOAD_FILE "/etc/ld.so.preload"
@@ -120,19 +127,48 @@ static bool is_sep(unsigned char c)
 
 struct token {
     size_t start, end; /* [start, end) */
-    bool ours;
+    bool ours;         /* our entry, or our entry and a '\r' (cr) */
+    bool cr;           /* a CRLF line's: ld.so looks for a file whose name ends in '\r' */
+    bool seen;         /* ld.so reads it (see parse) */
 };
 
 struct parsed {
     struct token *tok;
-    size_t ntok, ours;
+    size_t ntok;
+    size_t ours; /* tokens that are ours, loaded or not */
+    size_t live; /* ours, without '\r', where ld.so reads: the library is loaded */
+    size_t nul;  /* offset of the first NUL outside a comment; the length if none */
 };
+
+/* A NUL ends a token too (ld.so's strings end there) but is kept as a byte of the file. */
+static bool ends_token(unsigned char c)
+{
+    return is_sep(c) || c == '#' || c == '\0';
+}
+
+/* ld.so reads the file as a C string, so nothing after its first NUL (outside a comment,
+ * which it blanks first); but when the file does not end in a separator, it reads the last
+ * word on its own (elf/rtld.c: the "problematic case"), up to a NUL in it. Returns the
+ * start of that last word, or len + 1 when there is none. */
+static size_t ldso_last_word(const char *buf, size_t len)
+{
+    size_t ls = len;
+    while (ls > 0 && buf[ls - 1] != '\n')
+        ls--;
+    if (len == 0 || is_sep((unsigned char)buf[len - 1]) || memchr(buf + ls, '#', len - ls))
+        return len + 1;
+    size_t q = len;
+    while (q > 0 && !is_sep((unsigned char)buf[q - 1]))
+        q--;
+    return q;
+}
 
 static void parse(const char *buf, size_t len, struct parsed *p)
 {
     size_t cap = 16;
     p->tok = xrealloc(NULL, cap * sizeof *p->tok);
-    p->ntok = p->ours = 0;
+    p->ntok = p->ours = p->live = 0;
+    p->nul = len;
     size_t i = 0;
     while (i < len) {
         unsigned char c = (unsigned char)buf[i];
@@ -141,28 +177,38 @@ static void parse(const char *buf, size_t len, struct parsed *p)
                 i++;
             continue;
         }
-        if (is_sep(c)) {
+        if (c == '\0' && p->nul == len)
+            p->nul = i;
+        if (ends_token(c)) {
             i++;
             continue;
         }
         size_t s = i;
-        while (i < len && !is_sep((unsigned char)buf[i]) && buf[i] != '#')
+        while (i < len && !ends_token((unsigned char)buf[i]))
             i++;
         if (p->ntok == cap) {
             cap *= 2;
             p->tok = xrealloc(p->tok, cap * sizeof *p->tok);
         }
-        bool ours = (i - s == entry_len && memcmp(buf + s, entry, entry_len) == 0);
-        p->tok[p->ntok++] = (struct token){s, i, ours};
-        p->ours += ours;
+        bool ours = i - s >= entry_len && memcmp(buf + s, entry, entry_len) == 0;
+        bool cr = ours && i - s == entry_len + 1 && buf[i - 1] == '\r';
+        ours = ours && (i - s == entry_len || cr);
+        p->tok[p->ntok++] = (struct token){s, i, ours, cr, false};
+    }
+    size_t last = ldso_last_word(buf, len);
+    for (size_t k = 0; k < p->ntok; k++) {
+        struct token *t = &p->tok[k];
+        t->seen = t->start < p->nul || t->start == last;
+        p->ours += t->ours;
+        p->live += t->ours && !t->cr && t->seen;
     }
 }
 
 /* Marks in del[] the bytes to delete so that the tokens with drop[k] set disappear. A line
- * that holds nothing but dropped tokens and separators goes whole (with its newline, or with
- * the newline before it when it is the last line and has none); elsewhere a dropped token
- * takes one adjacent blank or ':' with it, the one after it if there is one on the line,
- * else the one before. */
+ * that holds nothing but dropped tokens and separators (no comment, no NUL) goes whole (with
+ * its newline, or with the newline before it when it is the last line and has none);
+ * elsewhere a dropped token takes one adjacent blank or ':' with it, the one after it if
+ * there is one on the line, else the one before. */
 static void mark(const char *buf, size_t len, const struct parsed *p, const bool *drop, bool *del)
 {
     size_t k = 0;
@@ -171,14 +217,15 @@ static void mark(const char *buf, size_t len, const struct parsed *p, const bool
         size_t le = ls; /* end of line, exclusive of '\n' */
         while (le < len && buf[le] != '\n')
             le++;
-        bool has_comment = memchr(buf + ls, '#', le - ls) != NULL;
+        /* a comment stays, and so does a NUL: what follows it would start to count */
+        bool keep_line = memchr(buf + ls, '#', le - ls) || memchr(buf + ls, '\0', le - ls);
         size_t first = k, n = 0, ndrop = 0;
         while (k < p->ntok && p->tok[k].start < le) {
             n++;
             ndrop += drop[k];
             k++;
         }
-        if (ndrop > 0 && ndrop == n && !has_comment) {
+        if (ndrop > 0 && ndrop == n && !keep_line) {
             if (le < len) {
                 memset(del + ls, 1, le + 1 - ls);
             } else {
@@ -421,6 +468,78 @@ static int run_capture(char *const argv[], char *const envp[], int fd, char *out
     return st;
 }
 
+/* The smoke test's last program is this tool again, run with LD_PRELOAD=LIB as
+ * `thpalloc-preload --probe-preload LIB` (for the smoke test only, not for people): any
+ * library loads and runs /bin/true, so the probe proves that LIB is thpalloc and that its
+ * malloc is the program's. It exits PROBE_NOT_THPALLOC with the reason on stderr when not. */
+#define PROBE_ARG "--probe-preload"
+#define PROBE_NOT_THPALLOC 3
+
+/* The program to run as the probe: this one, unless the build names another (the tests'
+ * ASan build cannot run with another malloc preloaded). Without /proc, the installed tool. */
+static const char *probe_exe(void)
+{
+#ifdef THPALLOC_PRELOAD_PROBE
+    return THPALLOC_PRELOAD_PROBE;
+#else
+    return access("/proc/self/exe", X_OK) == 0 ? "/proc/self/exe"
+                                               : THPALLOC_SBINDIR "/thpalloc-preload";
+#endif
+}
+
+/* LIB as ld.so expanded it: LIB itself, or with any directory in place of "$LIB". */
+struct loaded {
+    const char *pre, *suf; /* LIB before and after "$LIB" (suf NULL: no "$LIB") */
+    const char *name;      /* the loaded object's path, once found */
+};
+
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct loaded *l = data;
+    const char *nm = info->dlpi_name;
+    size_t n = strlen(nm), np = strlen(l->pre), ns = l->suf ? strlen(l->suf) : 0;
+    bool match =
+        l->suf ? n > np + ns && memcmp(nm, l->pre, np) == 0 && strcmp(nm + n - ns, l->suf) == 0
+               : strcmp(nm, l->pre) == 0;
+    if (match)
+        l->name = nm;
+    return match;
+}
+
+static int probe(const char *lib)
+{
+    char pre[2 * PATH_MAX];
+    snprintf(pre, sizeof pre, "%s", lib);
+    char *dollar = strstr(pre, "$LIB");
+    struct loaded l = {pre, dollar ? lib + (dollar - pre) + 4 : NULL, NULL};
+    if (dollar)
+        *dollar = '\0';
+    dl_iterate_phdr(find_loaded, &l);
+    /* Plain stderr: the parent quotes it after "refusing to enable: ". */
+    if (!l.name) {
+        fprintf(stderr, "%s is not loaded", lib);
+        return PROBE_NOT_THPALLOC;
+    }
+    void *h = dlopen(l.name, RTLD_LAZY | RTLD_NOLOAD);
+    void *sym = h ? dlsym(h, "thpalloc_active") : NULL;
+    Dl_info di;
+    /* dlsym also searches what the library depends on: the symbol must be its own */
+    if (!sym || !dladdr(sym, &di) || !di.dli_fname || strcmp(di.dli_fname, l.name) != 0) {
+        fprintf(stderr, "%s does not export thpalloc_active: it is not thpalloc", l.name);
+        return PROBE_NOT_THPALLOC;
+    }
+    int active = ((int (*)(void))sym)();
+    if (active != 1) {
+        fprintf(stderr,
+                "%s: thpalloc_active() returned %d, not 1: its malloc is not the "
+                "program's",
+                l.name, active);
+        return PROBE_NOT_THPALLOC;
+    }
+    return 0;
+}
+
 /* Runs argv with LD_PRELOAD=lib and a small fixed environment; true when it exits 0 and
  * writes nothing to stderr. On failure, why[] says what happened. */
 static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap)
@@ -436,6 +555,11 @@ static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap
     if (WIFSIGNALED(st)) {
         snprintf(why, cap, "LD_PRELOAD=%s %s was killed by signal %d%s%s", lib, argv[0],
                  WTERMSIG(st), n ? ": " : "", err);
+        return false;
+    }
+    if (WEXITSTATUS(st) == PROBE_NOT_THPALLOC && argv[1] && strcmp(argv[1], PROBE_ARG) == 0 &&
+        n > 0) {
+        snprintf(why, cap, "%s", err);
         return false;
     }
     if (WEXITSTATUS(st) != 0) {
@@ -474,7 +598,8 @@ static bool smoke(char *why, size_t cap)
         if (!smoke_one(lib, l, why, cap))
             return false;
     }
-    return true;
+    char *p[] = {(char *)probe_exe(), PROBE_ARG, lib, NULL};
+    return smoke_one(lib, p, why, cap);
 }
 
 /* dpkg architectures and where their libraries go (the $LIB of their ld.so). */
@@ -553,24 +678,33 @@ static int load(struct current *c)
     return 0;
 }
 
-/* The file's bytes without our tokens: every one, or (dups_only) all but the first.
- * Returns a malloc'd buffer (its length in *n). */
-static char *without_ours(const struct current *c, bool dups_only, size_t *n)
+#define NONE SIZE_MAX /* no token */
+
+/* The file's bytes without our tokens but the one at index `keep` (NONE: all go), and
+ * (uncr) without that one's '\r'. Returns a malloc'd buffer (its length in *n). */
+static char *without_ours(const struct current *c, size_t keep, bool uncr, size_t *n)
 {
     bool *drop = xcalloc(c->p.ntok + 1, sizeof *drop);
     bool *del = xcalloc(c->len + 1, sizeof *del);
     char *out = xrealloc(NULL, c->len + 1);
-    bool seen = false;
     for (size_t k = 0; k < c->p.ntok; k++)
-        if (c->p.tok[k].ours) {
-            drop[k] = !dups_only || seen;
-            seen = true;
-        }
+        drop[k] = c->p.tok[k].ours && k != keep;
     mark(c->buf, c->len, &c->p, drop, del);
+    if (uncr)
+        del[c->p.tok[keep].end - 1] = 1;
     *n = squeeze(c->buf, c->len, del, out);
     free(drop);
     free(del);
     return out;
+}
+
+/* The first of our tokens that ld.so reads, with a '\r' (cr) or without; NONE if none. */
+static size_t first_seen(const struct parsed *p, bool cr)
+{
+    for (size_t k = 0; k < p->ntok; k++)
+        if (p->tok[k].ours && p->tok[k].seen && p->tok[k].cr == cr)
+            return k;
+    return NONE;
 }
 
 static int cmd_status(void)
@@ -578,7 +712,19 @@ static int cmd_status(void)
     struct current c;
     if (load(&c) < 0)
         return 1;
-    puts(c.exists && c.p.ours > 0 ? "enabled" : "disabled");
+    puts(c.p.live > 0 ? "enabled" : "disabled");
+    /* The copies of the entry that ld.so does not load, once each kind. */
+    for (size_t k = 0; k < c.p.ntok; k++)
+        if (c.p.tok[k].ours && !c.p.tok[k].seen) {
+            warnx("warning: %s: %s comes after a NUL byte (offset %zu), where ld.so stops "
+                  "reading: it is not loaded",
+                  path, entry, c.p.nul);
+            break;
+        }
+    if (first_seen(&c.p, true) != NONE)
+        warnx("warning: %s: %s ends in a carriage return (a CRLF line): ld.so cannot load "
+              "it and says so in every program; thpalloc-preload enable repairs it",
+              path, entry);
     unload(&c);
     return 0;
 }
@@ -591,15 +737,16 @@ static int cmd_enable(void)
     int rc = 0;
     char *out = NULL;
     size_t n = 0;
-    if (c.exists && c.p.ours > 0) {
-        /* Already there: only duplicates go, and a mode other than 0644 is repaired (a 0600
-         * file silently disables every preload for users other than root). */
+    if (c.p.live > 0) {
+        /* Already there: only duplicates go (copies ld.so does not load too), and a mode
+         * other than 0644 is repaired (a 0600 file silently disables every preload for
+         * users other than root). */
         bool fix_mode = (c.st.st_mode & 07777) != 0644;
         if (c.p.ours == 1 && !fix_mode) {
             printf("%s: already enabled (%s in %s)\n", PROG, entry, path);
             goto out;
         }
-        out = without_ours(&c, true, &n);
+        out = without_ours(&c, first_seen(&c.p, false), false, &n);
         rc = write_file(out, n) == 0 ? 0 : 1;
         if (rc == 0)
             printf("%s: already enabled (%s in %s)%s%s\n", PROG, entry, path,
@@ -607,11 +754,28 @@ static int cmd_enable(void)
                    fix_mode ? "; mode set to 0644" : "");
         goto out;
     }
+    /* A CRLF line's copy is repaired where it is; a NUL would hide an entry added after it. */
+    size_t fix = first_seen(&c.p, true);
+    if (fix == NONE && c.p.nul < c.len) {
+        warnx("refusing to enable: %s has a NUL byte (offset %zu): ld.so reads no entry "
+              "after it; take it out by hand",
+              path, c.p.nul);
+        warnx("%s left as it was", path);
+        rc = 1;
+        goto out;
+    }
     char why[2048];
     if (!smoke(why, sizeof why)) {
         warnx("refusing to enable: %s", why);
         warnx("%s left as it was", path);
         rc = 1;
+        goto out;
+    }
+    if (fix != NONE) {
+        out = without_ours(&c, fix, true, &n);
+        rc = write_file(out, n) == 0 ? 0 : 1;
+        if (rc == 0)
+            printf("%s: enabled (carriage return after %s in %s removed)\n", PROG, entry, path);
         goto out;
     }
     /* Append on a line of its own; a file without a final newline keeps not having one. */
@@ -652,7 +816,7 @@ static int cmd_disable(void)
         printf("%s: already disabled (%s not in %s)\n", PROG, entry, path);
     } else {
         size_t n = 0;
-        char *out = without_ours(&c, false, &n);
+        char *out = without_ours(&c, NONE, false, &n);
         if (only_separators(out, n)) {
             rc = remove_file() == 0 ? 0 : 1;
             if (rc == 0)
@@ -670,6 +834,8 @@ static int cmd_disable(void)
 
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], PROBE_ARG) == 0)
+        return probe(argv[2]);
     set_entry();
     static const struct option longopts[] = {
         {"root", required_argument, NULL, 'r'},
