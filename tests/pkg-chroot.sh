@@ -9,9 +9,11 @@
 #   4. in the chroot: install libthpalloc1 + thpalloc, snapshot /etc, install
 #      thpalloc-preload, run programs with its /etc/ld.so.preload in force, remove and purge,
 #      compare /etc with the snapshot; the same with a pre-existing /etc/ld.so.preload that
-#      holds a comment (kept byte for byte); a forced removal of the tool first (the
-#      maintainer scripts' fallback); finally purge everything and compare /etc with the
-#      pristine chroot.
+#      holds a comment (kept byte for byte); a reinstall (the entry stays where it is);
+#      a forced removal of the tool first (the maintainer scripts' fallback, also on a line
+#      shared with another library and a comment); finally purge everything and compare /etc
+#      with the pristine chroot. What dpkg and the maintainer scripts print is checked line
+#      by line where the issues were about it (purge, reinstall).
 # The machine's own /etc/ld.so.preload is never touched (checked at the end).
 # Output: TAP lines; exit 0 when all passed. When no chroot can be made (no mirror, no
 # mmdebstrap/debootstrap, no root) steps 3-4 are skipped with a message, exit 0, unless
@@ -193,6 +195,10 @@ t() { # t COMMAND...: run in the chroot, transcript on stdout as '# ' lines
     awk '{ print "#   " $0 }' "$work/t.out"
     return $rc
 }
+# said LINE...: the last transcript is exactly these lines (dpkg's "(Reading database ..."
+# line left out: its count varies).
+said() { grep -v '^(Reading database' "$work/t.out" | cmp -s - <(printf '%s\n' "$@"); }
+V=$(dpkg-deb -f "${debs[3]}" Version)
 t dpkg -i "$D_LIB" "$D_TOOLS"
 ok $? "dpkg -i libthpalloc1 thpalloc"
 snapshot "$work/etc.before"
@@ -237,12 +243,17 @@ ok $? "thp-status --check: the shipped policy is valid"
 
 t dpkg -r thpalloc-preload
 ok $? "dpkg -r thpalloc-preload (prerm: thpalloc-preload disable)"
+said "Removing thpalloc-preload ($V) ..." \
+    "thpalloc-preload: disabled (/etc/ld.so.preload removed: the entry was all it held)"
+ok $? "dpkg -r says exactly that the file went, and postrm says nothing more"
 [ ! -e "$chroot_dir/etc/ld.so.preload" ]
 ok $? "/etc/ld.so.preload is gone (the entry was all it held)"
 in_chroot /bin/true >/dev/null 2>"$work/err" && [ ! -s "$work/err" ]
 ok $? "programs run cleanly after the removal"
 t dpkg -P thpalloc-preload
 ok $? "dpkg -P thpalloc-preload"
+said "Purging configuration files for thpalloc-preload ($V) ..."
+ok $? "dpkg -P after dpkg -r: postrm says nothing (no \"already disabled\")"
 snapshot "$work/etc.after"
 diff "$work/etc.before" "$work/etc.after" | sed 's/^/# diff: /'
 cmp -s "$work/etc.before" "$work/etc.after"
@@ -261,13 +272,41 @@ in_chroot /bin/ls / >/dev/null 2>"$work/err" && [ ! -s "$work/err" ]
 ok $? "programs run cleanly"
 t dpkg -P thpalloc-preload
 ok $? "dpkg -P thpalloc-preload"
+# prerm remove, postrm remove, postrm purge: "disabled" once (it said "already disabled"
+# twice after it).
+said "Removing thpalloc-preload ($V) ..." \
+    'thpalloc-preload: disabled (/usr/$LIB/libthpalloc.so.1 taken out of /etc/ld.so.preload)' \
+    "Purging configuration files for thpalloc-preload ($V) ..."
+ok $? "dpkg -P of the installed package says \"disabled\" once and nothing more"
 snapshot "$work/etc.after2"
 diff "$work/etc.before2" "$work/etc.after2" | sed 's/^/# diff: /'
 cmp -s "$work/etc.before2" "$work/etc.after2"
 ok $? "/etc/ld.so.preload and /etc are as they were (the comment, byte for byte)"
 rm -f "$chroot_dir/etc/ld.so.preload"
 
-# The tool gone (a forced removal of thpalloc): the maintainer scripts still take the entry out.
+# A reinstall leaves the entry where it is: above a comment and another library that the
+# administrator put after it (it used to be taken out and appended again, below them).
+t dpkg -i "$D_PRE" >/dev/null
+printf '%s\n' '# thpalloc first:' '/usr/$LIB/libthpalloc.so.1' '# then the others:' \
+    '/usr/$LIB/libm.so.6' >"$chroot_dir/etc/ld.so.preload"
+cp "$chroot_dir/etc/ld.so.preload" "$work/preload.mine"
+t dpkg -i "$D_PRE"
+ok $? "dpkg -i thpalloc-preload again (a reinstall)"
+said "Preparing to unpack .../${D_PRE##*/} ..." \
+    "Unpacking thpalloc-preload ($V) over ($V) ..." \
+    "Setting up thpalloc-preload ($V) ..." \
+    'thpalloc-preload: already enabled (/usr/$LIB/libthpalloc.so.1 in /etc/ld.so.preload)'
+ok $? "the reinstall says exactly: already enabled"
+cmp -s "$work/preload.mine" "$chroot_dir/etc/ld.so.preload"
+ok $? "the reinstall leaves /etc/ld.so.preload byte for byte, the entry above the comment"
+t dpkg -P thpalloc-preload
+printf '%s\n' '# thpalloc first:' '# then the others:' '/usr/$LIB/libm.so.6' |
+    cmp -s - "$chroot_dir/etc/ld.so.preload"
+ok $? "dpkg -P takes the entry out and keeps the rest"
+rm -f "$chroot_dir/etc/ld.so.preload"
+
+# The tool gone (a forced removal of thpalloc): the maintainer scripts still take the entry out,
+# also from a line it shares with another library and a comment, which stay.
 t dpkg -i "$D_PRE" >/dev/null
 t dpkg --remove --force-depends thpalloc
 ok $? "dpkg --remove --force-depends thpalloc (thpalloc-preload stays, its tool is gone)"
@@ -275,6 +314,14 @@ t dpkg -P thpalloc-preload
 ok $? "dpkg -P thpalloc-preload without the thpalloc-preload tool (fallback)"
 [ ! -e "$chroot_dir/etc/ld.so.preload" ]
 ok $? "the fallback took the entry out and removed the file"
+t dpkg -i "$D_TOOLS" "$D_PRE" >/dev/null
+printf '%s\n' '/usr/$LIB/libm.so.6:/usr/$LIB/libthpalloc.so.1 # by hand' >"$chroot_dir/etc/ld.so.preload"
+t dpkg --remove --force-depends thpalloc >/dev/null
+t dpkg -P thpalloc-preload
+ok $? "dpkg -P thpalloc-preload, the tool gone, the entry on a line with libm and a comment"
+printf '%s\n' '/usr/$LIB/libm.so.6:# by hand' | cmp -s - "$chroot_dir/etc/ld.so.preload"
+ok $? "the fallback took the entry out of that line and kept the rest ($(cat "$chroot_dir/etc/ld.so.preload"))"
+rm -f "$chroot_dir/etc/ld.so.preload"
 
 # A library that does not load: enable refuses and the file stays as it was.
 t dpkg -i "$D_TOOLS" >/dev/null

@@ -19,6 +19,7 @@ if [ ! -x "$TOOL" ] || [ ! -f "$LIB" ]; then
     echo "1..0 # SKIP thpalloc-preload ($TOOL) or the library ($LIB) is not built"
     exit 0
 fi
+P=${TOOL##*/} # the name its messages start with
 E=$("$TOOL" --help | sed -n 's/^entry: //p')
 if [ -z "$E" ]; then
     echo "1..1"
@@ -34,22 +35,26 @@ cp "$LIB" "$tmp/libthpalloc.so.1" && LIB=$tmp/libthpalloc.so.1
 # hold $LIB, which ld.so expands (lib/x86_64-linux-gnu on Debian amd64, lib64 elsewhere):
 # the library goes to every directory $LIB can name.
 ma=$(${CC:-cc} -print-multiarch 2>/dev/null || gcc -print-multiarch 2>/dev/null || true)
+place() { # place ROOT FILE: FILE where the entry points inside ROOT
+    local d p
+    case $E in
+    *'$LIB'*)
+        for d in ${ma:+lib/$ma} lib64 lib lib32 libx32; do
+            p=$1${E%%\$LIB*}$d${E#*\$LIB}
+            mkdir -p "$(dirname "$p")" && cp "$2" "$p"
+        done
+        ;;
+    *) mkdir -p "$1$(dirname "$E")" && cp "$2" "$1$E" ;;
+    esac
+}
 mkroot() { # mkroot NAME [nolib]: prints the new root
     local r=$tmp/$1
     mkdir -p "$r/etc"
-    if [ "${2:-}" != nolib ]; then
-        case $E in
-        *'$LIB'*)
-            for d in ${ma:+lib/$ma} lib64 lib lib32 libx32; do
-                local p=$r${E%%\$LIB*}$d${E#*\$LIB}
-                mkdir -p "$(dirname "$p")" && cp "$LIB" "$p"
-            done
-            ;;
-        *) mkdir -p "$r$(dirname "$E")" && cp "$LIB" "$r$E" ;;
-        esac
-    fi
+    [ "${2:-}" = nolib ] || place "$r" "$LIB"
     echo "$r"
 }
+# The library as ld.so finds it under ROOT ($LIB: the multiarch directory, as on Debian).
+loaded() { if [ -n "$ma" ]; then echo "$1${E/\$LIB/lib/$ma}"; else echo "$1$E"; fi; }
 
 # The file's content as a printable string, and its mode.
 show() { if [ -e "$1" ]; then od -An -c "$1" | tr -s ' \n' ' '; else echo '<absent>'; fi; }
@@ -207,46 +212,137 @@ r=$(mkroot round-none)
     && [ ! -e "$r/etc/ld.so.preload" ]
 ok $? "enable + disable with no file: no file"
 
+# --- NUL bytes and CRLF lines ---
+# ld.so reads the file as a C string: nothing after a NUL (outside a comment), except the
+# last word when the file does not end in a separator. '\r' is no separator: a CRLF line's
+# entry names a file that ends in '\r', which ld.so cannot load.
+# bytes SPEC: SPEC through printf %b (\0, \r, \n) with @E@ for the entry.
+bytes() { printf '%b' "${1//@E@/$E}"; }
+# fill TEXT FILE: TEXT with @P@, @E@, @F@ for the program, the entry and FILE.
+fill() { local t=${1//@P@/$P}; t=${t//@E@/$E}; printf '%b' "${t//@F@/$2}"; }
+# xcase VERB NAME INITIAL EXPECTED RC STDOUT STDERR: with the bytes INITIAL (a spec, as for
+# bytes), `VERB` exits RC, prints exactly STDOUT and STDERR (fill) and leaves the bytes
+# EXPECTED (SAME: as they were; ABSENT: no file), mode 0644.
+xcase() {
+    local verb=$1 name=$2 r f rc=0 good=0
+    r=$(mkroot "x$verb-$n")
+    f=$r/etc/ld.so.preload
+    bytes "$3" >"$f" && chmod 644 "$f"
+    if [ "$4" = SAME ]; then cp "$f" "$tmp/want"; else bytes "$4" >"$tmp/want"; fi
+    "$TOOL" --root "$r" "$verb" >"$tmp/out" 2>"$tmp/err" || rc=$?
+    if [ "$4" = ABSENT ]; then [ ! -e "$f" ] || good=1; else
+        cmp -s "$f" "$tmp/want" && [ "$(mode "$f")" = 644 ] || good=1
+    fi
+    [ "$rc" -eq "$5" ] && [ "$(cat "$tmp/out")" = "$(fill "$6" "$f")" ] &&
+        [ "$(cat "$tmp/err")" = "$(fill "$7" "$f")" ] || good=1
+    if [ "$good" -ne 0 ]; then
+        echo "# rc=$rc stdout: $(cat "$tmp/out") stderr: $(cat "$tmp/err")"
+        echo "# got: $(show "$f") want: $(show "$tmp/want")"
+    fi
+    ok "$good" "$verb: $name"
+}
+W_NUL='@P@: warning: @F@: @E@ comes after a NUL byte (offset 0), where ld.so stops reading: it is not loaded'
+W_CR='@P@: warning: @F@: @E@ ends in a carriage return (a CRLF line): ld.so cannot load it and says so in every program; thpalloc-preload enable repairs it'
+xcase status "our entry after a NUL: not loaded" '\0\n@E@\n' SAME 0 disabled "$W_NUL"
+xcase status "a NUL after our entry" '@E@\n\0\n' SAME 0 enabled ''
+xcase status "a NUL right after our entry" '@E@\0junk\n' SAME 0 enabled ''
+xcase status "after a NUL but the last word, no final newline (ld.so reads it)" '\0\n@E@' SAME 0 enabled ''
+xcase status "a NUL in a comment (ld.so blanks comments first)" '# a\0b\n@E@\n' SAME 0 enabled ''
+xcase status "a CRLF line" '/a\r\n@E@\r\n' SAME 0 disabled "$W_CR"
+xcase status "our entry, and a copy on a CRLF line" '@E@\n@E@\r\n' SAME 0 enabled "$W_CR"
+xcase status "our path and more after a carriage return: not ours" '@E@\rx\n' SAME 0 disabled ''
+xcase enable "a CRLF line: repaired where it is" '/a\r\n@E@\r\n/b\r\n' '/a\r\n@E@\n/b\r\n' 0 \
+    '@P@: enabled (carriage return after @E@ in @F@ removed)' ''
+xcase enable "a CRLF line and a copy after a NUL" '@E@\r\n\0\n@E@\n' '@E@\n\0\n' 0 \
+    '@P@: enabled (carriage return after @E@ in @F@ removed)' ''
+xcase enable "a NUL: refused" '/a\n\0\n' SAME 1 '' \
+    '@P@: refusing to enable: @F@ has a NUL byte (offset 3): ld.so reads no entry after it; take it out by hand\n@P@: @F@ left as it was'
+xcase enable "our entry after a NUL: refused" '\0\n@E@\n' SAME 1 '' \
+    '@P@: refusing to enable: @F@ has a NUL byte (offset 0): ld.so reads no entry after it; take it out by hand\n@P@: @F@ left as it was'
+xcase enable "a NUL after our entry: nothing to do" '@E@\n\0\n' SAME 0 '@P@: already enabled (@E@ in @F@)' ''
+xcase enable "our entry and a CRLF copy: the copy goes" '@E@\n/a\n@E@\r\n' '@E@\n/a\n' 0 \
+    '@P@: already enabled (@E@ in @F@); duplicates removed' ''
+xcase disable "a CRLF line" '@E@\r\n/a\r\n' '/a\r\n' 0 '@P@: disabled (@E@ taken out of @F@)' ''
+xcase disable "a CRLF line only" '@E@\r\n' ABSENT 0 \
+    '@P@: disabled (@F@ removed: the entry was all it held)' ''
+xcase disable "our entry after a NUL: the NUL stays" '\0\n@E@\n' '\0\n' 0 \
+    '@P@: disabled (@E@ taken out of @F@)' ''
+xcase disable "a NUL right after our entry: the NUL stays" '@E@\0\n/b\n' '\0\n/b\n' 0 \
+    '@P@: disabled (@E@ taken out of @F@)' ''
+
+# What ld.so itself does with such files, in a private mount namespace whose /etc holds
+# only the file, our entry replaced by the library's path: status must agree.
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+    mkdir -p "$tmp/ns-etc"
+    for spec in '@E@\n' '@E@\r\n' '\0\n@E@\n' '\0\n@E@' '@E@\0junk\n' '# a\0b\n@E@\n' \
+        '/x\0y\n@E@' '@E@\n@E@\r\n'; do
+        r=$(mkroot "ldso-$n" nolib)
+        bytes "$spec" >"$r/etc/ld.so.preload"
+        st=$("$TOOL" --root "$r" status 2>/dev/null)
+        printf '%b' "${spec//@E@/$LIB}" >"$tmp/ns-etc/ld.so.preload"
+        if unshare -m --propagation private sh -c \
+            'mount --bind "$1" /etc && exec grep -q libthpalloc /proc/self/maps' \
+            sh "$tmp/ns-etc" 2>/dev/null; then ld=enabled; else ld=disabled; fi
+        [ "$st" = "$ld" ]
+        ok $? "status says $st, ld.so: $ld for $(printf '%s' "$spec")"
+    done
+else
+    ok 0 "status against ld.so # SKIP needs root and unshare -m"
+fi
+
 # --- refusal: a library that does not load leaves the file untouched ---
-refuse() { # refuse NAME: $r prepared; enable must fail, say why, and not touch the file
-    local f=$r/etc/ld.so.preload before after out rc=0
+# refuse NAME [WHY]: $r prepared; enable must fail, say why (exactly "refusing to enable:
+# WHY" and that the file is left as it was, when WHY is given), and not touch the file.
+refuse() {
+    local f=$r/etc/ld.so.preload before after out rc=0 good=0
     printf '%s\n' "$A" >"$f" && chmod 600 "$f"
     before=$(stat -c '%i %a %s %Y' "$f")$(show "$f")
     out=$("$TOOL" --root "$r" enable 2>&1) || rc=$?
     after=$(stat -c '%i %a %s %Y' "$f")$(show "$f")
     [ "$rc" -ne 0 ] && [ "$before" = "$after" ] && [ -n "$out" ] \
-        && [ -z "$(find "$r/etc" -name '.ld.so.preload*')" ]
-    local good=$?
+        && [ -z "$(find "$r/etc" -name '.ld.so.preload*')" ] || good=1
+    [ $# -lt 2 ] || [ "$out" = "$P: refusing to enable: $2$NL$P: $f left as it was" ] || good=1
     echo "# $(echo "$out" | head -1)"
     ok "$good" "enable refused: $1 (rc=$rc, file untouched)"
 }
 r=$(mkroot refuse-missing nolib)
 refuse "library missing"
 r=$(mkroot refuse-junk nolib)
-case $E in
-*'$LIB'*) for d in ${ma:+lib/$ma} lib64 lib; do
-    p=$r${E%%\$LIB*}$d${E#*\$LIB}; mkdir -p "$(dirname "$p")"; echo "not an ELF file" >"$p"; done ;;
-*) mkdir -p "$r$(dirname "$E")"; echo "not an ELF file" >"$r$E" ;;
-esac
+echo "not an ELF file" >"$tmp/junk.so"
+place "$r" "$tmp/junk.so"
 refuse "not a shared object"
+# Libraries that load and run /bin/true but are not thpalloc: libm under thpalloc's name,
+# and one that has thpalloc_active() but returns 0 (its malloc is not the program's).
+libm=$(${CC:-cc} -print-file-name=libm.so.6 2>/dev/null)
+if [ -f "$libm" ]; then
+    r=$(mkroot refuse-libm nolib)
+    place "$r" "$libm"
+    refuse "libm.so.6 renamed" "$(loaded "$r") does not export thpalloc_active: it is not thpalloc"
+else
+    ok 0 "# SKIP no libm.so.6 from ${CC:-cc} -print-file-name"
+fi
 # A library whose constructor writes to stderr (ld.so would print that in every process).
 if command -v "${CC:-cc}" >/dev/null 2>&1; then
-    r=$(mkroot refuse-noisy nolib)
     printf '%s\n' '#include <unistd.h>' \
         '__attribute__((constructor)) static void noisy(void) { write(2, "hello\n", 6); }' \
         >"$tmp/noisy.c"
-    if "${CC:-cc}" -shared -fPIC -o "$tmp/noisy.so" "$tmp/noisy.c" 2>/dev/null; then
-        case $E in
-        *'$LIB'*) for d in ${ma:+lib/$ma} lib64 lib; do
-            p=$r${E%%\$LIB*}$d${E#*\$LIB}; mkdir -p "$(dirname "$p")"; cp "$tmp/noisy.so" "$p"; done ;;
-        *) mkdir -p "$r$(dirname "$E")"; cp "$tmp/noisy.so" "$r$E" ;;
-        esac
+    echo 'int thpalloc_active(void) { return 0; }' >"$tmp/dormant.c"
+    if "${CC:-cc}" -shared -fPIC -o "$tmp/noisy.so" "$tmp/noisy.c" 2>/dev/null &&
+        "${CC:-cc}" -shared -fPIC -o "$tmp/dormant.so" "$tmp/dormant.c" 2>/dev/null; then
+        r=$(mkroot refuse-noisy nolib)
+        place "$r" "$tmp/noisy.so"
         refuse "a library that writes to stderr"
+        r=$(mkroot refuse-dormant nolib)
+        place "$r" "$tmp/dormant.so"
+        refuse "thpalloc_active() returns 0" \
+            "$(loaded "$r"): thpalloc_active() returned 0, not 1: its malloc is not the program's"
     else
+        ok 0 "# SKIP cannot build a test library"
         ok 0 "# SKIP cannot build a test library"
     fi
 else
     ok 0 "# SKIP no C compiler for the noisy-library case"
+    ok 0 "# SKIP no C compiler for the dormant-library case"
 fi
 
 # A symbolic link is not followed nor replaced.
@@ -259,29 +355,46 @@ rc=$?
 ok $? "a symbolic link /etc/ld.so.preload is refused, left as it is"
 
 # --- usage ---
-usage_() { # usage_ DESCRIPTION ARGS...: exit 2, usage on stderr, nothing on stdout
-    local d=$1 out err rc=0
-    shift
+# usage_ DESCRIPTION MESSAGE ARGS...: exit 2, nothing on stdout, and on stderr exactly
+# "$P: MESSAGE" and the line that points to --help (util-linux style).
+usage_() {
+    local d=$1 msg=$2 out err rc=0
+    shift 2
     out=$("$TOOL" "$@" 2>"$tmp/err") || rc=$?
     err=$(cat "$tmp/err")
-    [ "$rc" -eq 2 ] && [ -z "$out" ] && case $err in *usage:*) true ;; *) false ;; esac
-    ok $? "usage, exit 2: $d (rc=$rc)"
+    [ "$rc" -eq 2 ] && [ -z "$out" ] &&
+        [ "$err" = "$P: $msg${NL}Try '$P --help' for more information." ]
+    ok $? "usage, exit 2: $d (rc=$rc: ${err%%"$NL"*})"
 }
 r=$(mkroot usage)
-usage_ "no verb"
-usage_ "bad verb" --root "$r" frobnicate
-usage_ "bad option" --root "$r" --frob status
-usage_ "two verbs" --root "$r" enable disable
-usage_ "--root without a value" --root
-usage_ "empty --root" --root "" status
-"$TOOL" --root "$tmp/does-not-exist" status >/dev/null 2>&1
-[ $? -eq 1 ]
-ok $? "--root that does not exist: exit 1"
-out=$("$TOOL" --help) && case $out in *usage:*) true ;; *) false ;; esac
-ok $? "--help: usage on stdout, exit 0"
+usage_ "no command" "no command given (enable, disable or status)"
+usage_ "bad command" "unknown command 'frobnicate'" --root "$r" frobnicate
+usage_ "bad option" "unrecognized option '--frob'" --root "$r" --frob status
+usage_ "bad short option" "invalid option -- 'x'" -x status
+usage_ "two commands" "one command only (got enable and disable)" --root "$r" enable disable
+usage_ "--root without a value" "option '--root' requires an argument" status --root
+usage_ "-r without a value" "option '-r' requires an argument" status -r
+usage_ "empty --root" "--root needs a directory" --root "" status
+usage_ "--help with a value" "option '--help' doesn't allow an argument" --help=x
+out=$("$TOOL" --root "$tmp/does-not-exist" status 2>&1)
+[ $? -eq 1 ] && [ "$out" = "$P: --root $tmp/does-not-exist: not a directory" ]
+ok $? "--root that does not exist: exit 1 ($out)"
+out=$("$TOOL" --help 2>"$tmp/err")
+[ $? -eq 0 ] && [ ! -s "$tmp/err" ] &&
+    [ "$(echo "$out" | head -2)" = "Usage:$NL $P [options] enable|disable|status" ] &&
+    echo "$out" | grep -qx -- " -r, --root DIR  edit DIR/etc/ld.so.preload instead of /etc/ld.so.preload" &&
+    echo "$out" | grep -qxF "entry: $E" &&
+    [ "$(echo "$out" | tail -1)" = "For more details see thpalloc-preload(8)." ]
+ok $? "--help: the usage on stdout, exit 0"
+for v in -V --version; do
+    out=$("$TOOL" $v 2>&1)
+    [ $? -eq 0 ] && [[ $out =~ ^"$P from thpalloc "[0-9]+\.[0-9]+\.[0-9]+$ ]]
+    ok $? "$v: $out"
+done
 r=$(mkroot eq)
-"$TOOL" --root="$r" enable >/dev/null 2>&1 && [ "$("$TOOL" status --root "$r")" = enabled ]
-ok $? "--root=DIR and options after the verb"
+"$TOOL" --root="$r" enable >/dev/null 2>&1 && [ "$("$TOOL" status --root "$r")" = enabled ] &&
+    [ "$("$TOOL" status -r "$r")" = enabled ]
+ok $? "--root=DIR, -r DIR and options after the command"
 
 # Foreign dpkg architectures (dpkg --root DIR --print-foreign-architectures reads them from
 # DIR/var/lib/dpkg/arch, written here): enable names each one whose library
@@ -296,7 +409,7 @@ case $E in
     rm -f "$r/usr/lib/i386-linux-gnu/libthpalloc.so.1"
     "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
     rc=$?
-    want="thpalloc-preload: warning: dpkg architecture i386 has no /usr/lib/i386-linux-gnu/libthpalloc.so.1: its programs will print an ld.so error and run without thpalloc (apt install libthpalloc1:i386)"
+    want="$P: warning: dpkg architecture i386 has no /usr/lib/i386-linux-gnu/libthpalloc.so.1: its programs will print an ld.so error and run without thpalloc (apt install libthpalloc1:i386)"
     [ "$rc" -eq 0 ] && [ "$(cat "$tmp/err")" = "$want" ] && [ "$("$TOOL" --root "$r" status)" = enabled ]
     ok $? "enable with dpkg architecture i386 but no i386 library: exactly one warning, naming it ($(cat "$tmp/err"))"
     mkdir -p "$r/usr/lib/i386-linux-gnu" && cp "$LIB" "$r/usr/lib/i386-linux-gnu/"

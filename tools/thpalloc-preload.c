@@ -2,20 +2,27 @@
  * DIR/etc/ld.so.preload (thpalloc-preload(8)).
  *
  * The file is parsed as glibc's ld.so parses it (elf/rtld.c): '#' starts a comment that runs
- * to the end of the line, entries are separated by ' ', '\t', '\n' and ':'. Our entry is
- * matched as an exact token; every other byte of the file (other entries, comments, blank
- * lines, a missing final newline) is kept as it was. Writes are atomic: a temporary file in
- * the same directory, mode 0644 whatever the old mode was, fsync, rename, fsync of the
- * directory. The file is removed only when our entry was all it held. `enable` first proves
- * that the library loads and runs (LD_PRELOAD=LIB /bin/true exits 0 and prints nothing on
- * stderr) and otherwise refuses, saying why, without touching the file. */
+ * to the end of the line, entries are separated by ' ', '\t', '\n' and ':', and nothing
+ * after a NUL byte is read. Our entry is matched as an exact token (with a CRLF line's '\r',
+ * a copy that ld.so cannot load); every other byte of the file (other entries, comments,
+ * blank lines, NUL bytes, a missing final newline) is kept as it was. Writes are atomic: a
+ * temporary file in the same directory, mode 0644 whatever the old mode was, fsync, rename,
+ * fsync of the directory. The file is removed only when our entry was all it held. `enable`
+ * first proves that the library loads and runs (LD_PRELOAD=LIB /bin/true exits 0 and prints
+ * nothing on stderr) and is thpalloc, and otherwise refuses, saying why, without touching
+ * the file. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
+#include <err.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
+#include <link.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,24 +46,64 @@
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
 #endif
+#ifndef THPALLOC_SBINDIR
+#define THPALLOC_SBINDIR "/usr/sbin"
+#endif
 #define LIBNAME "libthpalloc.so.1"
 #define PRELOAD_FILE "/etc/ld.so.preload"
 #define MAX_FILE (1 << 20) /* ld.so.preload is a few lines; refuse anything absurd */
 
-static const char *prog = "thpalloc-preload";
+/* Messages start with the program's name, as err(3) writes it. */
+#define PROG program_invocation_short_name
+
 static char entry[PATH_MAX];
 static size_t entry_len;
 
-static void usage(FILE *f)
+static void usage(void)
 {
-    fprintf(f,
-            "usage: %s [--root DIR] enable|disable|status\n"
-            "  enable   add the entry to DIR/etc/ld.so.preload after a smoke test\n"
-            "  disable  take the entry out (the file goes when nothing else is in it)\n"
-            "  status   print \"enabled\" or \"disabled\"\n"
-            "  --root DIR  edit DIR/etc/ld.so.preload instead of /etc/ld.so.preload\n"
-            "entry: %s\n",
-            prog, entry);
+    printf("Usage:\n"
+           " %s [options] enable|disable|status\n"
+           "\nAdd thpalloc to /etc/ld.so.preload, so that every process runs on it, or take\n"
+           "it out again.\n"
+           "\nCommands:\n"
+           " enable     add the entry, once the library has proved that it loads and runs\n"
+           " disable    take the entry out (the file goes when nothing else is in it)\n"
+           " status     print \"enabled\" or \"disabled\"\n"
+           "\nOptions:\n"
+           " -r, --root DIR  edit DIR/etc/ld.so.preload instead of /etc/ld.so.preload\n"
+           " -h, --help      display this help\n"
+           " -V, --version   display version\n"
+           "\nentry: %s\n"
+           "\nFor more details see thpalloc-preload(8).\n",
+           PROG, entry);
+}
+
+/* A bad command line: what is wrong, where to look, exit 2. */
+__attribute__((noreturn, format(printf, 1, 2))) static void bad_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vwarnx(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "Try '%s --help' for more information.\n", PROG);
+    exit(2);
+}
+
+/* Out of memory is not worth carrying back up: say so and stop (nothing written yet). */
+static void *xrealloc(void *p, size_t n)
+{
+    void *r = realloc(p, n ? n : 1);
+    if (!r)
+        err(1, "cannot allocate %zu bytes", n);
+    return r;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *r = calloc(n ? n : 1, size);
+    if (!r)
+        err(1, "cannot allocate %zu bytes", n * size);
+    return r;
 }
 
 static void set_entry(void)
@@ -80,21 +127,48 @@ static bool is_sep(unsigned char c)
 
 struct token {
     size_t start, end; /* [start, end) */
-    bool ours;
+    bool ours;         /* our entry, or our entry and a '\r' (cr) */
+    bool cr;           /* a CRLF line's: ld.so looks for a file whose name ends in '\r' */
+    bool seen;         /* ld.so reads it (see parse) */
 };
 
 struct parsed {
     struct token *tok;
-    size_t ntok, ours;
+    size_t ntok;
+    size_t ours; /* tokens that are ours, loaded or not */
+    size_t live; /* ours, without '\r', where ld.so reads: the library is loaded */
+    size_t nul;  /* offset of the first NUL outside a comment; the length if none */
 };
 
-static int parse(const char *buf, size_t len, struct parsed *p)
+/* A NUL ends a token too (ld.so's strings end there) but is kept as a byte of the file. */
+static bool ends_token(unsigned char c)
+{
+    return is_sep(c) || c == '#' || c == '\0';
+}
+
+/* ld.so reads the file as a C string, so nothing after its first NUL (outside a comment,
+ * which it blanks first); but when the file does not end in a separator, it reads the last
+ * word on its own (elf/rtld.c: the "problematic case"), up to a NUL in it. Returns the
+ * start of that last word, or len + 1 when there is none. */
+static size_t ldso_last_word(const char *buf, size_t len)
+{
+    size_t ls = len;
+    while (ls > 0 && buf[ls - 1] != '\n')
+        ls--;
+    if (len == 0 || is_sep((unsigned char)buf[len - 1]) || memchr(buf + ls, '#', len - ls))
+        return len + 1;
+    size_t q = len;
+    while (q > 0 && !is_sep((unsigned char)buf[q - 1]))
+        q--;
+    return q;
+}
+
+static void parse(const char *buf, size_t len, struct parsed *p)
 {
     size_t cap = 16;
-    p->tok = malloc(cap * sizeof *p->tok);
-    p->ntok = p->ours = 0;
-    if (!p->tok)
-        return -1;
+    p->tok = xrealloc(NULL, cap * sizeof *p->tok);
+    p->ntok = p->ours = p->live = 0;
+    p->nul = len;
     size_t i = 0;
     while (i < len) {
         unsigned char c = (unsigned char)buf[i];
@@ -103,32 +177,38 @@ static int parse(const char *buf, size_t len, struct parsed *p)
                 i++;
             continue;
         }
-        if (is_sep(c)) {
+        if (c == '\0' && p->nul == len)
+            p->nul = i;
+        if (ends_token(c)) {
             i++;
             continue;
         }
         size_t s = i;
-        while (i < len && !is_sep((unsigned char)buf[i]) && buf[i] != '#')
+        while (i < len && !ends_token((unsigned char)buf[i]))
             i++;
         if (p->ntok == cap) {
             cap *= 2;
-            struct token *t = realloc(p->tok, cap * sizeof *t);
-            if (!t)
-                return -1;
-            p->tok = t;
+            p->tok = xrealloc(p->tok, cap * sizeof *p->tok);
         }
-        bool ours = (i - s == entry_len && memcmp(buf + s, entry, entry_len) == 0);
-        p->tok[p->ntok++] = (struct token){s, i, ours};
-        p->ours += ours;
+        bool ours = i - s >= entry_len && memcmp(buf + s, entry, entry_len) == 0;
+        bool cr = ours && i - s == entry_len + 1 && buf[i - 1] == '\r';
+        ours = ours && (i - s == entry_len || cr);
+        p->tok[p->ntok++] = (struct token){s, i, ours, cr, false};
     }
-    return 0;
+    size_t last = ldso_last_word(buf, len);
+    for (size_t k = 0; k < p->ntok; k++) {
+        struct token *t = &p->tok[k];
+        t->seen = t->start < p->nul || t->start == last;
+        p->ours += t->ours;
+        p->live += t->ours && !t->cr && t->seen;
+    }
 }
 
 /* Marks in del[] the bytes to delete so that the tokens with drop[k] set disappear. A line
- * that holds nothing but dropped tokens and separators goes whole (with its newline, or with
- * the newline before it when it is the last line and has none); elsewhere a dropped token
- * takes one adjacent blank or ':' with it, the one after it if there is one on the line,
- * else the one before. */
+ * that holds nothing but dropped tokens and separators (no comment, no NUL) goes whole (with
+ * its newline, or with the newline before it when it is the last line and has none);
+ * elsewhere a dropped token takes one adjacent blank or ':' with it, the one after it if
+ * there is one on the line, else the one before. */
 static void mark(const char *buf, size_t len, const struct parsed *p, const bool *drop, bool *del)
 {
     size_t k = 0;
@@ -137,14 +217,15 @@ static void mark(const char *buf, size_t len, const struct parsed *p, const bool
         size_t le = ls; /* end of line, exclusive of '\n' */
         while (le < len && buf[le] != '\n')
             le++;
-        bool has_comment = memchr(buf + ls, '#', le - ls) != NULL;
+        /* a comment stays, and so does a NUL: what follows it would start to count */
+        bool keep_line = memchr(buf + ls, '#', le - ls) || memchr(buf + ls, '\0', le - ls);
         size_t first = k, n = 0, ndrop = 0;
         while (k < p->ntok && p->tok[k].start < le) {
             n++;
             ndrop += drop[k];
             k++;
         }
-        if (ndrop > 0 && ndrop == n && !has_comment) {
+        if (ndrop > 0 && ndrop == n && !keep_line) {
             if (le < len) {
                 memset(del + ls, 1, le + 1 - ls);
             } else {
@@ -182,49 +263,39 @@ static int read_file(char **buf, size_t *len, struct stat *st)
         if (errno == ENOENT)
             return 0;
         if (errno == ELOOP)
-            fprintf(stderr, "%s: %s is a symbolic link: edit it by hand\n", prog, path);
+            warnx("%s is a symbolic link: edit it by hand", path);
         else
-            fprintf(stderr, "%s: cannot open %s: %s\n", prog, path, strerror(errno));
+            warn("cannot open %s", path);
         return -1;
     }
     if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-        fprintf(stderr, "%s: %s is not a regular file\n", prog, path);
+        warnx("%s is not a regular file", path);
         close(fd);
         return -1;
     }
     size_t cap = (size_t)st->st_size + 1, n = 0;
     if (cap > MAX_FILE) {
-        fprintf(stderr, "%s: %s is larger than %d bytes: not touching it\n", prog, path, MAX_FILE);
+        warnx("%s is larger than %d bytes: not touching it", path, MAX_FILE);
         close(fd);
         return -1;
     }
-    char *b = malloc(cap + 1);
-    if (!b) {
-        close(fd);
-        return -1;
-    }
+    char *b = xrealloc(NULL, cap + 1);
     for (;;) {
         if (n == cap) {
             if (cap >= MAX_FILE) {
-                fprintf(stderr, "%s: %s grows while being read\n", prog, path);
+                warnx("%s grows while being read", path);
                 free(b);
                 close(fd);
                 return -1;
             }
             cap *= 2;
-            char *nb = realloc(b, cap + 1);
-            if (!nb) {
-                free(b);
-                close(fd);
-                return -1;
-            }
-            b = nb;
+            b = xrealloc(b, cap + 1);
         }
         ssize_t r = read(fd, b + n, cap - n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            fprintf(stderr, "%s: cannot read %s: %s\n", prog, path, strerror(errno));
+            warn("cannot read %s", path);
             free(b);
             close(fd);
             return -1;
@@ -257,7 +328,7 @@ static int write_file(const char *buf, size_t len)
         return -1;
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
-        fprintf(stderr, "%s: cannot create a file in %s: %s\n", prog, dir, strerror(errno));
+        warn("cannot create a file in %s", dir);
         return -1;
     }
     const char *what = "write";
@@ -292,10 +363,10 @@ static int write_file(const char *buf, size_t len)
         goto fail;
     }
     if (fsync_dir() != 0)
-        fprintf(stderr, "%s: warning: fsync of %s: %s\n", prog, dir, strerror(errno));
+        warn("warning: fsync of %s", dir);
     return 0;
 fail:
-    fprintf(stderr, "%s: cannot %s %s: %s\n", prog, what, tmp, strerror(errno));
+    warn("cannot %s %s", what, tmp);
     if (fd >= 0)
         close(fd);
     unlink(tmp);
@@ -305,11 +376,11 @@ fail:
 static int remove_file(void)
 {
     if (unlink(path) != 0 && errno != ENOENT) {
-        fprintf(stderr, "%s: cannot remove %s: %s\n", prog, path, strerror(errno));
+        warn("cannot remove %s", path);
         return -1;
     }
     if (fsync_dir() != 0)
-        fprintf(stderr, "%s: warning: fsync of %s: %s\n", prog, dir, strerror(errno));
+        warn("warning: fsync of %s", dir);
     return 0;
 }
 
@@ -397,6 +468,78 @@ static int run_capture(char *const argv[], char *const envp[], int fd, char *out
     return st;
 }
 
+/* The smoke test's last program is this tool again, run with LD_PRELOAD=LIB as
+ * `thpalloc-preload --probe-preload LIB` (for the smoke test only, not for people): any
+ * library loads and runs /bin/true, so the probe proves that LIB is thpalloc and that its
+ * malloc is the program's. It exits PROBE_NOT_THPALLOC with the reason on stderr when not. */
+#define PROBE_ARG "--probe-preload"
+#define PROBE_NOT_THPALLOC 3
+
+/* The program to run as the probe: this one, unless the build names another (the tests'
+ * ASan build cannot run with another malloc preloaded). Without /proc, the installed tool. */
+static const char *probe_exe(void)
+{
+#ifdef THPALLOC_PRELOAD_PROBE
+    return THPALLOC_PRELOAD_PROBE;
+#else
+    return access("/proc/self/exe", X_OK) == 0 ? "/proc/self/exe"
+                                               : THPALLOC_SBINDIR "/thpalloc-preload";
+#endif
+}
+
+/* LIB as ld.so expanded it: LIB itself, or with any directory in place of "$LIB". */
+struct loaded {
+    const char *pre, *suf; /* LIB before and after "$LIB" (suf NULL: no "$LIB") */
+    const char *name;      /* the loaded object's path, once found */
+};
+
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct loaded *l = data;
+    const char *nm = info->dlpi_name;
+    size_t n = strlen(nm), np = strlen(l->pre), ns = l->suf ? strlen(l->suf) : 0;
+    bool match =
+        l->suf ? n > np + ns && memcmp(nm, l->pre, np) == 0 && strcmp(nm + n - ns, l->suf) == 0
+               : strcmp(nm, l->pre) == 0;
+    if (match)
+        l->name = nm;
+    return match;
+}
+
+static int probe(const char *lib)
+{
+    char pre[2 * PATH_MAX];
+    snprintf(pre, sizeof pre, "%s", lib);
+    char *dollar = strstr(pre, "$LIB");
+    struct loaded l = {pre, dollar ? lib + (dollar - pre) + 4 : NULL, NULL};
+    if (dollar)
+        *dollar = '\0';
+    dl_iterate_phdr(find_loaded, &l);
+    /* Plain stderr: the parent quotes it after "refusing to enable: ". */
+    if (!l.name) {
+        fprintf(stderr, "%s is not loaded", lib);
+        return PROBE_NOT_THPALLOC;
+    }
+    void *h = dlopen(l.name, RTLD_LAZY | RTLD_NOLOAD);
+    void *sym = h ? dlsym(h, "thpalloc_active") : NULL;
+    Dl_info di;
+    /* dlsym also searches what the library depends on: the symbol must be its own */
+    if (!sym || !dladdr(sym, &di) || !di.dli_fname || strcmp(di.dli_fname, l.name) != 0) {
+        fprintf(stderr, "%s does not export thpalloc_active: it is not thpalloc", l.name);
+        return PROBE_NOT_THPALLOC;
+    }
+    int active = ((int (*)(void))sym)();
+    if (active != 1) {
+        fprintf(stderr,
+                "%s: thpalloc_active() returned %d, not 1: its malloc is not the "
+                "program's",
+                l.name, active);
+        return PROBE_NOT_THPALLOC;
+    }
+    return 0;
+}
+
 /* Runs argv with LD_PRELOAD=lib and a small fixed environment; true when it exits 0 and
  * writes nothing to stderr. On failure, why[] says what happened. */
 static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap)
@@ -412,6 +555,11 @@ static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap
     if (WIFSIGNALED(st)) {
         snprintf(why, cap, "LD_PRELOAD=%s %s was killed by signal %d%s%s", lib, argv[0],
                  WTERMSIG(st), n ? ": " : "", err);
+        return false;
+    }
+    if (WEXITSTATUS(st) == PROBE_NOT_THPALLOC && argv[1] && strcmp(argv[1], PROBE_ARG) == 0 &&
+        n > 0) {
+        snprintf(why, cap, "%s", err);
         return false;
     }
     if (WEXITSTATUS(st) != 0) {
@@ -450,7 +598,8 @@ static bool smoke(char *why, size_t cap)
         if (!smoke_one(lib, l, why, cap))
             return false;
     }
-    return true;
+    char *p[] = {(char *)probe_exe(), PROBE_ARG, lib, NULL};
+    return smoke_one(lib, p, why, cap);
 }
 
 /* dpkg architectures and where their libraries go (the $LIB of their ld.so). */
@@ -493,11 +642,9 @@ static void warn_missing_archs(void)
             char lib[2 * PATH_MAX];
             snprintf(lib, sizeof lib, "%s/usr/lib/%s/%s", root, arch_dirs[i].triplet, LIBNAME);
             if (access(lib, F_OK) != 0)
-                fprintf(stderr,
-                        "%s: warning: dpkg architecture %s has no %s: its programs will "
-                        "print an ld.so error and run without thpalloc (apt install "
-                        "libthpalloc1:%s)\n",
-                        prog, arch, lib + strlen(root), arch);
+                warnx("warning: dpkg architecture %s has no %s: its programs will print an "
+                      "ld.so error and run without thpalloc (apt install libthpalloc1:%s)",
+                      arch, lib + strlen(root), arch);
         }
 }
 
@@ -526,36 +673,38 @@ static int load(struct current *c)
     if (r < 0)
         return -1;
     c->exists = r > 0;
-    if (c->exists && parse(c->buf, c->len, &c->p) != 0) {
-        unload(c);
-        return -1;
-    }
+    if (c->exists)
+        parse(c->buf, c->len, &c->p);
     return 0;
 }
 
-/* The file's bytes without our tokens: every one, or (dups_only) all but the first.
- * Returns a malloc'd buffer (its length in *n), NULL when out of memory. */
-static char *without_ours(const struct current *c, bool dups_only, size_t *n)
+#define NONE SIZE_MAX /* no token */
+
+/* The file's bytes without our tokens but the one at index `keep` (NONE: all go), and
+ * (uncr) without that one's '\r'. Returns a malloc'd buffer (its length in *n). */
+static char *without_ours(const struct current *c, size_t keep, bool uncr, size_t *n)
 {
-    bool *drop = calloc(c->p.ntok + 1, sizeof *drop);
-    bool *del = calloc(c->len + 1, sizeof *del);
-    char *out = malloc(c->len + 1);
-    if (drop && del && out) {
-        bool seen = false;
-        for (size_t k = 0; k < c->p.ntok; k++)
-            if (c->p.tok[k].ours) {
-                drop[k] = !dups_only || seen;
-                seen = true;
-            }
-        mark(c->buf, c->len, &c->p, drop, del);
-        *n = squeeze(c->buf, c->len, del, out);
-    } else {
-        free(out);
-        out = NULL;
-    }
+    bool *drop = xcalloc(c->p.ntok + 1, sizeof *drop);
+    bool *del = xcalloc(c->len + 1, sizeof *del);
+    char *out = xrealloc(NULL, c->len + 1);
+    for (size_t k = 0; k < c->p.ntok; k++)
+        drop[k] = c->p.tok[k].ours && k != keep;
+    mark(c->buf, c->len, &c->p, drop, del);
+    if (uncr)
+        del[c->p.tok[keep].end - 1] = 1;
+    *n = squeeze(c->buf, c->len, del, out);
     free(drop);
     free(del);
     return out;
+}
+
+/* The first of our tokens that ld.so reads, with a '\r' (cr) or without; NONE if none. */
+static size_t first_seen(const struct parsed *p, bool cr)
+{
+    for (size_t k = 0; k < p->ntok; k++)
+        if (p->tok[k].ours && p->tok[k].seen && p->tok[k].cr == cr)
+            return k;
+    return NONE;
 }
 
 static int cmd_status(void)
@@ -563,7 +712,19 @@ static int cmd_status(void)
     struct current c;
     if (load(&c) < 0)
         return 1;
-    puts(c.exists && c.p.ours > 0 ? "enabled" : "disabled");
+    puts(c.p.live > 0 ? "enabled" : "disabled");
+    /* The copies of the entry that ld.so does not load, once each kind. */
+    for (size_t k = 0; k < c.p.ntok; k++)
+        if (c.p.tok[k].ours && !c.p.tok[k].seen) {
+            warnx("warning: %s: %s comes after a NUL byte (offset %zu), where ld.so stops "
+                  "reading: it is not loaded",
+                  path, entry, c.p.nul);
+            break;
+        }
+    if (first_seen(&c.p, true) != NONE)
+        warnx("warning: %s: %s ends in a carriage return (a CRLF line): ld.so cannot load "
+              "it and says so in every program; thpalloc-preload enable repairs it",
+              path, entry);
     unload(&c);
     return 0;
 }
@@ -576,35 +737,49 @@ static int cmd_enable(void)
     int rc = 0;
     char *out = NULL;
     size_t n = 0;
-    if (c.exists && c.p.ours > 0) {
-        /* Already there: only duplicates go, and a mode other than 0644 is repaired (a 0600
-         * file silently disables every preload for users other than root). */
+    if (c.p.live > 0) {
+        /* Already there: only duplicates go (copies ld.so does not load too), and a mode
+         * other than 0644 is repaired (a 0600 file silently disables every preload for
+         * users other than root). */
         bool fix_mode = (c.st.st_mode & 07777) != 0644;
         if (c.p.ours == 1 && !fix_mode) {
-            printf("%s: already enabled (%s in %s)\n", prog, entry, path);
+            printf("%s: already enabled (%s in %s)\n", PROG, entry, path);
             goto out;
         }
-        out = without_ours(&c, true, &n);
-        rc = out && write_file(out, n) == 0 ? 0 : 1;
+        out = without_ours(&c, first_seen(&c.p, false), false, &n);
+        rc = write_file(out, n) == 0 ? 0 : 1;
         if (rc == 0)
-            printf("%s: already enabled (%s in %s)%s%s\n", prog, entry, path,
+            printf("%s: already enabled (%s in %s)%s%s\n", PROG, entry, path,
                    c.p.ours > 1 ? "; duplicates removed" : "",
                    fix_mode ? "; mode set to 0644" : "");
         goto out;
     }
+    /* A CRLF line's copy is repaired where it is; a NUL would hide an entry added after it. */
+    size_t fix = first_seen(&c.p, true);
+    if (fix == NONE && c.p.nul < c.len) {
+        warnx("refusing to enable: %s has a NUL byte (offset %zu): ld.so reads no entry "
+              "after it; take it out by hand",
+              path, c.p.nul);
+        warnx("%s left as it was", path);
+        rc = 1;
+        goto out;
+    }
     char why[2048];
     if (!smoke(why, sizeof why)) {
-        fprintf(stderr, "%s: refusing to enable: %s\n", prog, why);
-        fprintf(stderr, "%s: %s left as it was\n", prog, path);
+        warnx("refusing to enable: %s", why);
+        warnx("%s left as it was", path);
         rc = 1;
+        goto out;
+    }
+    if (fix != NONE) {
+        out = without_ours(&c, fix, true, &n);
+        rc = write_file(out, n) == 0 ? 0 : 1;
+        if (rc == 0)
+            printf("%s: enabled (carriage return after %s in %s removed)\n", PROG, entry, path);
         goto out;
     }
     /* Append on a line of its own; a file without a final newline keeps not having one. */
-    out = malloc(c.len + entry_len + 2);
-    if (!out) {
-        rc = 1;
-        goto out;
-    }
+    out = xrealloc(NULL, c.len + entry_len + 2);
     if (c.exists) {
         memcpy(out, c.buf, c.len);
         n = c.len;
@@ -620,7 +795,7 @@ static int cmd_enable(void)
     }
     rc = write_file(out, n) == 0 ? 0 : 1;
     if (rc == 0)
-        printf("%s: enabled (%s added to %s)\n", prog, entry, path);
+        printf("%s: enabled (%s added to %s)\n", PROG, entry, path);
 out:
     if (rc == 0)
         warn_missing_archs();
@@ -636,22 +811,20 @@ static int cmd_disable(void)
         return 1;
     int rc = 0;
     if (!c.exists) {
-        printf("%s: already disabled (no %s)\n", prog, path);
+        printf("%s: already disabled (no %s)\n", PROG, path);
     } else if (c.p.ours == 0) {
-        printf("%s: already disabled (%s not in %s)\n", prog, entry, path);
+        printf("%s: already disabled (%s not in %s)\n", PROG, entry, path);
     } else {
         size_t n = 0;
-        char *out = without_ours(&c, false, &n);
-        if (!out) {
-            rc = 1;
-        } else if (only_separators(out, n)) {
+        char *out = without_ours(&c, NONE, false, &n);
+        if (only_separators(out, n)) {
             rc = remove_file() == 0 ? 0 : 1;
             if (rc == 0)
-                printf("%s: disabled (%s removed: the entry was all it held)\n", prog, path);
+                printf("%s: disabled (%s removed: the entry was all it held)\n", PROG, path);
         } else {
             rc = write_file(out, n) == 0 ? 0 : 1;
             if (rc == 0)
-                printf("%s: disabled (%s taken out of %s)\n", prog, entry, path);
+                printf("%s: disabled (%s taken out of %s)\n", PROG, entry, path);
         }
         free(out);
     }
@@ -661,75 +834,62 @@ static int cmd_disable(void)
 
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], PROBE_ARG) == 0)
+        return probe(argv[2]);
     set_entry();
+    static const struct option longopts[] = {
+        {"root", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
     const char *rootarg = NULL;
-    const char *verb = NULL;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--root") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "%s: --root needs a directory\n", prog);
-                usage(stderr);
-                return 2;
-            }
-            rootarg = argv[++i];
-        } else if (strncmp(a, "--root=", 7) == 0) {
-            rootarg = a + 7;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--version") == 0) {
-            printf("%s %s\n", prog, PACKAGE_VERSION);
-            return 0;
-        } else if (strcmp(a, "--") == 0) {
-            i++;
+    int c;
+    opterr = 0; /* our own messages, with the short name and the --help hint */
+    while ((c = getopt_long(argc, argv, ":r:hV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            rootarg = optarg;
             break;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "%s: unknown option %s\n", prog, a);
-            usage(stderr);
-            return 2;
-        } else if (verb == NULL) {
-            verb = a;
-        } else {
-            fprintf(stderr, "%s: one verb only (got %s and %s)\n", prog, verb, a);
-            usage(stderr);
-            return 2;
+        case 'h':
+            usage();
+            return 0;
+        case 'V':
+            printf("%s from thpalloc %s\n", PROG, PACKAGE_VERSION);
+            return 0;
+        case ':':
+            bad_usage("option '%s' requires an argument", argv[optind - 1]);
+        default:
+            /* -h and -V are never wrong: with their value, it is --help=X or --version=X */
+            if (optopt == 'h' || optopt == 'V')
+                bad_usage("option '%.*s' doesn't allow an argument",
+                          (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+            if (optopt)
+                bad_usage("invalid option -- '%c'", optopt);
+            bad_usage("unrecognized option '%s'", argv[optind - 1]);
         }
     }
-    for (; i < argc; i++) {
-        if (verb != NULL) {
-            fprintf(stderr, "%s: one verb only (got %s and %s)\n", prog, verb, argv[i]);
-            usage(stderr);
-            return 2;
-        }
-        verb = argv[i];
-    }
-    if (verb == NULL || (strcmp(verb, "enable") != 0 && strcmp(verb, "disable") != 0 &&
-                         strcmp(verb, "status") != 0)) {
-        if (verb)
-            fprintf(stderr, "%s: unknown verb %s\n", prog, verb);
-        usage(stderr);
-        return 2;
-    }
-    if (rootarg != NULL && rootarg[0] == '\0') {
-        fprintf(stderr, "%s: --root needs a directory\n", prog);
-        usage(stderr);
-        return 2;
-    }
+    /* getopt_long moved the operands behind the options: the command is the one left. */
+    if (optind == argc)
+        bad_usage("no command given (enable, disable or status)");
+    const char *verb = argv[optind];
+    if (argc - optind > 1)
+        bad_usage("one command only (got %s and %s)", verb, argv[optind + 1]);
+    if (strcmp(verb, "enable") != 0 && strcmp(verb, "disable") != 0 && strcmp(verb, "status") != 0)
+        bad_usage("unknown command '%s'", verb);
+    if (rootarg != NULL && rootarg[0] == '\0')
+        bad_usage("--root needs a directory");
     if (rootarg != NULL) {
         char *rp = realpath(rootarg, NULL);
         struct stat st;
-        if (!rp || stat(rp, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            fprintf(stderr, "%s: --root %s: not a directory\n", prog, rootarg);
-            free(rp);
-            return 1;
-        }
-        if (strcmp(rp, "/") != 0 && snprintf(root, sizeof root, "%s", rp) >= (int)sizeof root) {
-            free(rp);
-            return 1;
-        }
+        bool is_dir = rp && stat(rp, &st) == 0 && S_ISDIR(st.st_mode);
+        bool fits = is_dir && (strcmp(rp, "/") == 0 ||
+                               snprintf(root, sizeof root, "%s", rp) < (int)sizeof root);
         free(rp);
+        if (!is_dir)
+            errx(1, "--root %s: not a directory", rootarg);
+        if (!fits)
+            errx(1, "--root %s: the path is too long", rootarg);
     }
     snprintf(dir, sizeof dir, "%s/etc", root);
     snprintf(path, sizeof path, "%s" PRELOAD_FILE, root);
@@ -739,15 +899,10 @@ int main(int argc, char **argv)
 
     /* One writer at a time: an exclusive lock on the directory itself. */
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) {
-        fprintf(stderr, "%s: %s: %s\n", prog, dir, strerror(errno));
-        return 1;
-    }
-    if (flock(dfd, LOCK_EX) != 0) {
-        fprintf(stderr, "%s: cannot lock %s: %s\n", prog, dir, strerror(errno));
-        close(dfd);
-        return 1;
-    }
+    if (dfd < 0)
+        err(1, "%s", dir);
+    if (flock(dfd, LOCK_EX) != 0)
+        err(1, "cannot lock %s", dir);
     int rc = strcmp(verb, "enable") == 0 ? cmd_enable() : cmd_disable();
     fflush(stdout);
     close(dfd);
