@@ -112,7 +112,7 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
         return;
     }
     /* Chunks are 2 MiB-aligned; a large block's PAGE_SHIFT_NONE makes its index 0. */
-    page_t *page = &c->pages[((uintptr_t)p & CHUNK_MASK) >> c->page_shift];
+    page_t *page = page_of(c, p);
     heap_t *heap = tl_heap;
     block_t *b = p;
     /* Checked here without touching the block: its start (interior pointers) and the
@@ -154,7 +154,7 @@ static size_t usable_size(chunk_t *c, void *p, const char *invalid)
             lib_fatal(invalid, p);
         return c->large_size;
     }
-    page_t *page = &c->pages[((uintptr_t)p - (uintptr_t)c->base) >> c->page_shift];
+    page_t *page = page_of(c, p);
     if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
         lib_fatal(invalid, p);
     if (page->flags & PAGE_HAS_ALIGNED)
@@ -188,7 +188,7 @@ static void *aligned_impl(size_t alignment, size_t size)
             uintptr_t a = ((uintptr_t)b + alignment - 1) & ~(uintptr_t)(alignment - 1);
             if (a != (uintptr_t)b) {
                 chunk_t *c = registry_lookup(b);
-                page_t *page = &c->pages[((uintptr_t)b - (uintptr_t)c->base) >> c->page_shift];
+                page_t *page = page_of(c, b);
                 /* our own page: we just allocated from it (flags are the owner's: inside
                  * the reclaim handshake, like every change to the heap) */
                 heap_page_set_aligned(page);

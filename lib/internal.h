@@ -204,6 +204,13 @@ struct chunk {
     page_t pages[MAX_PAGES_PER_CHUNK];
 };
 
+/* The page of chunk c that holds p (chunks are 2 MiB-aligned; a large block's
+ * PAGE_SHIFT_NONE makes every offset page 0). */
+static inline page_t *page_of(chunk_t *c, const void *p)
+{
+    return &c->pages[((uintptr_t)p & CHUNK_MASK) >> c->page_shift];
+}
+
 /* ---- registry: is this pointer ours? O(1), two loads ----------------------------- */
 #if UINTPTR_MAX > 0xffffffffu
 /* 48: arm64's user space (48-bit VA: mmap hands out addresses near 2^48); x86-64's is 47
@@ -346,6 +353,9 @@ HIDDEN void meta_fork_child(void);
 typedef struct page_queue {
     page_t *first, *last;
 } page_queue_t;
+typedef struct chunk_queue {
+    chunk_t *first, *last;
+} chunk_queue_t;
 
 struct heap {
     page_t *direct[DIRECT_SLOTS]; /* by (size+15)/16: the page to allocate from */
@@ -359,11 +369,11 @@ struct heap {
     uint32_t seen_ops, seen_at, reclaimed_ops, reclaim_pass;
     bool reclaimed; /* also cleared by the owner: it is active again, wake the purger */
     page_queue_t queues[SC_COUNT];
-    page_queue_t full;              /* pages without a free block */
-    _Atomic int full_has_xfree;     /* another thread freed into a full page */
-    chunk_t *chunks[CHUNK_BIG + 1]; /* owned chunks by kind (list through next/prev) */
-    heap_t *next_all;               /* all heaps ever made */
-    heap_t *next_free;              /* free heap list */
+    page_queue_t full;                   /* pages without a free block */
+    _Atomic int full_has_xfree;          /* another thread freed into a full page */
+    chunk_queue_t chunks[CHUNK_BIG + 1]; /* owned chunks by kind (list through next/prev) */
+    heap_t *next_all;                    /* all heaps ever made */
+    heap_t *next_free;                   /* free heap list */
     bool in_use;
 };
 
@@ -418,9 +428,33 @@ HIDDEN void page_retire(heap_t *heap, page_t *page);
 HIDDEN void heap_thread_exit(void *heap);
 /* thread.c: the thread-exit key (init, once; no allocation). */
 HIDDEN void thread_key_init(void);
-HIDDEN void heap_fork_prepare(void);
-HIDDEN void heap_fork_parent(void);
-HIDDEN void heap_fork_child(void);
+HIDDEN void abandon_fork_prepare(void);
+HIDDEN void abandon_fork_parent(void);
+HIDDEN void abandon_fork_child(void);
+
+/* page-queue.c: a heap's page queues and direct slots (the owner, or the purger holding
+ * the heap). */
+HIDDEN void page_queue_remove(page_queue_t *q, page_t *p);
+HIDDEN void page_queue_push_front(page_queue_t *q, page_t *p);
+HIDDEN void page_queue_push_back(page_queue_t *q, page_t *p);
+/* Points the direct slots of class cls at the queue's first page. */
+HIDDEN void direct_update(heap_t *heap, unsigned cls);
+/* Takes a page off whichever list of the heap holds it. */
+HIDDEN void page_unlink(heap_t *heap, page_t *page);
+/* Moves a page without free blocks to the full list; false when a remote free arrived
+ * meanwhile (collect again). */
+HIDDEN bool page_to_full(heap_t *heap, page_t *page);
+
+/* chunk.c: pages from the heap's chunks, chunks from the arena. */
+HIDDEN page_t *page_new(heap_t *heap, unsigned cls);
+HIDDEN void page_free(heap_t *heap, page_t *page);
+/* Gives a chunk back to the arena once every slot is free (claims dirty slots first). */
+HIDDEN void chunk_release(chunk_t *c);
+
+/* abandon.c: the chunks of exited threads. */
+HIDDEN bool abandoned_adopt_one(heap_t *heap);
+/* A thread frees into an abandoned chunk: it adopts it (true), unless another did. */
+HIDDEN bool abandoned_adopt_freed(heap_t *heap, chunk_t *c);
 HIDDEN void thread_fork_prepare(void);
 HIDDEN void thread_fork_parent(void);
 HIDDEN void thread_fork_child(void);

@@ -167,7 +167,7 @@ static size_t reclaim_one_heap(heap_t *heap, enum os_purge how)
     if (atomic_load_explicit(&heap->full_has_xfree, memory_order_seq_cst))
         heap_rescue_full(heap, false);
     for (int kind = CHUNK_SMALL; kind <= CHUNK_BIG; kind++) {
-        for (chunk_t *c = heap->chunks[kind]; c; c = c->next) {
+        for (chunk_t *c = heap->chunks[kind].first; c; c = c->next) {
             for (unsigned i = 0; i < c->npages; i++) {
                 page_t *p = &c->pages[i];
                 if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_USED)
