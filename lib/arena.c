@@ -133,6 +133,27 @@ static void advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, siz
 
 /* ---- arenas -------------------------------------------------------------------------- */
 
+#ifdef THPALLOC_DEBUG
+/* A shared arena's counts agree with its bitmaps: nfree chunks not in use, a dirty chunk
+ * never in use, and (strict overcommit) every chunk in use or dirty committed. */
+static void arena_check(const arena_t *a, bool strict)
+{
+    if (a->dedicated)
+        return;
+    uint32_t free = 0;
+    for (size_t i = 0; i < a->nchunks; i++) {
+        bool used = bit_get(a->used, i), dirty = bit_get(a->dirty, i);
+        free += !used;
+        LIB_ASSERT(!(used && dirty));
+        LIB_ASSERT(!strict || !(used || dirty) || bit_get(a->committed, i));
+    }
+    LIB_ASSERT(free == a->nfree);
+}
+#define ARENA_CHECK(a) arena_check((a), strict_commit())
+#else
+#define ARENA_CHECK(a) ((void)0)
+#endif
+
 static arena_t *arena_desc_new(void)
 {
     arena_t *a = arena_desc_free;
@@ -441,6 +462,7 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
     }
     atomic_fetch_add_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
     advise_run(a, first, n, use, block_size, true);
+    ARENA_CHECK(a);
     pthread_mutex_unlock(&arena_lock);
     *arena_out = a;
     *is_zero = zero;
@@ -569,6 +591,7 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
         a->freed_at[i] = now;
     }
     a->nfree += (uint32_t)n;
+    ARENA_CHECK(a);
     atomic_fetch_add_explicit(&stat_purge_pending, n << CHUNK_SHIFT, memory_order_relaxed);
     long delay = policy_in_force.purge_delay_ms;
     if (delay == 0) {

@@ -34,6 +34,10 @@ void chunk_release(chunk_t *c)
                 sched_yield();
         }
     }
+#ifdef THPALLOC_DEBUG
+    for (unsigned i = 0; i < c->npages; i++) /* every slot FREE before the chunk goes */
+        LIB_ASSERT(atomic_load_explicit(&c->pages[i].in_use, memory_order_relaxed) == PAGE_FREE);
+#endif
     registry_set(c->base, 1, registry_unused(c->arena));
     arena_free_chunks(c->arena, c->base, 1);
     chunk_desc_free(c);
@@ -210,6 +214,8 @@ page_t *page_new(heap_t *heap, unsigned cls)
 void page_free(heap_t *heap, page_t *page)
 {
     chunk_t *c = page->chunk;
+    LIB_ASSERT(atomic_load_explicit(&page->in_use, memory_order_relaxed) == PAGE_USED);
+    LIB_ASSERT(c->pages_used >= 1 && page->used == 0);
     page_set_flags(page, NULL, 0);
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     enum chunk_kind kind = (enum chunk_kind)c->kind;

@@ -475,6 +475,9 @@ HIDDEN void reclaim_fork_child(void);
 HIDDEN void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls);
 HIDDEN void page_extend(page_t *page);
 HIDDEN uint32_t page_collect(page_t *page);
+#ifdef THPALLOC_DEBUG
+HIDDEN void page_check(const page_t *page);
+#endif
 HIDDEN void page_refill_holes(heap_t *heap, page_t *page);
 HIDDEN void *block_start(page_t *page, void *p);
 static inline size_t page_size_of(const chunk_t *c)

@@ -19,6 +19,8 @@ void block_secret_init(void)
 
 void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
 {
+    /* A slot becomes USED only from FREE, or by the owner's CAS from DIRTY (slot_take). */
+    LIB_ASSERT(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_PURGING);
     size_t psize = page_size_of(c);
     page->free = NULL;
     page->local_free = NULL;
@@ -63,6 +65,26 @@ void page_extend(page_t *page)
     page->capacity += n;
 }
 
+#ifdef THPALLOC_DEBUG
+/* The page list partition (internal.h): every block on free and local_free lies inside
+ * the page at a block boundary, carries its key and is carved; those lists and the blocks
+ * handed out (used, remote frees not yet collected included) are the carved blocks, less
+ * the ones in holes, which are on no list. The owner's view, or the purger's under claim. */
+void page_check(const page_t *page)
+{
+    uint32_t listed = 0;
+    for (int l = 0; l < 2; l++)
+        for (const block_t *b = l ? page->local_free : page->free; b; b = block_next(b)) {
+            LIB_ASSERT(!block_outside(page, b) && b->key == block_key(b));
+            LIB_ASSERT((size_t)((const uint8_t *)b - page->start) <
+                       (size_t)page->capacity * page->block_size);
+            LIB_ASSERT(++listed <= page->capacity);
+        }
+    LIB_ASSERT(listed + page->used <= page->capacity);
+    LIB_ASSERT(page->holes || (page->flags & PAGE_RESET) || listed + page->used == page->capacity);
+}
+#endif
+
 /* Takes the other threads' frees, and moves local_free to free when free is empty.
  * Returns how many blocks other threads had freed. */
 uint32_t page_collect(page_t *page)
@@ -88,6 +110,9 @@ uint32_t page_collect(page_t *page)
         page->free = page->local_free;
         page->local_free = NULL;
     }
+#ifdef THPALLOC_DEBUG
+    page_check(page);
+#endif
     return n;
 }
 

@@ -30,6 +30,8 @@ bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
         /* Release: a thread that gets a pointer into this chunk sees the descriptor. */
         __atomic_store_n(&leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)], desc,
                          __ATOMIC_RELEASE);
+        LIB_ASSERT(registry_lookup((void *)a) == desc &&
+                   registry_lookup((void *)(a + CHUNK_SIZE - 1)) == desc);
     }
     return true;
 }

@@ -4,6 +4,7 @@
 #                under -fsanitize=fuzzer,address,undefined;
 #   fuzz-alloc   the allocator API driven by a byte stream, against a private build of
 #                the lib/ sources as libthpalloc.so.1 with -fsanitize=fuzzer-no-link,undefined
+#                and the invariant checks (-DTHPALLOC_DEBUG)
 #                (coverage-guided on the allocator, UBSan in it; no ASan, which would
 #                replace malloc): thpalloc is the malloc of the whole process.
 # Asserted: both build; every input kept in tests/fuzz/regressions-*/ and every seed in
@@ -37,7 +38,7 @@ test -s "$tap_tmp/cc1" && diag "$(head -n 10 "$tap_tmp/cc1")"
 
 mkdir -p "$tap_tmp/lib"
 libsrc=$(ls "$top"/lib/*.c)
-"$CLANG" -shared -fPIC -g -O1 -std=gnu11 -fsanitize=fuzzer-no-link,undefined \
+"$CLANG" -shared -fPIC -g -O1 -std=gnu11 -DTHPALLOC_DEBUG=1 -fsanitize=fuzzer-no-link,undefined \
     -fno-sanitize-recover=undefined -fvisibility=hidden -fno-builtin -ftls-model=initial-exec \
     -pthread $defs -I"$top/lib" $libsrc -Wl,--version-script="$top/lib/thpalloc.map" \
     -Wl,-z,nodelete -Wl,--exclude-libs,ALL -Wl,-soname,libthpalloc.so.1 "$inih" \
