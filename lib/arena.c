@@ -1,5 +1,5 @@
 /* arena: address space reserved in pieces of arena_size, handed out as runs of 2 MiB
- * chunks (the unit of THP advice and of purging; DESIGN.md, layer 4). All of it under one
+ * chunks (the unit of THP advice and of purging). All of it under one
  * lock: only chunk-level events (a new page chunk, a large block) come here. The registry
  * that maps chunks to descriptors is registry.c. */
 #include "internal.h"

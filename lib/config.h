@@ -1,4 +1,4 @@
-/* config: the administrator's policy (DESIGN.md, layer 3). /etc/thpalloc.conf, then
+/* config: the administrator's policy. /etc/thpalloc.conf, then
  * /etc/thpalloc.d/ *.conf in lexical order (or the one file THPALLOC_CONF names), then the
  * THPALLOC_<KEY> environment variables; sections [global], [program NAME], [path /EXE],
  * [unit NAME.service]; global < program < path < unit < environment, later wins within a

@@ -1,4 +1,4 @@
-/* init: first use, thread exit and fork (DESIGN.md, layer 7). Process start costs no
+/* init: first use (dormancy, pass-through, the thread-exit key) and fork. Process start costs no
  * system call: the first arena is mapped by the first allocation, and the THP setting is
  * read by the first decision that needs it. */
 #include "internal.h"

@@ -1,6 +1,5 @@
 /* thpalloc internals: every data structure of the allocator and its invariants, in one
- * place (as musl's mallocng keeps them). Layering (DESIGN.md): os < thp < arena < page/heap
- * < api < init. */
+ * place (as musl's mallocng keeps them). Layering: docs/design.md, "The library, bottom to top". */
 #ifndef THPALLOC_INTERNAL_H
 #define THPALLOC_INTERNAL_H
 

@@ -1,4 +1,4 @@
-/* os: every system call about memory goes through here (DESIGN.md, layer 1). */
+/* os: every system call about memory goes through here. */
 #include "os.h"
 
 #include <errno.h>

@@ -1,8 +1,8 @@
-/* registry: chunk address -> chunk descriptor, for every chunk of ours (DESIGN.md, layer
- * 4). A two-level table over the whole user address space: a root of offsets in .bss and
- * leaves from meta.c, never freed, so a lookup is two loads with no lock and no NULL test
- * (registry_lookup, internal.h). Writers are arena-level events under the arena lock, or
- * a large block's own resize; a leaf is installed with a CAS. */
+/* registry: chunk address -> chunk descriptor, for every chunk of ours. A two-level table over the
+ * whole user address space: a root of offsets in .bss and leaves from meta.c, never freed, so a
+ * lookup is two loads with no lock and no NULL test (registry_lookup, internal.h). Writers are
+ * arena-level events under the arena lock, or a large block's own resize; a leaf is installed with
+ * a CAS. */
 #include "internal.h"
 
 _Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];

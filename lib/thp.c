@@ -1,4 +1,4 @@
-/* thp: system THP setting and the decision function (see thp.h and DESIGN.md "THP modes"). */
+/* thp: system THP setting and the decision function (see thp.h and docs/design.md, "THP modes"). */
 #include "thp.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /* thp: the system's transparent-huge-page setting and the one decision function that says
- * which advice a piece of memory gets (DESIGN.md, layer 2). Pure apart from the lazy read. */
+ * which advice a piece of memory gets. Pure apart from the lazy read. */
 #ifndef THPALLOC_THP_H
 #define THPALLOC_THP_H
 

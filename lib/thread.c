@@ -1,4 +1,4 @@
-/* thread: the heaps' lives (DESIGN.md, layer 5). A heap for each thread at its first
+/* thread: the heaps' lives. A heap for each thread at its first
  * allocation, from a free list of recycled heaps; the shared late heap of threads past their
  * exit destructor; thread exit (the heap abandons its chunks and is recycled); the list of
  * heaps the purger walks; fork. The pages and chunks inside a heap are heap.c's. */

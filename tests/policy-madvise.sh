@@ -1,6 +1,6 @@
 #!/bin/bash
 # The exact madvise calls the allocator makes, for every system setting x thp mode x block
-# size, with the system setting injected (tests/policy-shim.c), compared with DESIGN.md's
+# size, with the system setting injected (tests/policy-shim.c), compared with docs/design.md's
 # table; then the machine's own setting, where MADV_NOHUGEPAGE must never be issued unless
 # the setting is `always`.
 set -u

@@ -7,7 +7,7 @@
 
 #define M ((size_t)1 << 20)
 
-/* Expected advice for fresh (unadvised) memory: the table of DESIGN.md. */
+/* Expected advice for fresh (unadvised) memory: the table of docs/design.md. */
 static enum os_advice expect_fresh(enum thp_system sys, enum thp_mode mode, enum thp_use use,
                                    size_t size)
 {
