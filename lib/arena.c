@@ -103,9 +103,8 @@ static void advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, siz
              * chunk drops its pages first (MADV_NOHUGEPAGE does not split a huge page that
              * is already there, and it would pin 2 MiB for a few KiB of use). A large
              * block's tail keeps its huge page and advice: the memory is resident already,
-             * and dropping it made a loop of blocks of changing sizes refault the tail on
-             * every call (5-25 MiB blocks: 2.5x glibc's time, now a fraction of it); at
-             * most one chunk per live large block, never more than was resident before. */
+             * and a loop of blocks of changing sizes would refault the tail on every call;
+             * at most one chunk per live large block, never more than was resident. */
             if (reuse && adv == OS_ADVICE_NOHUGE && cur == OS_ADVICE_HUGE) {
                 if (u == THP_USE_LARGE_TAIL)
                     adv = OS_ADVICE_NONE; /* keeps its huge page: see above */

@@ -125,8 +125,8 @@ static int slot_take(chunk_t *c, bool *was_dirty)
 }
 
 /* An empty page another class of the same kind keeps (page_retire), to be taken over: its
- * memory is resident already. Without this, a buffer growing through the classes left a
- * kept page behind in each and touched new memory for the next (python3's peak +7 %). */
+ * memory is resident already, so a buffer growing through the classes does not leave a kept
+ * page behind in each (docs/benchmarks.md, "Why the code is as it is"). */
 static page_t *kept_page_steal(heap_t *heap, enum chunk_kind kind, unsigned cls)
 {
     unsigned lo = kind == CHUNK_SMALL    ? 1
@@ -171,9 +171,8 @@ page_t *page_new(heap_t *heap, unsigned cls)
                 best = x;
         c = best;
     } else {
-        /* A chunk with a dirty slot first (still resident: no new memory touched; 4.6 MB of
-         * dirty slots sat beside new pages at larson's peak), else the first with room
-         * (full chunks sit at the back, an adopted one may sit in front). */
+        /* A chunk with a dirty slot first (still resident: no new memory touched), else the
+         * first with room (full chunks sit at the back, an adopted one may sit in front). */
         chunk_t *room = NULL;
         unsigned looked = 0;
         for (chunk_t *x = c; x && looked < 8; x = x->next) {
@@ -219,9 +218,8 @@ void page_free(heap_t *heap, page_t *page)
     page_set_flags(page, NULL, 0);
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     enum chunk_kind kind = (enum chunk_kind)c->kind;
-    /* The heap's only chunk of its kind stays, empty (its pages purged after purge_delay):
-     * a loop that allocates and frees one medium or big block took and returned a chunk
-     * on every call (two arena locks, the registry: 110-160 ns). */
+    /* The heap's only chunk of its kind stays, empty (its pages purged after purge_delay), so
+     * that a loop of one medium or big block does not take and return a chunk per call. */
     bool keep_chunk = heap && heap->chunks[kind].first == c && !c->next &&
                       policy_in_force.thp.mode != THP_MODE_ALWAYS;
     if (--c->pages_used == 0 && !keep_chunk) {

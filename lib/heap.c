@@ -19,12 +19,9 @@ __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empt
 
 /* The owner freed the last block of a page. The page is kept when it is all its class has
  * and has carved at most KEEP_PAGE_MAX, so that a loop of malloc/free does not take and
- * return a page on every call (110-160 ns a call for medium and big blocks when only small
- * pages were kept, 12-16 ns now); another class that needs a page takes a kept one over
- * first (kept_page_steal). Kept pages with more carved (big blocks, several at a time) held
- * memory no other class could use: python3's peak was 7 % higher keeping them all, 2 %
- * with stealing alone. Kept pages of a thread that goes idle are purged by the reclaimer
- * (reclaim.c) after purge_delay. */
+ * return a page per call; another class that needs a page takes a kept one over first
+ * (kept_page_steal); a page that carved more is not kept, as no other class could use its
+ * memory. Kept pages of an idle thread are purged by the reclaimer after purge_delay. */
 #define KEEP_PAGE_MAX ((size_t)256 << 10)
 void page_retire(heap_t *heap, page_t *page)
 {
