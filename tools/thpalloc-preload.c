@@ -43,9 +43,6 @@
 #ifndef THPALLOC_MULTIARCH
 #define THPALLOC_MULTIARCH ""
 #endif
-#ifndef PACKAGE_VERSION
-#define PACKAGE_VERSION "0.1.0"
-#endif
 #ifndef THPALLOC_SBINDIR
 #define THPALLOC_SBINDIR "/usr/sbin"
 #endif
