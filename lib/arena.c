@@ -26,11 +26,13 @@ static bool purger_started, purger_waiting;
 static _Atomic uint32_t purge_wakes;
 _Atomic int purger_wanted; /* start one at the next safe point (purger_start_if_wanted) */
 
+static size_t padded_bytes; /* unused parts of padded tails (tail_pad), arena lock held */
+
 /* Asks for a purger (arena lock held) once enough waits; it is started at a safe point. */
 static void want_purger_locked(void)
 {
     uint64_t pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
-                       atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed);
+                       atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) + padded_bytes;
     if (!purger_started && pending >= PURGER_MIN_PENDING) {
         __atomic_store_n(&purger_started, true, __ATOMIC_RELAXED);
         atomic_store(&purger_wanted, 1);
@@ -69,6 +71,35 @@ static void advice_drop_huge(arena_t *a, size_t n)
     atomic_fetch_sub_explicit(&stat_huge_advised, (uint64_t)n << CHUNK_SHIFT, memory_order_relaxed);
 }
 
+/* Chunk i, a live large block's tail using `used` bytes, keeps a huge page it had: the rest
+ * is purged after purge_delay (arena lock held). */
+static void tail_pad(arena_t *a, size_t i, size_t used)
+{
+    uint32_t now = now_ms();
+    a->padded[i] = (uint32_t)used;
+    a->freed_at[i] = now;
+    padded_bytes += CHUNK_SIZE - used;
+    long delay = policy_in_force.purge_delay_ms;
+    if (delay < 0)
+        return;
+    uint32_t due = now + (uint32_t)delay;
+    if (!purge_armed || (int32_t)(due - next_purge_ms) < 0) {
+        purge_armed = true;
+        next_purge_ms = due;
+    }
+    if (purger_waiting)
+        pthread_cond_signal(&purger_cond);
+    else
+        want_purger_locked();
+}
+
+/* A padded tail ends (purged, freed, or no longer a tail). */
+static void tail_unpad(arena_t *a, size_t i)
+{
+    padded_bytes -= CHUNK_SIZE - a->padded[i];
+    a->padded[i] = 0;
+}
+
 /* Gives chunks [first, first+n) of arena the advice their use calls for, one madvise per
  * run of equal advice. Large blocks: the full 2 MiB pieces and the tail differ. */
 static void advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size,
@@ -97,19 +128,31 @@ static void advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, siz
                 break;
             j++;
         }
+        /* A padded tail (below) follows its block's size, and is one no longer once the
+         * chunk is anything but a tail. */
+        for (size_t k = i; k < j && first + k < ARENA_MAX_CHUNKS; k++) {
+            if (!a->padded[first + k])
+                continue;
+            tail_unpad(a, first + k);
+            if (u == THP_USE_LARGE_TAIL)
+                tail_pad(a, first + k, block_size & CHUNK_MASK);
+        }
         if (adv != OS_ADVICE_NONE) {
             uint8_t *p = a->base + ((first + i) << CHUNK_SHIFT);
             /* A chunk that held huge pages and is reused without them: a small-object
              * chunk drops its pages first (MADV_NOHUGEPAGE does not split a huge page that
              * is already there, and it would pin 2 MiB for a few KiB of use). A large
-             * block's tail keeps its huge page and advice: the memory is resident already,
-             * and a loop of blocks of changing sizes would refault the tail on every call;
-             * at most one chunk per live large block, never more than was resident. */
+             * block's tail keeps its huge page and advice for now: the memory is resident
+             * already, and a loop of blocks of changing sizes would refault the tail on
+             * every call. The part beyond the block goes after purge_delay (padded[],
+             * purge_arena), so a long-lived block does not pin it. */
             if (reuse && adv == OS_ADVICE_NOHUGE && cur == OS_ADVICE_HUGE) {
-                if (u == THP_USE_LARGE_TAIL)
-                    adv = OS_ADVICE_NONE; /* keeps its huge page: see above */
-                else
+                if (u == THP_USE_LARGE_TAIL && first + i < ARENA_MAX_CHUNKS && j == i + 1) {
+                    adv = OS_ADVICE_NONE;
+                    tail_pad(a, first + i, block_size & CHUNK_MASK);
+                } else {
                     os_purge(p, (j - i) << CHUNK_SHIFT, OS_PURGE_DONTNEED);
+                }
             }
             if (os_advise(p, (j - i) << CHUNK_SHIFT, adv)) {
                 for (size_t k = i; k < j; k++) {
@@ -585,6 +628,8 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
     uint32_t now = now_ms();
     for (size_t i = first; i < first + n; i++) {
         LIB_ASSERT(bit_get(a->used, i));
+        if (i < ARENA_MAX_CHUNKS && a->padded[i])
+            tail_unpad(a, i);
         bit_clear(a->used, i);
         bit_set(a->dirty, i);
         a->freed_at[i] = now;
@@ -640,6 +685,36 @@ void purge_note_dirty(void)
 
 /* Purges every dirty chunk whose delay has passed (all with force), a run per madvise.
  * Whole chunks only, so a huge page is never split. */
+/* The padded tails of live large blocks whose delay has passed: the part beyond the block
+ * is purged (the huge page splits) and the chunk opts out of huge pages as a tail should. */
+static size_t purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next)
+{
+    long delay = policy_in_force.purge_delay_ms;
+    size_t purged = 0;
+    for (size_t i = 0; i < a->nchunks && i < ARENA_MAX_CHUNKS; i++) {
+        if (!a->padded[i])
+            continue;
+        if (!force && (delay < 0 || (int32_t)(now - a->freed_at[i]) < (int32_t)delay)) {
+            uint32_t t = a->freed_at[i] + (uint32_t)delay;
+            if (delay >= 0 && (*next == 0 || (int32_t)(t - *next) < 0))
+                *next = t;
+            continue;
+        }
+        uint8_t *p = a->base + (i << CHUNK_SHIFT);
+        size_t keep = ((size_t)a->padded[i] + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+        tail_unpad(a, i);
+        if (keep < CHUNK_SIZE && os_purge(p + keep, CHUNK_SIZE - keep, OS_PURGE_DONTNEED))
+            purged += CHUNK_SIZE - keep;
+        enum os_advice adv = thp_advice(thp_system_setting(), THP_WANT_NOHUGE, OS_ADVICE_HUGE);
+        if (adv != OS_ADVICE_NONE && advice_get(a, i) == OS_ADVICE_HUGE &&
+            os_advise(p, CHUNK_SIZE, adv)) {
+            advice_drop_huge(a, 1);
+            a->advice[i] = (uint8_t)adv;
+        }
+    }
+    return purged;
+}
+
 static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
 {
     long delay = policy_in_force.purge_delay_ms;
@@ -690,8 +765,12 @@ static void purge_locked(uint32_t now, bool force, bool unmap)
 {
     size_t purged = 0;
     uint32_t next = 0;
-    for (arena_t *a = arenas; a; a = a->next)
+    size_t tails = 0;
+    for (arena_t *a = arenas; a; a = a->next) {
         purged += purge_arena(a, now, force, &next);
+        tails += purge_padded_tails(a, now, force, &next);
+    }
+    atomic_fetch_add_explicit(&stat_purged, tails, memory_order_relaxed);
     if (unmap)
         arenas_unmap_idle(now, force, &next);
     purge_armed = next != 0;

@@ -263,7 +263,10 @@ struct arena {
     /* strict overcommit (vm.overcommit_memory = 2): chunk read/write, charged */
     uint64_t committed[ARENA_MAX_CHUNKS / 64];
     uint8_t advice[ARENA_MAX_CHUNKS];    /* enum os_advice the chunk carries, | ADVICE_MAYBE_OLD */
-    uint32_t freed_at[ARENA_MAX_CHUNKS]; /* ms clock when it became dirty */
+    uint32_t freed_at[ARENA_MAX_CHUNKS]; /* ms clock when it became dirty, or padded */
+    /* A live large block's tail that kept a huge page from an earlier use: the bytes the
+     * block uses in it (0: none); the rest goes after purge_delay. */
+    uint32_t padded[ARENA_MAX_CHUNKS];
 };
 
 /* advice[] bit: purged with MADV_FREE, so old contents may come back (not known zero). */

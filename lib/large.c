@@ -76,8 +76,9 @@ void *large_resize(chunk_t *c, size_t size)
     } else if (want < n) {
         registry_set(c->base + (want << CHUNK_SHIFT), n - want, registry_unused(c->arena));
         arena_free_chunks(c->arena, c->base + (want << CHUNK_SHIFT), n - want);
-    } else if ((usable >> CHUNK_SHIFT) != (c->large_size >> CHUNK_SHIFT)) {
-        arena_readvise(c->arena, c->base, n, usable); /* a tail became a full piece */
+    } else if (usable != c->large_size) {
+        /* a tail became a full piece, or a padded tail's use changed (arena.c) */
+        arena_readvise(c->arena, c->base, n, usable);
     }
     c->nchunks = want;
     c->large_size = usable;

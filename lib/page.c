@@ -48,9 +48,12 @@ void page_extend(page_t *page)
 {
     LIB_ASSERT(page->free == NULL && page->capacity < page->reserved);
     size_t bsize = page->block_size;
+    /* One OS page's worth at a time (one block from 4 KiB up): a block's link and key are
+     * written when it is carved, so carving four 4 KiB blocks made 16 KiB resident for one
+     * stdio buffer. */
     uint32_t n = (uint32_t)(OS_PAGE_SIZE / bsize);
-    if (n < 4)
-        n = bsize >= (64u << 10) ? 1 : 4;
+    if (n < 1)
+        n = 1;
     if (n > page->reserved - page->capacity)
         n = page->reserved - page->capacity;
     uint8_t *first = page->start + (size_t)page->capacity * bsize;

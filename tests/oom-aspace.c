@@ -8,6 +8,10 @@
  *                             size in the main thread and in a new thread
  *   oom-aspace phases N       N phases of ~24 MiB of blocks of a size that changes each
  *                             phase (16 B .. 40 MiB), all freed; VmSize at the end
+ *   oom-aspace tailpad        a 5 MiB block on the chunks of a freed 8 MiB one: its tail
+ *                             chunk keeps its huge page (no refault), and after purge_delay
+ *                             (run with THPALLOC_PURGE_DELAY=200ms) and a chunk-level event
+ *                             only what the block uses of it stays resident
  *   oom-aspace remap          realloc of a 200 MiB block (a mapping of its own, every page
  *                             written) to 400 MiB and back to 100 MiB: contents kept, and
  *                             the peak RSS shows that no copy was made (mremap)
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "proc-status.h"
 #include "relay-report.h"
@@ -207,12 +212,77 @@ static int remap(void)
     return 0;
 }
 
+/* Rss and AnonHugePages (KiB) of the mappings inside [lo, hi), from /proc/self/smaps. */
+static void rss_of(uintptr_t lo, uintptr_t hi, size_t *rss, size_t *huge)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    unsigned long a, b;
+    size_t v;
+    int in = 0;
+    *rss = *huge = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in = a >= lo && b <= hi;
+        else if (in && sscanf(line, "Rss: %zu kB", &v) == 1)
+            *rss += v;
+        else if (in && sscanf(line, "AnonHugePages: %zu kB", &v) == 1)
+            *huge += v;
+    }
+    if (f)
+        fclose(f);
+}
+
+static int tailpad(void)
+{
+    unsigned char *big = malloc(8 * MiB);
+    if (!big)
+        return 2;
+    memset(big, 1, 8 * MiB);
+    free(big);
+    size_t n = 5 * MiB;
+    unsigned char *p = malloc(n);
+    if (!p)
+        return 2;
+    memset(p, 2, n);
+    uintptr_t lo = (uintptr_t)p, hi = lo + 6 * MiB;
+    size_t rss0, huge0, rss1, huge1;
+    rss_of(lo, hi, &rss0, &huge0);
+    printf("# 5 MiB block at %p: Rss %zu kB, AnonHugePages %zu kB\n", (void *)p, rss0, huge0);
+    if (huge0 < 6 * 1024) {
+        report(1,
+               "tail pad: no huge page on the tail chunk here (THP %s): nothing to purge "
+               "# SKIP",
+               huge0 ? "partial" : "unavailable");
+        free(p);
+        return 0;
+    }
+    report(rss0 >= 6 * 1024, "the tail chunk kept its huge page: Rss %zu kB for 5 MiB", rss0);
+    struct timespec ts = {0, 600 * 1000000L};
+    nanosleep(&ts, NULL);
+    /* A chunk-level event: what the purger does once 16 MiB wait, a process with less
+     * pending gets at its next one (as for free chunks). */
+    free(malloc(3 * MiB));
+    rss_of(lo, hi, &rss1, &huge1);
+    int kept = 1;
+    for (size_t i = 0; i < n; i += 4096)
+        kept &= p[i] == 2;
+    report(kept && rss1 <= 5 * 1024 + 8 && huge1 <= 4 * 1024,
+           "after purge_delay the tail's unused part is gone: Rss %zu kB, AnonHugePages %zu "
+           "kB, contents kept",
+           rss1, huge1);
+    free(p);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int rc = 2;
     if (argc == 3 && strcmp(argv[1], "exhaust") == 0)
         rc = exhaust(strtoull(argv[2], NULL, 0));
+    else if (argc == 2 && strcmp(argv[1], "tailpad") == 0)
+        rc = tailpad();
     else if (argc == 2 && strcmp(argv[1], "remap") == 0)
         rc = remap();
     else if (argc == 3 && strcmp(argv[1], "phases") == 0)

@@ -19,6 +19,9 @@ done
 for size in $sizes; do
     relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" exhaust $size
 done
+# a large block's tail that reuses a huge page keeps it, and gives back what the block does
+# not use after purge_delay
+relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" tailpad
 # realloc of a block with a mapping of its own: mremap, as glibc's, not a copy
 relay "glibc" 60 "$prog" remap
 relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" remap
