@@ -241,8 +241,8 @@ struct ctx {
     char exe[4096];
     const char *program;
     char unit[256];
-    /* last section seen, and whether it applies */
-    char sect_text[160];
+    /* the section the next keys belong to, and whether it applies to this process */
+    char sect_label[sizeof(((struct cfg_where *)0)->section)];
     enum sect_type sect_type;
     bool sect_applies;
     struct scratch *scratch;
@@ -343,72 +343,141 @@ static void resolve_unit(struct ctx *c)
         cfg_unit_from_cgroup(buf, c->unit, sizeof c->unit);
 }
 
-static const char *skip_ws(const char *p)
+/* Blanks as inih's lskip sees them (isspace in the C locale), so that this file and inih
+ * agree on which lines are headers. */
+static bool is_blank(char ch)
 {
-    while (*p == ' ' || *p == '\t')
+    return ch == ' ' || ch == '\t' || ch == '\v' || ch == '\f' || ch == '\r' || ch == '\n';
+}
+
+static const char *skip_blanks(const char *p, const char *end)
+{
+    while (p < end && is_blank(*p))
         p++;
     return p;
 }
 
-/* Parses "global", "program NAME", "path /EXE", "unit NAME"; fills *arg. */
-static enum sect_type section_parse(const char *text, const char **arg)
+/* Parses "global", "program NAME", "path /EXE", "unit NAME" (text[0..len), not
+ * NUL-terminated); sets *arg and *alen to NAME. */
+static enum sect_type section_parse(const char *text, size_t len, const char **arg, size_t *alen)
 {
     static const struct {
         const char *word;
         enum sect_type type;
     } kinds[] = {{"program", SECT_PROGRAM}, {"path", SECT_PATH}, {"unit", SECT_UNIT}};
+    const char *end = text + len;
+    const char *p = text;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
     *arg = "";
-    text = skip_ws(text);
-    if (strcasecmp(text, "global") == 0 || *text == '\0')
+    *alen = 0;
+    if (p == end || ((size_t)(end - p) == 6 && strncasecmp(p, "global", 6) == 0))
         return SECT_GLOBAL;
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
         size_t n = strlen(kinds[i].word);
-        if (strncasecmp(text, kinds[i].word, n) == 0 && (text[n] == ' ' || text[n] == '\t')) {
-            const char *a = skip_ws(text + n);
-            if (!*a || strchr(a, ' ') || strchr(a, '\t'))
+        if ((size_t)(end - p) > n && strncasecmp(p, kinds[i].word, n) == 0 &&
+            (p[n] == ' ' || p[n] == '\t')) {
+            const char *a = p + n;
+            while (a < end && (*a == ' ' || *a == '\t'))
+                a++;
+            size_t an = (size_t)(end - a);
+            if (!an || memchr(a, ' ', an) || memchr(a, '\t', an))
                 return SECT_BAD;
             if (kinds[i].type == SECT_PATH && *a != '/')
                 return SECT_BAD;
             *arg = a;
+            *alen = an;
             return kinds[i].type;
         }
     }
     return SECT_BAD;
 }
 
-static void section_enter(struct ctx *c, const char *section)
+/* text[0..len) as a NUL-terminated string that fits cap; what does not fit is replaced by
+ * "..." in the middle, so that both the kind and the end of a long path stay readable. */
+static void copy_elided(char *dst, size_t cap, const char *text, size_t len)
 {
-    if (strcmp(section, c->sect_text) == 0 && c->sect_type)
+    if (len < cap) {
+        memcpy(dst, text, len);
+        dst[len] = '\0';
         return;
-    str_copy(c->sect_text, sizeof c->sect_text, section);
-    const char *arg;
-    c->sect_type = section_parse(section, &arg);
-    c->sect_applies = false;
-    switch (c->sect_type) {
-    case SECT_GLOBAL:
-        c->sect_applies = true;
-        break;
-    case SECT_PROGRAM:
-        if (c->in->check_all)
-            break;
-        resolve_exe(c);
-        c->sect_applies = c->program && strcmp(c->program, arg) == 0;
-        break;
-    case SECT_PATH:
-        if (c->in->check_all)
-            break;
-        resolve_exe(c);
-        c->sect_applies = c->exe[0] && strcmp(c->exe, arg) == 0;
-        break;
-    case SECT_UNIT:
-        if (c->in->check_all)
-            break;
-        resolve_unit(c);
-        c->sect_applies = c->unit[0] && strcmp(c->unit, arg) == 0;
-        break;
-    default:
-        break;
     }
+    size_t head = (cap - 4) / 3, tail = cap - 4 - head;
+    memcpy(dst, text, head);
+    memcpy(dst + head, "...", 3);
+    memcpy(dst + head + 3, text + len - tail, tail);
+    dst[cap - 1] = '\0';
+}
+
+static bool same(const char *s, const char *text, size_t len)
+{
+    return strlen(s) == len && memcmp(s, text, len) == 0;
+}
+
+static void section_enter(struct ctx *c, enum sect_type type, const char *arg, size_t alen)
+{
+    static const char *const words[] = {
+        [SECT_PROGRAM] = "program ", [SECT_PATH] = "path ", [SECT_UNIT] = "unit "};
+    c->sect_type = type;
+    c->sect_applies = false;
+    if (type == SECT_GLOBAL) {
+        str_copy(c->sect_label, sizeof c->sect_label, "global");
+        c->sect_applies = true;
+        return;
+    }
+    str_copy(c->sect_label, sizeof c->sect_label, words[type]);
+    size_t wl = strlen(c->sect_label);
+    copy_elided(c->sect_label + wl, sizeof c->sect_label - wl, arg, alen);
+    if (c->in->check_all)
+        return;
+    if (type == SECT_UNIT) {
+        resolve_unit(c);
+        c->sect_applies = c->unit[0] && same(c->unit, arg, alen);
+        return;
+    }
+    resolve_exe(c);
+    if (type == SECT_PROGRAM)
+        c->sect_applies = c->program && same(c->program, arg, alen);
+    else
+        c->sect_applies = c->exe[0] && same(c->exe, arg, alen);
+}
+
+/* A section header, p at its '[' and end at the end of the line. Read here, not by inih:
+ * inih keeps 49 characters of a name, and after a header it cannot read it leaves the
+ * previous section in force, so keys would land in a section they were not written for.
+ * A header that is not understood applies to nothing, up to the next good one. */
+static void section_header(struct ctx *c, const char *p, const char *end)
+{
+    static const char skipped[] = ": its keys are ignored up to the next section";
+    c->sect_type = SECT_BAD;
+    c->sect_applies = false;
+    const char *close = memchr(p, ']', (size_t)(end - p));
+    if (!close) {
+        problem(c, c->path, c->line, "section header without a closing ]", skipped, NULL);
+        return;
+    }
+    const char *rest = skip_blanks(close + 1, end);
+    if (rest < end && *rest != ';' && *rest != '#') {
+        problem(c, c->path, c->line, "text after the closing ] of a section header", skipped, NULL);
+        return;
+    }
+    const char *arg;
+    size_t alen, len = (size_t)(close - p - 1);
+    enum sect_type type = section_parse(p + 1, len, &arg, &alen);
+    if (type == SECT_BAD) {
+        char sect[160];
+        copy_elided(sect, sizeof sect, p + 1, len);
+        problem(c, c->path, c->line, "unknown section [", sect,
+                "]: expected [global], [program NAME], [path /EXE] or [unit NAME]");
+        return;
+    }
+    if (alen > CFG_SECTION_NAME_MAX) {
+        char lim[64] = "section name longer than ";
+        str_cat_u64(lim, sizeof lim, CFG_SECTION_NAME_MAX);
+        problem(c, c->path, c->line, lim, " characters", skipped);
+        return;
+    }
+    section_enter(c, type, arg, alen);
 }
 
 /* Parses a value for key k into s; false (s untouched) when it is bad. */
@@ -515,7 +584,7 @@ static void set_key(struct ctx *c, enum cfg_key k, const char *value, int rank,
 static int on_key(void *user, const char *section, const char *name, const char *value)
 {
     struct ctx *c = user;
-    section_enter(c, section);
+    (void)section; /* always "": headers never reach inih (section_header) */
     if (c->sect_type == SECT_BAD)
         return 1; /* reported at the header */
     int k = key_lookup(name);
@@ -524,9 +593,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
                 "\" (keys: thp, thp_threshold, arena_size, purge_delay, purge, stats)");
         return 1;
     }
-    const char *label = c->sect_type == SECT_GLOBAL ? "global" : c->sect_text;
     set_key(c, (enum cfg_key)k, value, rank_of(c->sect_type), CFG_FROM_FILE, c->path, c->line,
-            label, c->sect_applies);
+            c->sect_label, c->sect_applies);
     return 1;
 }
 
@@ -549,6 +617,16 @@ static char *next_line(char *str, int num, void *stream)
         memcpy(str, skip, sizeof skip);
         return str;
     }
+    /* Syntax: blank, comment, [section], or key = value. */
+    const char *end = start + n;
+    const char *p = skip_blanks(start, end);
+    if (c->line == 1 && end - p >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+        p = skip_blanks(p + 3, end);
+    if (p < end && *p == '[') {
+        section_header(c, p, end); /* from the whole line, however long */
+        memcpy(str, skip, sizeof skip);
+        return str;
+    }
     if (n + 1 > (size_t)num) {
         char lim[32] = "";
         str_cat_u64(lim, sizeof lim, (uint64_t)num - 3);
@@ -558,33 +636,9 @@ static char *next_line(char *str, int num, void *stream)
     }
     memcpy(str, start, n);
     str[n] = '\0';
-    /* Syntax: blank, comment, [section], or key = value. */
-    const char *p = skip_ws(str);
-    if (c->line == 1 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB &&
-        (unsigned char)p[2] == 0xBF)
-        p = skip_ws(p + 3);
-    if (*p == '\0' || *p == '\n' || *p == '\r' || *p == ';' || *p == '#')
+    if (p == end || *p == ';' || *p == '#')
         return str;
-    if (*p == '[') {
-        const char *close = strchr(p, ']');
-        if (!close) {
-            problem(c, c->path, c->line, "section header without a closing ]", NULL, NULL);
-            memcpy(str, skip, sizeof skip);
-            return str;
-        }
-        char sect[160];
-        size_t sl = (size_t)(close - p - 1);
-        if (sl >= sizeof sect)
-            sl = sizeof sect - 1;
-        memcpy(sect, p + 1, sl);
-        sect[sl] = '\0';
-        const char *arg;
-        if (section_parse(sect, &arg) == SECT_BAD)
-            problem(c, c->path, c->line, "unknown section [", sect,
-                    "]: expected [global], [program NAME], [path /EXE] or [unit NAME]");
-        return str;
-    }
-    if (!strchr(p, '=') && !strchr(p, ':')) {
+    if (!memchr(p, '=', (size_t)(end - p)) && !memchr(p, ':', (size_t)(end - p))) {
         problem(c, c->path, c->line, "not a \"key = value\" line: line ignored", NULL, NULL);
         memcpy(str, skip, sizeof skip);
     }
@@ -656,9 +710,7 @@ static void parse_file(struct ctx *c, const char *path, bool must_exist)
     c->path = path;
     c->pos = 0;
     c->line = 0;
-    c->sect_text[0] = '\0';
-    c->sect_type = 0;
-    section_enter(c, "");
+    section_enter(c, SECT_GLOBAL, "", 0); /* keys before the first header */
     ini_parse_stream(next_line, c, on_key, c);
 }
 

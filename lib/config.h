@@ -7,6 +7,7 @@
 #ifndef THPALLOC_CONFIG_H
 #define THPALLOC_CONFIG_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -23,6 +24,10 @@ enum cfg_key {
     CFG_STATS,
     CFG_NKEYS
 };
+
+/* The longest NAME of a [program NAME], [path /EXE] or [unit NAME] section: any path the
+ * kernel can name an executable with. A longer one is reported and applies to nothing. */
+#define CFG_SECTION_NAME_MAX (PATH_MAX - 1)
 
 enum cfg_origin { CFG_FROM_DEFAULT = 0, CFG_FROM_FILE, CFG_FROM_ENV };
 

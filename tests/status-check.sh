@@ -51,6 +51,36 @@ R2_FILE=$R2${RC_FILE#"$R"}
 mkdir -p "$(dirname "$R2_FILE")"
 cp "$RC_FILE" "$R2_FILE"
 
+# Section headers inih misread: a [path] longer than its 49 characters (the program at the
+# truncated prefix got the settings), a header without ']' (its keys landed in [global]),
+# and a NAME longer than any path. LONGEXE is a real program, and so is PREFIXEXE: the 44
+# characters of LONGEXE that inih kept after "path ".
+LONGDIR=$SCRATCH/a-directory-name-long-enough-to-pass-inih-limit
+mkdir -p "$LONGDIR"
+LONGEXE=$LONGDIR/prog
+PREFIXEXE=$(printf '%.44s' "$LONGEXE")
+cp /bin/true "$LONGEXE"
+case $PREFIXEXE in "$SCRATCH"/?*) cp /bin/true "$PREFIXEXE" ;; *) PREFIXEXE= ;; esac
+HUGE=/$(head -c 4096 /dev/zero | tr '\0' x)
+HDR=$SCRATCH/headers.conf
+cat >"$HDR" <<EOF
+[global]
+thp = large
+[program redis-server
+thp = always
+[path $LONGEXE]
+thp = never
+[path $HUGE]
+purge = free
+[global]
+stats = exit
+EOF
+chmod 644 "$HDR"
+R3=$SCRATCH/root3
+R3_FILE=$R3${RC_FILE#"$R"}
+mkdir -p "$(dirname "$R3_FILE")"
+cp "$HDR" "$R3_FILE"
+
 SHIPPED=$TOP_SRCDIR/etc/thpalloc.conf
 
 for T in $TOOLS; do
@@ -107,6 +137,29 @@ for T in $TOOLS; do
     run "$T" --json --root "$R" --explain myprog
     is "$(json "$OUT" "[(s['key'], s['value'], s.get('line'), s.get('section')) for s in d['explain']['policy']][0]")" \
         "('thp', 'never', 4, 'program myprog')" "$t: --explain --json: value, line, section"
+    # The headers inih misread: named, and their keys apply to nothing.
+    run "$T" --check "$HDR"
+    printf '%s\n' "$HDR:3: section header without a closing ]: its keys are ignored up to the next section" \
+        "$HDR:7: section name longer than 4095 characters: its keys are ignored up to the next section" \
+        "2 problems in 1 file" >"$SCRATCH/want"
+    ok $([ "$RC" -eq 1 ] && cmp -s "$OUT" "$SCRATCH/want"; echo $?) \
+        "$t: --check names a header without ] and a NAME over 4095 characters (rc $RC)"
+    cmp -s "$OUT" "$SCRATCH/want" || diff "$SCRATCH/want" "$OUT" | sed 's/^/#   /'
+    run "$T" --root "$R3" --explain "$LONGEXE"
+    ok $(grep -qE "^  thp +never +$R3_FILE:6 \[path $LONGEXE\]\$" "$OUT" \
+        && grep -qE "^  stats +exit +$R3_FILE:10 \[global\]\$" "$OUT"; echo $?) \
+        "$t: a [path] of ${#LONGEXE} characters applies to its program"
+    if [ -n "$PREFIXEXE" ]; then
+        run "$T" --root "$R3" --explain "$PREFIXEXE"
+        ok $(grep -qE "^  thp +large +$R3_FILE:2 \[global\]\$" "$OUT" \
+            && grep -qE "^  purge +dontneed +default\$" "$OUT"; echo $?) \
+            "$t: the program at inih's 49-character prefix does not get those settings"
+    else
+        skip "$t: the program at inih's 49-character prefix" "scratch path too long"
+    fi
+    run "$T" --root "$R3" --explain redis-server
+    ok $(grep -qE "^  thp +large +$R3_FILE:2 \[global\]\$" "$OUT"; echo $?) \
+        "$t: keys below a header without ] land nowhere (not in [global])"
     sanitizer_clean "$t"
 done
 done_testing

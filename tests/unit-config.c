@@ -267,6 +267,94 @@ static void test_bad_files(void)
     }
 }
 
+/* Section headers inih would misread: a NAME longer than inih's 49 characters (it kept the
+ * prefix, so a program at that prefix got the settings and the real one did not), a header
+ * without ']' (its keys went to the previous section, [global] here), an inline comment
+ * inside the brackets, text after ']'. Each is named; keys below a bad header apply to
+ * nothing up to the next good header. */
+static void test_sections(void)
+{
+    char exe[CFG_SECTION_NAME_MAX + 2];
+    strcpy(exe, "/opt");
+    while (strlen(exe) < 80)
+        strcat(exe, "/a-fairly-long-directory-name");
+    strcat(exe, "/prog");
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%.44s", exe); /* "path " + 44 = inih's 49 */
+    static char text[16384];
+    snprintf(text, sizeof text,
+             "[global]\n"                        /* 1 */
+             "thp = large\n"                     /* 2 */
+             "[path %s]\n"                       /* 3 */
+             "thp = never\n"                     /* 4 */
+             "[program redis-server\n"           /* 5 */
+             "thp = always\n"                    /* 6 */
+             "[program redis-server ;note]\n"    /* 7 */
+             "purge = free\n"                    /* 8 */
+             "[program redis-server] trailing\n" /* 9 */
+             "stats = exit\n"                    /* 10 */
+             "[global]\n"                        /* 11 */
+             "purge_delay = 10ms\n",             /* 12 */
+             exe);
+    const char *conf = write_file("sections.conf", text, 0644);
+    const char *files[] = {conf, NULL};
+    struct cfg_settings s;
+
+    int n = resolve(&s, files, exe, NULL, NULL, false);
+    char label[sizeof s.where[0].section];
+    snprintf(label, sizeof label, "path %s", exe);
+    tap_ok(s.thp == THP_MODE_NEVER && s.where[CFG_THP].line == 4 &&
+               strcmp(s.where[CFG_THP].section, label) == 0,
+           "a [path] of %zu characters applies to its executable", strlen(exe));
+    tap_ok(n == 3, "three bad headers, three problems (got %d)", n);
+    char want[600];
+    snprintf(want, sizeof want,
+             "%s:5: section header without a closing ]: its keys are ignored up to the next "
+             "section\n"
+             "%s:7: unknown section [program redis-server ;note]: expected [global], [program "
+             "NAME], [path /EXE] or [unit NAME]\n"
+             "%s:9: text after the closing ] of a section header: its keys are ignored up to "
+             "the next section\n",
+             conf, conf, conf);
+    tap_ok(strcmp(reports, want) == 0, "each bad header is named with file:line");
+    if (strcmp(reports, want) != 0)
+        printf("# got:\n%s# want:\n%s", reports, want);
+
+    resolve(&s, files, prefix, NULL, NULL, false);
+    tap_ok(s.thp == THP_MODE_LARGE && s.where[CFG_THP].line == 2,
+           "the program at inih's 49-character prefix does not get the [path] settings");
+
+    n = resolve(&s, files, "/usr/bin/redis-server", NULL, NULL, false);
+    tap_ok(s.thp == THP_MODE_LARGE && s.where[CFG_THP].line == 2 && s.purge == OS_PURGE_DONTNEED &&
+               !s.stats_at_exit,
+           "keys under a bad header apply to nothing, not to [global] or [program]");
+    tap_ok(s.purge_delay_ms == 10 && s.where[CFG_PURGE_DELAY].line == 12,
+           "the next good header is obeyed again");
+
+    /* The longest NAME a path can have is accepted; one character more is not. */
+    char longest[CFG_SECTION_NAME_MAX + 2];
+    memset(longest, 'x', sizeof longest);
+    longest[0] = '/';
+    longest[CFG_SECTION_NAME_MAX] = '\0';
+    static char text2[3 * CFG_SECTION_NAME_MAX];
+    snprintf(text2, sizeof text2, "[path %s]\nthp = never\n[path %sx]\nthp = always\n", longest,
+             longest);
+    const char *conf2 = write_file("longest.conf", text2, 0644);
+    const char *files2[] = {conf2, NULL};
+    n = resolve(&s, files2, longest, NULL, NULL, false);
+    snprintf(want, sizeof want,
+             "%s:3: section name longer than %d characters: its keys are ignored up to the next "
+             "section\n",
+             conf2, CFG_SECTION_NAME_MAX);
+    const char *l = s.where[CFG_THP].section;
+    tap_ok(n == 1 && s.thp == THP_MODE_NEVER && strcmp(reports, want) == 0,
+           "a NAME of %d characters applies; one more is named and applies to nothing",
+           CFG_SECTION_NAME_MAX);
+    tap_ok(strncmp(l, "path /xxx", 9) == 0 && strstr(l, "xxx...xxx") &&
+               strlen(l) == sizeof s.where[0].section - 1,
+           "its label is elided in the middle (%s)", l);
+}
+
 static void test_cgroup(void)
 {
     static const struct {
@@ -329,6 +417,7 @@ int main(void)
     test_dropins();
     test_bad_values();
     test_bad_files();
+    test_sections();
     test_cgroup();
     test_parsers();
     char cmd[300];
