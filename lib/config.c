@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define MAX_FILE ((size_t)64 << 10)
-#define MAX_DROPINS 64
+#define MAX_DROPINS 64 /* names sorted per pass over the directory, not a limit */
 #define NAME_CAP 256
 
 static const char *const key_names[CFG_NKEYS] = {"thp",         "thp_threshold", "arena_size",
@@ -223,6 +223,7 @@ struct scratch {
     char file[MAX_FILE];
     char dents[8192];
     char names[MAX_DROPINS][NAME_CAP];
+    char path[PATH_MAX];
 };
 
 struct ctx {
@@ -722,17 +723,15 @@ struct linux_dirent64 {
     char d_name[];
 };
 
-/* *.conf names of a directory, sorted bytewise (lexical, as in systemd and sudo). */
-static int list_dropins(struct ctx *c, const char *dir)
+/* The next batch of *.conf names of the directory open at fd, sorted bytewise (lexical, as
+ * in systemd and sudo): the MAX_DROPINS smallest names after `after` ("" at first). One
+ * pass over the directory per batch keeps any number of files in fixed memory. */
+static int list_dropins(struct ctx *c, int fd, const char *after)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    if (!scratch_get(c)) {
-        close(fd);
-        return 0;
-    }
+    char(*names)[NAME_CAP] = c->scratch->names;
     int count = 0;
+    if (lseek(fd, 0, SEEK_SET) != 0)
+        return 0;
     for (;;) {
         long n = syscall(SYS_getdents64, fd, c->scratch->dents, sizeof c->scratch->dents);
         if (n <= 0)
@@ -740,23 +739,48 @@ static int list_dropins(struct ctx *c, const char *dir)
         for (long off = 0; off < n;) {
             struct linux_dirent64 *d = (struct linux_dirent64 *)(c->scratch->dents + off);
             off += d->d_reclen;
-            size_t len = strlen(d->d_name);
-            if (d->d_name[0] == '.' || len < 6 || strcmp(d->d_name + len - 5, ".conf") != 0)
+            size_t len = strlen(d->d_name); /* at most NAME_MAX (255) */
+            if (d->d_name[0] == '.' || len < 6 || strcmp(d->d_name + len - 5, ".conf") != 0 ||
+                strcmp(d->d_name, after) <= 0)
                 continue;
-            if (len >= NAME_CAP || count == MAX_DROPINS) {
-                problem(c, dir, 0, "too many or too long *.conf names: some ignored", NULL, NULL);
-                continue;
-            }
-            int i = count++;
-            while (i > 0 && strcmp(c->scratch->names[i - 1], d->d_name) > 0) {
-                memcpy(c->scratch->names[i], c->scratch->names[i - 1], NAME_CAP);
+            if (count == MAX_DROPINS && strcmp(names[count - 1], d->d_name) < 0)
+                continue; /* for a later batch */
+            int i = count < MAX_DROPINS ? count++ : MAX_DROPINS - 1;
+            while (i > 0 && strcmp(names[i - 1], d->d_name) > 0) {
+                memcpy(names[i], names[i - 1], NAME_CAP);
                 i--;
             }
-            str_copy(c->scratch->names[i], NAME_CAP, d->d_name);
+            str_copy(names[i], NAME_CAP, d->d_name);
         }
     }
-    close(fd);
     return count;
+}
+
+/* Every *.conf file of dir, in lexical order. */
+static void parse_dropins(struct ctx *c, const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char last[NAME_CAP] = "";
+    int n = scratch_get(c) ? MAX_DROPINS : 0;
+    while (n == MAX_DROPINS) {
+        n = list_dropins(c, fd, last);
+        for (int i = 0; i < n; i++) {
+            char *path = c->scratch->path;
+            path[0] = '\0';
+            str_cat(path, sizeof c->scratch->path, dir);
+            str_cat(path, sizeof c->scratch->path, "/");
+            str_cat(path, sizeof c->scratch->path, c->scratch->names[i]);
+            if (strlen(path) + 1 == sizeof c->scratch->path)
+                problem(c, dir, 0, "a *.conf file's path is too long: ignored", NULL, NULL);
+            else
+                parse_file(c, path, false); /* reuses the file buffer, not the name list */
+        }
+        if (n)
+            str_copy(last, sizeof last, c->scratch->names[n - 1]);
+    }
+    close(fd);
 }
 
 static const char *env_lookup(char *const *envp, const char *name)
@@ -798,17 +822,7 @@ int cfg_resolve(struct cfg_settings *s, const struct cfg_inputs *in, cfg_report_
         parse_file(&c, conf_env, true);
     } else {
         parse_file(&c, in->conf_file ? in->conf_file : SYSCONFDIR "/thpalloc.conf", false);
-        const char *dir = in->conf_dir ? in->conf_dir : SYSCONFDIR "/thpalloc.d";
-        int n = list_dropins(&c, dir);
-        for (int i = 0; i < n; i++) {
-            char path[NAME_CAP + 256];
-            path[0] = '\0';
-            str_cat(path, sizeof path, dir);
-            str_cat(path, sizeof path, "/");
-            str_cat(path, sizeof path, c.scratch->names[i]);
-            /* parse_file reuses the file buffer, not the name list */
-            parse_file(&c, path, false);
-        }
+        parse_dropins(&c, in->conf_dir ? in->conf_dir : SYSCONFDIR "/thpalloc.d");
     }
     for (int k = 0; k < CFG_NKEYS; k++) {
         const char *v = env_lookup(envp, env_names[k]);

@@ -81,6 +81,19 @@ R3_FILE=$R3${RC_FILE#"$R"}
 mkdir -p "$(dirname "$R3_FILE")"
 cp "$HDR" "$R3_FILE"
 
+# More drop-ins than the resolver sorts at once (64): every one is read, in lexical order,
+# so the lexically last one, the override, is obeyed and checked.
+R4=$SCRATCH/root4
+R4_DIR=$R4${RC_DIR#"$R"}
+mkdir -p "$R4_DIR"
+i=70
+while [ $i -gt 0 ]; do
+    printf '[global]\npurge_delay = %dms\n' $i >"$R4_DIR/$i-drop.conf"
+    i=$((i - 1))
+done
+printf '[global]\nthp = never\nstats = maybe\n' >"$R4_DIR/99-last.conf"
+chmod 644 "$R4_DIR"/*.conf
+
 SHIPPED=$TOP_SRCDIR/etc/thpalloc.conf
 
 for T in $TOOLS; do
@@ -160,6 +173,13 @@ for T in $TOOLS; do
     run "$T" --root "$R3" --explain redis-server
     ok $(grep -qE "^  thp +large +$R3_FILE:2 \[global\]\$" "$OUT"; echo $?) \
         "$t: keys below a header without ] land nowhere (not in [global])"
+    run "$T" --root "$R4" --check
+    ok $([ "$RC" -eq 1 ] && [ "$(sed -n 1p "$OUT")" = "$R4_DIR/99-last.conf:3: bad value \"maybe\" for stats: expected no or exit" ] \
+        && [ "$(wc -l <"$OUT")" -eq 2 ]; echo $?) "$t: --check reads all 71 drop-ins (rc $RC)"
+    run "$T" --root "$R4" --explain other
+    ok $(grep -qE "^  thp +never +$R4_DIR/99-last.conf:2 \[global\]\$" "$OUT" \
+        && grep -qE "^  purge_delay +9ms +$R4_DIR/9-drop.conf:2 \[global\]\$" "$OUT"; echo $?) \
+        "$t: the lexically last drop-ins win"
     sanitizer_clean "$t"
 done
 done_testing

@@ -157,6 +157,51 @@ static void test_dropins(void)
     tap_ok(n == 0, "a missing system file is not a problem (the config is optional)");
 }
 
+/* The order in which files report problems, for test_many_dropins. */
+static char last_file[512];
+static int files_seen, files_out_of_order;
+
+static void order(void *ctx, const char *file, int line, const char *msg)
+{
+    (void)ctx, (void)line, (void)msg;
+    if (strcmp(file, last_file) <= 0)
+        files_out_of_order++;
+    snprintf(last_file, sizeof last_file, "%s", file);
+    files_seen++;
+}
+
+/* More drop-ins than the resolver sorts at once: only the first 64 names in directory
+ * order used to be read, so the lexically last file (the administrator's override) could be
+ * ignored. Created in descending order, so that directory order is not lexical order. */
+static void test_many_dropins(void)
+{
+    enum { N = 200 };
+    char d[512], name[64], text[64];
+    snprintf(d, sizeof d, "%s/many.d", dir);
+    mkdir(d, 0755);
+    for (int i = N - 1; i >= 0; i--) {
+        snprintf(name, sizeof name, "many.d/%03d-x.conf", i);
+        snprintf(text, sizeof text, "purge_delay = %dms\nstats = bad%d\n", i + 1, i);
+        write_file(name, text, 0644);
+    }
+    struct cfg_inputs in;
+    memset(&in, 0, sizeof in);
+    in.conf_file = "/nonexistent/main.conf";
+    in.conf_dir = d;
+    in.program = "x";
+    in.ruid = getuid();
+    struct cfg_settings s;
+    last_file[0] = '\0';
+    files_seen = files_out_of_order = 0;
+    int n = cfg_resolve(&s, &in, order, NULL);
+    tap_ok(n == N && files_seen == N && files_out_of_order == 0,
+           "all %d drop-ins are read, in lexical order (%d read, %d out of order)", N, files_seen,
+           files_out_of_order);
+    tap_ok(s.purge_delay_ms == N && strstr(s.where[CFG_PURGE_DELAY].file, "/199-x.conf"),
+           "the lexically last drop-in wins (%ld ms from %s)", s.purge_delay_ms,
+           s.where[CFG_PURGE_DELAY].file);
+}
+
 static void test_bad_values(void)
 {
     const char *conf = write_file("bad.conf",
@@ -415,6 +460,7 @@ int main(void)
     chmod(dir, 0755);
     test_precedence();
     test_dropins();
+    test_many_dropins();
     test_bad_values();
     test_bad_files();
     test_sections();
