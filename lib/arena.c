@@ -2,6 +2,7 @@
  * chunks (the unit of THP advice and of purging; DESIGN.md, layer 4). All of it under one
  * lock: only chunk-level events (a new page chunk, a large block) come here. The registry
  * that maps chunks to descriptors is registry.c. */
+#include "config.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -12,10 +13,11 @@
 chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = PAGE_SHIFT_NONE};
 
 struct policy thp_policy_in_force = {
-    .thp = {.mode = THP_MODE_LARGE, .threshold = (size_t)2 << 20},
-    .arena_size = (size_t)64 << 20,
-    .purge_delay_ms = 1000,
-    .purge = OS_PURGE_DONTNEED,
+    .thp = {.mode = CFG_DEFAULT_THP, .threshold = CFG_DEFAULT_THP_THRESHOLD},
+    .arena_size = CFG_DEFAULT_ARENA_SIZE,
+    .purge_delay_ms = CFG_DEFAULT_PURGE_DELAY_MS,
+    .purge = CFG_DEFAULT_PURGE,
+    .stats_at_exit = CFG_DEFAULT_STATS_AT_EXIT,
 };
 
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -17,12 +17,6 @@
 #define MAX_DROPINS 64 /* names sorted per pass over the directory, not a limit */
 #define NAME_CAP 256
 
-static const char *const key_names[CFG_NKEYS] = {"thp",         "thp_threshold", "arena_size",
-                                                 "purge_delay", "purge",         "stats"};
-static const char *const env_names[CFG_NKEYS] = {"THPALLOC_THP",        "THPALLOC_THP_THRESHOLD",
-                                                 "THPALLOC_ARENA_SIZE", "THPALLOC_PURGE_DELAY",
-                                                 "THPALLOC_PURGE",      "THPALLOC_STATS"};
-
 /* ---- small string helpers (no stdio) ---------------------------------------------- */
 
 static void str_copy(char *dst, size_t cap, const char *src)
@@ -146,73 +140,216 @@ bool cfg_parse_mode(const char *text, enum thp_mode *out)
     return false;
 }
 
-const char *cfg_key_name(enum cfg_key k)
+/* ---- the key table ------------------------------------------------------------------ */
+
+/* An enumerated value: its index in words. */
+static bool parse_word(const char *const *words, int n, const char *text, int64_t *v)
 {
-    return (unsigned)k < CFG_NKEYS ? key_names[k] : "?";
+    for (int i = 0; i < n; i++)
+        if (strcasecmp(text, words[i]) == 0) {
+            *v = i;
+            return true;
+        }
+    return false;
 }
 
-void cfg_defaults(struct cfg_settings *s)
+static bool parse_mode(const char *text, int64_t *v)
 {
-    memset(s, 0, sizeof *s);
-    s->thp = THP_MODE_LARGE;
-    s->thp_threshold = (size_t)2 << 20;
-    s->arena_size = (size_t)64 << 20;
-    s->purge_delay_ms = 1000;
-    s->purge = OS_PURGE_DONTNEED;
-    s->stats_at_exit = false;
-    for (int k = 0; k < CFG_NKEYS; k++)
-        str_copy(s->where[k].file, sizeof s->where[k].file, "default");
+    enum thp_mode m;
+    if (!cfg_parse_mode(text, &m))
+        return false;
+    *v = m;
+    return true;
 }
 
-static void format_size(char *buf, size_t cap, size_t v)
+static void format_mode(int64_t v, char *buf, size_t cap)
 {
-    buf[0] = '\0';
+    str_copy(buf, cap, thp_mode_name((enum thp_mode)v));
+}
+
+static bool parse_any_size(const char *text, int64_t *v)
+{
+    size_t size;
+    if (!cfg_parse_size(text, &size))
+        return false;
+    *v = (int64_t)size;
+    return true;
+}
+
+/* A whole number of 2 MiB chunks, at most 1 GiB of address space at a time. */
+static bool parse_arena_size(const char *text, int64_t *v)
+{
+    size_t size;
+    if (!cfg_parse_size(text, &size) || size == 0 || size % ((size_t)2 << 20) ||
+        size > ((size_t)1 << 30))
+        return false;
+    *v = (int64_t)size;
+    return true;
+}
+
+static void format_size(int64_t v, char *buf, size_t cap)
+{
     static const char units[] = "KMGT";
+    uint64_t n = (uint64_t)v;
     int u = -1;
-    while (v && (v & 1023) == 0 && u < 3) {
-        v >>= 10;
+    while (n && (n & 1023) == 0 && u < 3) {
+        n >>= 10;
         u++;
     }
-    str_cat_u64(buf, cap, v);
+    buf[0] = '\0';
+    str_cat_u64(buf, cap, n);
     if (u >= 0) {
         char s[2] = {units[u], '\0'};
         str_cat(buf, cap, s);
     }
 }
 
+static bool parse_time(const char *text, int64_t *v)
+{
+    long ms;
+    if (!cfg_parse_time_ms(text, &ms))
+        return false;
+    *v = ms;
+    return true;
+}
+
+static void format_time(int64_t v, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (v < 0) {
+        str_copy(buf, cap, "never");
+    } else if (v % 1000 == 0 && v) {
+        str_cat_u64(buf, cap, (uint64_t)v / 1000);
+        str_cat(buf, cap, "s");
+    } else {
+        str_cat_u64(buf, cap, (uint64_t)v);
+        str_cat(buf, cap, v ? "ms" : "");
+    }
+}
+
+/* Indexed by enum os_purge. */
+static const char *const purge_words[] = {"dontneed", "free"};
+
+static bool parse_purge(const char *text, int64_t *v)
+{
+    return parse_word(purge_words, 2, text, v);
+}
+
+static void format_purge(int64_t v, char *buf, size_t cap)
+{
+    str_copy(buf, cap, purge_words[v != 0]);
+}
+
+/* Indexed by stats_at_exit. */
+static const char *const stats_words[] = {"no", "exit"};
+
+static bool parse_stats(const char *text, int64_t *v)
+{
+    return parse_word(stats_words, 2, text, v);
+}
+
+static void format_stats(int64_t v, char *buf, size_t cap)
+{
+    str_copy(buf, cap, stats_words[v != 0]);
+}
+
+#define FIELD(f, kind) offsetof(struct cfg_settings, f), kind
+
+const struct cfg_key_info cfg_keys[CFG_NKEYS] = {
+    [CFG_THP] = {"thp", "THPALLOC_THP", parse_mode, format_mode, CFG_DEFAULT_THP,
+                 "system, never, large or always", FIELD(thp, CFG_FIELD_MODE)},
+    [CFG_THP_THRESHOLD] = {"thp_threshold", "THPALLOC_THP_THRESHOLD", parse_any_size, format_size,
+                           CFG_DEFAULT_THP_THRESHOLD, "a size such as 4096, 512K, 2M or 1G",
+                           FIELD(thp_threshold, CFG_FIELD_SIZE)},
+    [CFG_ARENA_SIZE] = {"arena_size", "THPALLOC_ARENA_SIZE", parse_arena_size, format_size,
+                        CFG_DEFAULT_ARENA_SIZE, "a multiple of 2M from 2M to 1G, such as 64M",
+                        FIELD(arena_size, CFG_FIELD_SIZE)},
+    [CFG_PURGE_DELAY] = {"purge_delay", "THPALLOC_PURGE_DELAY", parse_time, format_time,
+                         CFG_DEFAULT_PURGE_DELAY_MS,
+                         "0, a time with a unit (10ms, 1s, 5m; at most 24h) or never",
+                         FIELD(purge_delay_ms, CFG_FIELD_MS)},
+    [CFG_PURGE] = {"purge", "THPALLOC_PURGE", parse_purge, format_purge, CFG_DEFAULT_PURGE,
+                   "dontneed or free", FIELD(purge, CFG_FIELD_PURGE)},
+    [CFG_STATS] = {"stats", "THPALLOC_STATS", parse_stats, format_stats, CFG_DEFAULT_STATS_AT_EXIT,
+                   "no or exit", FIELD(stats_at_exit, CFG_FIELD_FLAG)},
+};
+
+/* Key k's field of s, through its own type. */
+static int64_t field_get(const struct cfg_settings *s, enum cfg_key k)
+{
+    const void *f = (const char *)s + cfg_keys[k].offset;
+    switch (cfg_keys[k].field) {
+    case CFG_FIELD_MODE:
+        return *(const enum thp_mode *)f;
+    case CFG_FIELD_SIZE:
+        return (int64_t) * (const size_t *)f;
+    case CFG_FIELD_MS:
+        return *(const long *)f;
+    case CFG_FIELD_PURGE:
+        return *(const enum os_purge *)f;
+    default:
+        return *(const bool *)f;
+    }
+}
+
+static void field_set(struct cfg_settings *s, enum cfg_key k, int64_t v)
+{
+    void *f = (char *)s + cfg_keys[k].offset;
+    switch (cfg_keys[k].field) {
+    case CFG_FIELD_MODE:
+        *(enum thp_mode *)f = (enum thp_mode)v;
+        break;
+    case CFG_FIELD_SIZE:
+        *(size_t *)f = (size_t)v;
+        break;
+    case CFG_FIELD_MS:
+        *(long *)f = (long)v;
+        break;
+    case CFG_FIELD_PURGE:
+        *(enum os_purge *)f = (enum os_purge)v;
+        break;
+    default:
+        *(bool *)f = v != 0;
+        break;
+    }
+}
+
+const char *cfg_key_name(enum cfg_key k)
+{
+    return (unsigned)k < CFG_NKEYS ? cfg_keys[k].name : "?";
+}
+
+int cfg_key_lookup(const char *name)
+{
+    for (int k = 0; k < CFG_NKEYS; k++)
+        if (strcasecmp(name, cfg_keys[k].name) == 0)
+            return k;
+    return -1;
+}
+
+void cfg_key_list(char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        str_cat(buf, cap, k ? ", " : "");
+        str_cat(buf, cap, cfg_keys[k].name);
+    }
+}
+
+void cfg_defaults(struct cfg_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        field_set(s, (enum cfg_key)k, cfg_keys[k].dflt);
+        str_copy(s->where[k].file, sizeof s->where[k].file, "default");
+    }
+}
+
 void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, size_t cap)
 {
     buf[0] = '\0';
-    switch (k) {
-    case CFG_THP:
-        str_copy(buf, cap, thp_mode_name(s->thp));
-        break;
-    case CFG_THP_THRESHOLD:
-        format_size(buf, cap, s->thp_threshold);
-        break;
-    case CFG_ARENA_SIZE:
-        format_size(buf, cap, s->arena_size);
-        break;
-    case CFG_PURGE_DELAY:
-        if (s->purge_delay_ms < 0) {
-            str_copy(buf, cap, "never");
-        } else if (s->purge_delay_ms % 1000 == 0 && s->purge_delay_ms) {
-            str_cat_u64(buf, cap, (uint64_t)s->purge_delay_ms / 1000);
-            str_cat(buf, cap, "s");
-        } else {
-            str_cat_u64(buf, cap, (uint64_t)s->purge_delay_ms);
-            str_cat(buf, cap, s->purge_delay_ms ? "ms" : "");
-        }
-        break;
-    case CFG_PURGE:
-        str_copy(buf, cap, s->purge == OS_PURGE_FREE ? "free" : "dontneed");
-        break;
-    case CFG_STATS:
-        str_copy(buf, cap, s->stats_at_exit ? "exit" : "no");
-        break;
-    default:
-        break;
-    }
+    if ((unsigned)k < CFG_NKEYS)
+        cfg_keys[k].format(field_get(s, k), buf, cap);
 }
 
 /* ---- resolution context ------------------------------------------------------------ */
@@ -481,70 +618,6 @@ static void section_header(struct ctx *c, const char *p, const char *end)
     section_enter(c, type, arg, alen);
 }
 
-/* Parses a value for key k into s; false (s untouched) when it is bad. */
-static bool apply_value(struct cfg_settings *s, enum cfg_key k, const char *v, const char **why)
-{
-    size_t size;
-    long ms;
-    switch (k) {
-    case CFG_THP: {
-        enum thp_mode m;
-        *why = ": expected system, never, large or always";
-        if (!cfg_parse_mode(v, &m))
-            return false;
-        s->thp = m;
-        return true;
-    }
-    case CFG_THP_THRESHOLD:
-        *why = ": expected a size such as 4096, 512K, 2M or 1G";
-        if (!cfg_parse_size(v, &size))
-            return false;
-        s->thp_threshold = size;
-        return true;
-    case CFG_ARENA_SIZE:
-        *why = ": expected a multiple of 2M from 2M to 1G, such as 64M";
-        if (!cfg_parse_size(v, &size) || size == 0 || size % ((size_t)2 << 20) ||
-            size > ((size_t)1 << 30))
-            return false;
-        s->arena_size = size;
-        return true;
-    case CFG_PURGE_DELAY:
-        *why = ": expected 0, a time with a unit (10ms, 1s, 5m; at most 24h) or never";
-        if (!cfg_parse_time_ms(v, &ms))
-            return false;
-        s->purge_delay_ms = ms;
-        return true;
-    case CFG_PURGE:
-        *why = ": expected dontneed or free";
-        if (strcasecmp(v, "dontneed") == 0)
-            s->purge = OS_PURGE_DONTNEED;
-        else if (strcasecmp(v, "free") == 0)
-            s->purge = OS_PURGE_FREE;
-        else
-            return false;
-        return true;
-    case CFG_STATS:
-        *why = ": expected no or exit";
-        if (strcasecmp(v, "no") == 0)
-            s->stats_at_exit = false;
-        else if (strcasecmp(v, "exit") == 0)
-            s->stats_at_exit = true;
-        else
-            return false;
-        return true;
-    default:
-        return false;
-    }
-}
-
-static int key_lookup(const char *name)
-{
-    for (int k = 0; k < CFG_NKEYS; k++)
-        if (strcasecmp(name, key_names[k]) == 0)
-            return k;
-    return -1;
-}
-
 static int rank_of(enum sect_type t)
 {
     return t == SECT_GLOBAL ? 1 : t == SECT_PROGRAM ? 2 : t == SECT_PATH ? 3 : 4;
@@ -555,16 +628,16 @@ static void set_key(struct ctx *c, enum cfg_key k, const char *value, int rank,
                     enum cfg_origin origin, const char *file, int line, const char *section,
                     bool applies)
 {
-    struct cfg_settings trial = *c->s;
-    const char *why = "";
-    if (!apply_value(&trial, k, value, &why)) {
+    int64_t v;
+    if (!cfg_keys[k].parse(value, &v)) {
         char msg[256];
         msg[0] = '\0';
         str_cat(msg, sizeof msg, "bad value \"");
         str_cat(msg, sizeof msg, value);
         str_cat(msg, sizeof msg, "\" for ");
-        str_cat(msg, sizeof msg, key_names[k]);
-        str_cat(msg, sizeof msg, why);
+        str_cat(msg, sizeof msg, cfg_keys[k].name);
+        str_cat(msg, sizeof msg, ": expected ");
+        str_cat(msg, sizeof msg, cfg_keys[k].expect);
         problem(c, file, line, msg, NULL, NULL);
         return;
     }
@@ -578,7 +651,7 @@ static void set_key(struct ctx *c, enum cfg_key k, const char *value, int rank,
     str_copy(w.file, sizeof w.file, file);
     str_copy(w.section, sizeof w.section, section);
     str_copy(w.value, sizeof w.value, value);
-    *c->s = trial;
+    field_set(c->s, k, v);
     c->s->where[k] = w;
 }
 
@@ -588,10 +661,12 @@ static int on_key(void *user, const char *section, const char *name, const char 
     (void)section; /* always "": headers never reach inih (section_header) */
     if (c->sect_type == SECT_BAD)
         return 1; /* reported at the header */
-    int k = key_lookup(name);
+    int k = cfg_key_lookup(name);
     if (k < 0) {
-        problem(c, c->path, c->line, "unknown key \"", name,
-                "\" (keys: thp, thp_threshold, arena_size, purge_delay, purge, stats)");
+        char keys[128] = "\" (keys: ";
+        cfg_key_list(keys + strlen(keys), sizeof keys - strlen(keys));
+        str_cat(keys, sizeof keys, ")");
+        problem(c, c->path, c->line, "unknown key \"", name, keys);
         return 1;
     }
     set_key(c, (enum cfg_key)k, value, rank_of(c->sect_type), CFG_FROM_FILE, c->path, c->line,
@@ -825,9 +900,10 @@ int cfg_resolve(struct cfg_settings *s, const struct cfg_inputs *in, cfg_report_
         parse_dropins(&c, in->conf_dir ? in->conf_dir : SYSCONFDIR "/thpalloc.d");
     }
     for (int k = 0; k < CFG_NKEYS; k++) {
-        const char *v = env_lookup(envp, env_names[k]);
+        const char *v = env_lookup(envp, cfg_keys[k].env);
         if (v)
-            set_key(&c, (enum cfg_key)k, v, 5, CFG_FROM_ENV, env_names[k], 0, "environment", true);
+            set_key(&c, (enum cfg_key)k, v, 5, CFG_FROM_ENV, cfg_keys[k].env, 0, "environment",
+                    true);
     }
     if (c.scratch)
         os_release(c.scratch, sizeof(struct scratch));

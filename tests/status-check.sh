@@ -94,6 +94,17 @@ done
 printf '[global]\nthp = never\nstats = maybe\n' >"$R4_DIR/99-last.conf"
 chmod 644 "$R4_DIR"/*.conf
 
+# The defaults as the key table has them (--explain on an empty root), and as the shipped
+# file and thpalloc.conf(5) write them: "key value" lines, in table order.
+R5=$SCRATCH/root5
+mkdir -p "$R5"
+set -- $TOOLS
+"$1" --root "$R5" --explain x | sed -n 's/^  \([a-z_]*\) *\([^ ]*\) *default$/\1 \2/p' >"$SCRATCH/defaults.table"
+sed -n '/^\[global\]/,/^# Per-service/p' "$TOP_SRCDIR/etc/thpalloc.conf" |
+    sed -n 's/^#\([a-z_]*\) = \(.*\)$/\1 \2/p' >"$SCRATCH/defaults.conf"
+awk '/^\.TP/ { tp = 1; next } tp && /^\.B[RI] [a-z_]+ " = "/ { key = $2 } { tp = 0 }
+    /^Default:/ { d = 1; next } d { print key, $2; d = 0 }' "$TOP_SRCDIR/man/thpalloc.conf.5" >"$SCRATCH/defaults.man"
+
 SHIPPED=$TOP_SRCDIR/etc/thpalloc.conf
 
 for T in $TOOLS; do
@@ -182,4 +193,8 @@ for T in $TOOLS; do
         "$t: the lexically last drop-ins win"
     sanitizer_clean "$t"
 done
+ok $([ "$(wc -l <"$SCRATCH/defaults.table")" -eq 6 ] && cmp -s "$SCRATCH/defaults.table" "$SCRATCH/defaults.conf"; echo $?) \
+    "the shipped etc/thpalloc.conf shows every key at the table's default"
+ok $(cmp -s "$SCRATCH/defaults.table" "$SCRATCH/defaults.man"; echo $?) \
+    "thpalloc.conf(5) gives every key the table's default"
 done_testing

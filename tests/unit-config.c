@@ -319,7 +319,7 @@ static void test_bad_files(void)
  * nothing up to the next good header. */
 static void test_sections(void)
 {
-    char exe[CFG_SECTION_NAME_MAX + 2];
+    char exe[128];
     strcpy(exe, "/opt");
     while (strlen(exe) < 80)
         strcat(exe, "/a-fairly-long-directory-name");
@@ -400,6 +400,38 @@ static void test_sections(void)
            "its label is elided in the middle (%s)", l);
 }
 
+/* The key table: each variable is THPALLOC_ and the key in upper case, each default is
+ * what cfg_defaults gives, and each default's canonical text reads back as itself. */
+static void test_key_table(void)
+{
+    struct cfg_settings s;
+    cfg_defaults(&s);
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        const struct cfg_key_info *ki = &cfg_keys[k];
+        char env[64] = "THPALLOC_", upper[32], text[64], again[64];
+        size_t i;
+        for (i = 0; ki->name[i] && i < sizeof upper - 1; i++)
+            upper[i] =
+                (char)(ki->name[i] >= 'a' && ki->name[i] <= 'z' ? ki->name[i] - 32 : ki->name[i]);
+        upper[i] = '\0';
+        strcat(env, upper);
+        ki->format(ki->dflt, text, sizeof text);
+        int64_t v = -2;
+        cfg_format_value(&s, (enum cfg_key)k, again, sizeof again);
+        tap_ok(strcmp(ki->env, env) == 0 && cfg_key_lookup(upper) == k &&
+                   strcmp(cfg_key_name((enum cfg_key)k), ki->name) == 0,
+               "%s: variable %s, found in any case", ki->name, ki->env);
+        tap_ok(ki->parse(text, &v) && v == ki->dflt && strcmp(text, again) == 0 &&
+                   s.where[k].origin == CFG_FROM_DEFAULT,
+               "%s: default %s reads back, and is cfg_defaults' value", ki->name, text);
+    }
+    tap_ok(cfg_key_lookup("colour") == -1, "an unknown key is not found");
+    char list[128];
+    cfg_key_list(list, sizeof list);
+    tap_ok(strcmp(list, "thp, thp_threshold, arena_size, purge_delay, purge, stats") == 0,
+           "the key list (%s)", list);
+}
+
 static void test_cgroup(void)
 {
     static const struct {
@@ -466,6 +498,7 @@ int main(void)
     test_sections();
     test_cgroup();
     test_parsers();
+    test_key_table();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
