@@ -191,6 +191,22 @@ for T in $TOOLS; do
     ok $(grep -qE "^  thp +never +$R4_DIR/99-last.conf:2 \[global\]\$" "$OUT" \
         && grep -qE "^  purge_delay +9ms +$R4_DIR/9-drop.conf:2 \[global\]\$" "$OUT"; echo $?) \
         "$t: the lexically last drop-ins win"
+    # --check-value: one value as the library reads it (thpalloc-run's check).
+    run "$T" --check-value thp=never
+    is "$RC $(cat "$OUT")" "0 THPALLOC_THP=never" "$t: --check-value thp=never: the assignment, exit 0"
+    run "$T" --check-value ARENA_SIZE=64m
+    is "$RC $(cat "$OUT")" "0 THPALLOC_ARENA_SIZE=64m" "$t: --check-value: keys in any case, the value as given"
+    run "$T" --check-value arena_size=3M
+    is "$RC $(cat "$OUT")" "1 bad value \"3M\" for arena_size: expected a multiple of 2M from 2M to 1G, such as 64M" \
+        "$t: --check-value arena_size=3M: the resolver's message, exit 1"
+    run "$T" --check-value purge_delay=
+    is "$RC $(cat "$OUT")" "1 bad value \"\" for purge_delay: expected 0, a time with a unit (10ms, 1s, 5m; at most 24h) or never" \
+        "$t: --check-value with an empty value: exit 1"
+    run "$T" --check-value colour=blue
+    is "$RC $(head -n 1 "$ERR")" "2 thp-status: --check-value: expected KEY=VALUE, KEY one of thp, thp_threshold, arena_size, purge_delay, purge, stats: 'colour=blue'" \
+        "$t: --check-value of an unknown key: usage error, exit 2"
+    run "$T" --check-value thp=never --json
+    ok $([ "$RC" -eq 2 ]; echo $?) "$t: --check-value takes no other option (rc $RC)"
     sanitizer_clean "$t"
 done
 ok $([ "$(wc -l <"$SCRATCH/defaults.table")" -eq 6 ] && cmp -s "$SCRATCH/defaults.table" "$SCRATCH/defaults.conf"; echo $?) \
