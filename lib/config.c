@@ -14,14 +14,8 @@
 #include <unistd.h>
 
 #define MAX_FILE ((size_t)64 << 10)
-#define MAX_DROPINS 64
+#define MAX_DROPINS 64 /* names sorted per pass over the directory, not a limit */
 #define NAME_CAP 256
-
-static const char *const key_names[CFG_NKEYS] = {"thp",         "thp_threshold", "arena_size",
-                                                 "purge_delay", "purge",         "stats"};
-static const char *const env_names[CFG_NKEYS] = {"THPALLOC_THP",        "THPALLOC_THP_THRESHOLD",
-                                                 "THPALLOC_ARENA_SIZE", "THPALLOC_PURGE_DELAY",
-                                                 "THPALLOC_PURGE",      "THPALLOC_STATS"};
 
 /* ---- small string helpers (no stdio) ---------------------------------------------- */
 
@@ -146,73 +140,216 @@ bool cfg_parse_mode(const char *text, enum thp_mode *out)
     return false;
 }
 
-const char *cfg_key_name(enum cfg_key k)
+/* ---- the key table ------------------------------------------------------------------ */
+
+/* An enumerated value: its index in words. */
+static bool parse_word(const char *const *words, int n, const char *text, int64_t *v)
 {
-    return (unsigned)k < CFG_NKEYS ? key_names[k] : "?";
+    for (int i = 0; i < n; i++)
+        if (strcasecmp(text, words[i]) == 0) {
+            *v = i;
+            return true;
+        }
+    return false;
 }
 
-void cfg_defaults(struct cfg_settings *s)
+static bool parse_mode(const char *text, int64_t *v)
 {
-    memset(s, 0, sizeof *s);
-    s->thp = THP_MODE_LARGE;
-    s->thp_threshold = (size_t)2 << 20;
-    s->arena_size = (size_t)64 << 20;
-    s->purge_delay_ms = 1000;
-    s->purge = OS_PURGE_DONTNEED;
-    s->stats_at_exit = false;
-    for (int k = 0; k < CFG_NKEYS; k++)
-        str_copy(s->where[k].file, sizeof s->where[k].file, "default");
+    enum thp_mode m;
+    if (!cfg_parse_mode(text, &m))
+        return false;
+    *v = m;
+    return true;
 }
 
-static void format_size(char *buf, size_t cap, size_t v)
+static void format_mode(int64_t v, char *buf, size_t cap)
 {
-    buf[0] = '\0';
+    str_copy(buf, cap, thp_mode_name((enum thp_mode)v));
+}
+
+static bool parse_any_size(const char *text, int64_t *v)
+{
+    size_t size;
+    if (!cfg_parse_size(text, &size))
+        return false;
+    *v = (int64_t)size;
+    return true;
+}
+
+/* A whole number of 2 MiB chunks, at most 1 GiB of address space at a time. */
+static bool parse_arena_size(const char *text, int64_t *v)
+{
+    size_t size;
+    if (!cfg_parse_size(text, &size) || size == 0 || size % ((size_t)2 << 20) ||
+        size > ((size_t)1 << 30))
+        return false;
+    *v = (int64_t)size;
+    return true;
+}
+
+static void format_size(int64_t v, char *buf, size_t cap)
+{
     static const char units[] = "KMGT";
+    uint64_t n = (uint64_t)v;
     int u = -1;
-    while (v && (v & 1023) == 0 && u < 3) {
-        v >>= 10;
+    while (n && (n & 1023) == 0 && u < 3) {
+        n >>= 10;
         u++;
     }
-    str_cat_u64(buf, cap, v);
+    buf[0] = '\0';
+    str_cat_u64(buf, cap, n);
     if (u >= 0) {
         char s[2] = {units[u], '\0'};
         str_cat(buf, cap, s);
     }
 }
 
+static bool parse_time(const char *text, int64_t *v)
+{
+    long ms;
+    if (!cfg_parse_time_ms(text, &ms))
+        return false;
+    *v = ms;
+    return true;
+}
+
+static void format_time(int64_t v, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (v < 0) {
+        str_copy(buf, cap, "never");
+    } else if (v % 1000 == 0 && v) {
+        str_cat_u64(buf, cap, (uint64_t)v / 1000);
+        str_cat(buf, cap, "s");
+    } else {
+        str_cat_u64(buf, cap, (uint64_t)v);
+        str_cat(buf, cap, v ? "ms" : "");
+    }
+}
+
+/* Indexed by enum os_purge. */
+static const char *const purge_words[] = {"dontneed", "free"};
+
+static bool parse_purge(const char *text, int64_t *v)
+{
+    return parse_word(purge_words, 2, text, v);
+}
+
+static void format_purge(int64_t v, char *buf, size_t cap)
+{
+    str_copy(buf, cap, purge_words[v != 0]);
+}
+
+/* Indexed by stats_at_exit. */
+static const char *const stats_words[] = {"no", "exit"};
+
+static bool parse_stats(const char *text, int64_t *v)
+{
+    return parse_word(stats_words, 2, text, v);
+}
+
+static void format_stats(int64_t v, char *buf, size_t cap)
+{
+    str_copy(buf, cap, stats_words[v != 0]);
+}
+
+#define FIELD(f, kind) offsetof(struct cfg_settings, f), kind
+
+const struct cfg_key_info cfg_keys[CFG_NKEYS] = {
+    [CFG_THP] = {"thp", "THPALLOC_THP", parse_mode, format_mode, CFG_DEFAULT_THP,
+                 "system, never, large or always", FIELD(thp, CFG_FIELD_MODE)},
+    [CFG_THP_THRESHOLD] = {"thp_threshold", "THPALLOC_THP_THRESHOLD", parse_any_size, format_size,
+                           CFG_DEFAULT_THP_THRESHOLD, "a size such as 4096, 512K, 2M or 1G",
+                           FIELD(thp_threshold, CFG_FIELD_SIZE)},
+    [CFG_ARENA_SIZE] = {"arena_size", "THPALLOC_ARENA_SIZE", parse_arena_size, format_size,
+                        CFG_DEFAULT_ARENA_SIZE, "a multiple of 2M from 2M to 1G, such as 64M",
+                        FIELD(arena_size, CFG_FIELD_SIZE)},
+    [CFG_PURGE_DELAY] = {"purge_delay", "THPALLOC_PURGE_DELAY", parse_time, format_time,
+                         CFG_DEFAULT_PURGE_DELAY_MS,
+                         "0, a time with a unit (10ms, 1s, 5m; at most 24h) or never",
+                         FIELD(purge_delay_ms, CFG_FIELD_MS)},
+    [CFG_PURGE] = {"purge", "THPALLOC_PURGE", parse_purge, format_purge, CFG_DEFAULT_PURGE,
+                   "dontneed or free", FIELD(purge, CFG_FIELD_PURGE)},
+    [CFG_STATS] = {"stats", "THPALLOC_STATS", parse_stats, format_stats, CFG_DEFAULT_STATS_AT_EXIT,
+                   "no or exit", FIELD(stats_at_exit, CFG_FIELD_FLAG)},
+};
+
+/* Key k's field of s, through its own type. */
+static int64_t field_get(const struct cfg_settings *s, enum cfg_key k)
+{
+    const void *f = (const char *)s + cfg_keys[k].offset;
+    switch (cfg_keys[k].field) {
+    case CFG_FIELD_MODE:
+        return *(const enum thp_mode *)f;
+    case CFG_FIELD_SIZE:
+        return (int64_t) * (const size_t *)f;
+    case CFG_FIELD_MS:
+        return *(const long *)f;
+    case CFG_FIELD_PURGE:
+        return *(const enum os_purge *)f;
+    default:
+        return *(const bool *)f;
+    }
+}
+
+static void field_set(struct cfg_settings *s, enum cfg_key k, int64_t v)
+{
+    void *f = (char *)s + cfg_keys[k].offset;
+    switch (cfg_keys[k].field) {
+    case CFG_FIELD_MODE:
+        *(enum thp_mode *)f = (enum thp_mode)v;
+        break;
+    case CFG_FIELD_SIZE:
+        *(size_t *)f = (size_t)v;
+        break;
+    case CFG_FIELD_MS:
+        *(long *)f = (long)v;
+        break;
+    case CFG_FIELD_PURGE:
+        *(enum os_purge *)f = (enum os_purge)v;
+        break;
+    default:
+        *(bool *)f = v != 0;
+        break;
+    }
+}
+
+const char *cfg_key_name(enum cfg_key k)
+{
+    return (unsigned)k < CFG_NKEYS ? cfg_keys[k].name : "?";
+}
+
+int cfg_key_lookup(const char *name)
+{
+    for (int k = 0; k < CFG_NKEYS; k++)
+        if (strcasecmp(name, cfg_keys[k].name) == 0)
+            return k;
+    return -1;
+}
+
+void cfg_key_list(char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        str_cat(buf, cap, k ? ", " : "");
+        str_cat(buf, cap, cfg_keys[k].name);
+    }
+}
+
+void cfg_defaults(struct cfg_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        field_set(s, (enum cfg_key)k, cfg_keys[k].dflt);
+        str_copy(s->where[k].file, sizeof s->where[k].file, "default");
+    }
+}
+
 void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, size_t cap)
 {
     buf[0] = '\0';
-    switch (k) {
-    case CFG_THP:
-        str_copy(buf, cap, thp_mode_name(s->thp));
-        break;
-    case CFG_THP_THRESHOLD:
-        format_size(buf, cap, s->thp_threshold);
-        break;
-    case CFG_ARENA_SIZE:
-        format_size(buf, cap, s->arena_size);
-        break;
-    case CFG_PURGE_DELAY:
-        if (s->purge_delay_ms < 0) {
-            str_copy(buf, cap, "never");
-        } else if (s->purge_delay_ms % 1000 == 0 && s->purge_delay_ms) {
-            str_cat_u64(buf, cap, (uint64_t)s->purge_delay_ms / 1000);
-            str_cat(buf, cap, "s");
-        } else {
-            str_cat_u64(buf, cap, (uint64_t)s->purge_delay_ms);
-            str_cat(buf, cap, s->purge_delay_ms ? "ms" : "");
-        }
-        break;
-    case CFG_PURGE:
-        str_copy(buf, cap, s->purge == OS_PURGE_FREE ? "free" : "dontneed");
-        break;
-    case CFG_STATS:
-        str_copy(buf, cap, s->stats_at_exit ? "exit" : "no");
-        break;
-    default:
-        break;
-    }
+    if ((unsigned)k < CFG_NKEYS)
+        cfg_keys[k].format(field_get(s, k), buf, cap);
 }
 
 /* ---- resolution context ------------------------------------------------------------ */
@@ -223,6 +360,7 @@ struct scratch {
     char file[MAX_FILE];
     char dents[8192];
     char names[MAX_DROPINS][NAME_CAP];
+    char path[PATH_MAX];
 };
 
 struct ctx {
@@ -241,8 +379,8 @@ struct ctx {
     char exe[4096];
     const char *program;
     char unit[256];
-    /* last section seen, and whether it applies */
-    char sect_text[160];
+    /* the section the next keys belong to, and whether it applies to this process */
+    char sect_label[sizeof(((struct cfg_where *)0)->section)];
     enum sect_type sect_type;
     bool sect_applies;
     struct scratch *scratch;
@@ -343,136 +481,141 @@ static void resolve_unit(struct ctx *c)
         cfg_unit_from_cgroup(buf, c->unit, sizeof c->unit);
 }
 
-static const char *skip_ws(const char *p)
+/* Blanks as inih's lskip sees them (isspace in the C locale), so that this file and inih
+ * agree on which lines are headers. */
+static bool is_blank(char ch)
 {
-    while (*p == ' ' || *p == '\t')
+    return ch == ' ' || ch == '\t' || ch == '\v' || ch == '\f' || ch == '\r' || ch == '\n';
+}
+
+static const char *skip_blanks(const char *p, const char *end)
+{
+    while (p < end && is_blank(*p))
         p++;
     return p;
 }
 
-/* Parses "global", "program NAME", "path /EXE", "unit NAME"; fills *arg. */
-static enum sect_type section_parse(const char *text, const char **arg)
+/* Parses "global", "program NAME", "path /EXE", "unit NAME" (text[0..len), not
+ * NUL-terminated); sets *arg and *alen to NAME. */
+static enum sect_type section_parse(const char *text, size_t len, const char **arg, size_t *alen)
 {
     static const struct {
         const char *word;
         enum sect_type type;
     } kinds[] = {{"program", SECT_PROGRAM}, {"path", SECT_PATH}, {"unit", SECT_UNIT}};
+    const char *end = text + len;
+    const char *p = text;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
     *arg = "";
-    text = skip_ws(text);
-    if (strcasecmp(text, "global") == 0 || *text == '\0')
+    *alen = 0;
+    if (p == end || ((size_t)(end - p) == 6 && strncasecmp(p, "global", 6) == 0))
         return SECT_GLOBAL;
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
         size_t n = strlen(kinds[i].word);
-        if (strncasecmp(text, kinds[i].word, n) == 0 && (text[n] == ' ' || text[n] == '\t')) {
-            const char *a = skip_ws(text + n);
-            if (!*a || strchr(a, ' ') || strchr(a, '\t'))
+        if ((size_t)(end - p) > n && strncasecmp(p, kinds[i].word, n) == 0 &&
+            (p[n] == ' ' || p[n] == '\t')) {
+            const char *a = p + n;
+            while (a < end && (*a == ' ' || *a == '\t'))
+                a++;
+            size_t an = (size_t)(end - a);
+            if (!an || memchr(a, ' ', an) || memchr(a, '\t', an))
                 return SECT_BAD;
             if (kinds[i].type == SECT_PATH && *a != '/')
                 return SECT_BAD;
             *arg = a;
+            *alen = an;
             return kinds[i].type;
         }
     }
     return SECT_BAD;
 }
 
-static void section_enter(struct ctx *c, const char *section)
+/* text[0..len) as a NUL-terminated string that fits cap; what does not fit is replaced by
+ * "..." in the middle, so that both the kind and the end of a long path stay readable. */
+static void copy_elided(char *dst, size_t cap, const char *text, size_t len)
 {
-    if (strcmp(section, c->sect_text) == 0 && c->sect_type)
+    if (len < cap) {
+        memcpy(dst, text, len);
+        dst[len] = '\0';
         return;
-    str_copy(c->sect_text, sizeof c->sect_text, section);
-    const char *arg;
-    c->sect_type = section_parse(section, &arg);
+    }
+    size_t head = (cap - 4) / 3, tail = cap - 4 - head;
+    memcpy(dst, text, head);
+    memcpy(dst + head, "...", 3);
+    memcpy(dst + head + 3, text + len - tail, tail);
+    dst[cap - 1] = '\0';
+}
+
+static bool same(const char *s, const char *text, size_t len)
+{
+    return strlen(s) == len && memcmp(s, text, len) == 0;
+}
+
+static void section_enter(struct ctx *c, enum sect_type type, const char *arg, size_t alen)
+{
+    static const char *const words[] = {
+        [SECT_PROGRAM] = "program ", [SECT_PATH] = "path ", [SECT_UNIT] = "unit "};
+    c->sect_type = type;
     c->sect_applies = false;
-    switch (c->sect_type) {
-    case SECT_GLOBAL:
+    if (type == SECT_GLOBAL) {
+        str_copy(c->sect_label, sizeof c->sect_label, "global");
         c->sect_applies = true;
-        break;
-    case SECT_PROGRAM:
-        if (c->in->check_all)
-            break;
-        resolve_exe(c);
-        c->sect_applies = c->program && strcmp(c->program, arg) == 0;
-        break;
-    case SECT_PATH:
-        if (c->in->check_all)
-            break;
-        resolve_exe(c);
-        c->sect_applies = c->exe[0] && strcmp(c->exe, arg) == 0;
-        break;
-    case SECT_UNIT:
-        if (c->in->check_all)
-            break;
+        return;
+    }
+    str_copy(c->sect_label, sizeof c->sect_label, words[type]);
+    size_t wl = strlen(c->sect_label);
+    copy_elided(c->sect_label + wl, sizeof c->sect_label - wl, arg, alen);
+    if (c->in->check_all)
+        return;
+    if (type == SECT_UNIT) {
         resolve_unit(c);
-        c->sect_applies = c->unit[0] && strcmp(c->unit, arg) == 0;
-        break;
-    default:
-        break;
+        c->sect_applies = c->unit[0] && same(c->unit, arg, alen);
+        return;
     }
+    resolve_exe(c);
+    if (type == SECT_PROGRAM)
+        c->sect_applies = c->program && same(c->program, arg, alen);
+    else
+        c->sect_applies = c->exe[0] && same(c->exe, arg, alen);
 }
 
-/* Parses a value for key k into s; false (s untouched) when it is bad. */
-static bool apply_value(struct cfg_settings *s, enum cfg_key k, const char *v, const char **why)
+/* A section header, p at its '[' and end at the end of the line. Read here, not by inih:
+ * inih keeps 49 characters of a name, and after a header it cannot read it leaves the
+ * previous section in force, so keys would land in a section they were not written for.
+ * A header that is not understood applies to nothing, up to the next good one. */
+static void section_header(struct ctx *c, const char *p, const char *end)
 {
-    size_t size;
-    long ms;
-    switch (k) {
-    case CFG_THP: {
-        enum thp_mode m;
-        *why = ": expected system, never, large or always";
-        if (!cfg_parse_mode(v, &m))
-            return false;
-        s->thp = m;
-        return true;
+    static const char skipped[] = ": its keys are ignored up to the next section";
+    c->sect_type = SECT_BAD;
+    c->sect_applies = false;
+    const char *close = memchr(p, ']', (size_t)(end - p));
+    if (!close) {
+        problem(c, c->path, c->line, "section header without a closing ]", skipped, NULL);
+        return;
     }
-    case CFG_THP_THRESHOLD:
-        *why = ": expected a size such as 4096, 512K, 2M or 1G";
-        if (!cfg_parse_size(v, &size))
-            return false;
-        s->thp_threshold = size;
-        return true;
-    case CFG_ARENA_SIZE:
-        *why = ": expected a multiple of 2M from 2M to 1G, such as 64M";
-        if (!cfg_parse_size(v, &size) || size == 0 || size % ((size_t)2 << 20) ||
-            size > ((size_t)1 << 30))
-            return false;
-        s->arena_size = size;
-        return true;
-    case CFG_PURGE_DELAY:
-        *why = ": expected 0, a time with a unit (10ms, 1s, 5m; at most 24h) or never";
-        if (!cfg_parse_time_ms(v, &ms))
-            return false;
-        s->purge_delay_ms = ms;
-        return true;
-    case CFG_PURGE:
-        *why = ": expected dontneed or free";
-        if (strcasecmp(v, "dontneed") == 0)
-            s->purge = OS_PURGE_DONTNEED;
-        else if (strcasecmp(v, "free") == 0)
-            s->purge = OS_PURGE_FREE;
-        else
-            return false;
-        return true;
-    case CFG_STATS:
-        *why = ": expected no or exit";
-        if (strcasecmp(v, "no") == 0)
-            s->stats_at_exit = false;
-        else if (strcasecmp(v, "exit") == 0)
-            s->stats_at_exit = true;
-        else
-            return false;
-        return true;
-    default:
-        return false;
+    const char *rest = skip_blanks(close + 1, end);
+    if (rest < end && *rest != ';' && *rest != '#') {
+        problem(c, c->path, c->line, "text after the closing ] of a section header", skipped, NULL);
+        return;
     }
-}
-
-static int key_lookup(const char *name)
-{
-    for (int k = 0; k < CFG_NKEYS; k++)
-        if (strcasecmp(name, key_names[k]) == 0)
-            return k;
-    return -1;
+    const char *arg;
+    size_t alen, len = (size_t)(close - p - 1);
+    enum sect_type type = section_parse(p + 1, len, &arg, &alen);
+    if (type == SECT_BAD) {
+        char sect[160];
+        copy_elided(sect, sizeof sect, p + 1, len);
+        problem(c, c->path, c->line, "unknown section [", sect,
+                "]: expected [global], [program NAME], [path /EXE] or [unit NAME]");
+        return;
+    }
+    if (alen > CFG_SECTION_NAME_MAX) {
+        char lim[64] = "section name longer than ";
+        str_cat_u64(lim, sizeof lim, CFG_SECTION_NAME_MAX);
+        problem(c, c->path, c->line, lim, " characters", skipped);
+        return;
+    }
+    section_enter(c, type, arg, alen);
 }
 
 static int rank_of(enum sect_type t)
@@ -485,16 +628,16 @@ static void set_key(struct ctx *c, enum cfg_key k, const char *value, int rank,
                     enum cfg_origin origin, const char *file, int line, const char *section,
                     bool applies)
 {
-    struct cfg_settings trial = *c->s;
-    const char *why = "";
-    if (!apply_value(&trial, k, value, &why)) {
+    int64_t v;
+    if (!cfg_keys[k].parse(value, &v)) {
         char msg[256];
         msg[0] = '\0';
         str_cat(msg, sizeof msg, "bad value \"");
         str_cat(msg, sizeof msg, value);
         str_cat(msg, sizeof msg, "\" for ");
-        str_cat(msg, sizeof msg, key_names[k]);
-        str_cat(msg, sizeof msg, why);
+        str_cat(msg, sizeof msg, cfg_keys[k].name);
+        str_cat(msg, sizeof msg, ": expected ");
+        str_cat(msg, sizeof msg, cfg_keys[k].expect);
         problem(c, file, line, msg, NULL, NULL);
         return;
     }
@@ -508,25 +651,26 @@ static void set_key(struct ctx *c, enum cfg_key k, const char *value, int rank,
     str_copy(w.file, sizeof w.file, file);
     str_copy(w.section, sizeof w.section, section);
     str_copy(w.value, sizeof w.value, value);
-    *c->s = trial;
+    field_set(c->s, k, v);
     c->s->where[k] = w;
 }
 
 static int on_key(void *user, const char *section, const char *name, const char *value)
 {
     struct ctx *c = user;
-    section_enter(c, section);
+    (void)section; /* always "": headers never reach inih (section_header) */
     if (c->sect_type == SECT_BAD)
         return 1; /* reported at the header */
-    int k = key_lookup(name);
+    int k = cfg_key_lookup(name);
     if (k < 0) {
-        problem(c, c->path, c->line, "unknown key \"", name,
-                "\" (keys: thp, thp_threshold, arena_size, purge_delay, purge, stats)");
+        char keys[128] = "\" (keys: ";
+        cfg_key_list(keys + strlen(keys), sizeof keys - strlen(keys));
+        str_cat(keys, sizeof keys, ")");
+        problem(c, c->path, c->line, "unknown key \"", name, keys);
         return 1;
     }
-    const char *label = c->sect_type == SECT_GLOBAL ? "global" : c->sect_text;
     set_key(c, (enum cfg_key)k, value, rank_of(c->sect_type), CFG_FROM_FILE, c->path, c->line,
-            label, c->sect_applies);
+            c->sect_label, c->sect_applies);
     return 1;
 }
 
@@ -549,6 +693,16 @@ static char *next_line(char *str, int num, void *stream)
         memcpy(str, skip, sizeof skip);
         return str;
     }
+    /* Syntax: blank, comment, [section], or key = value. */
+    const char *end = start + n;
+    const char *p = skip_blanks(start, end);
+    if (c->line == 1 && end - p >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+        p = skip_blanks(p + 3, end);
+    if (p < end && *p == '[') {
+        section_header(c, p, end); /* from the whole line, however long */
+        memcpy(str, skip, sizeof skip);
+        return str;
+    }
     if (n + 1 > (size_t)num) {
         char lim[32] = "";
         str_cat_u64(lim, sizeof lim, (uint64_t)num - 3);
@@ -558,33 +712,9 @@ static char *next_line(char *str, int num, void *stream)
     }
     memcpy(str, start, n);
     str[n] = '\0';
-    /* Syntax: blank, comment, [section], or key = value. */
-    const char *p = skip_ws(str);
-    if (c->line == 1 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB &&
-        (unsigned char)p[2] == 0xBF)
-        p = skip_ws(p + 3);
-    if (*p == '\0' || *p == '\n' || *p == '\r' || *p == ';' || *p == '#')
+    if (p == end || *p == ';' || *p == '#')
         return str;
-    if (*p == '[') {
-        const char *close = strchr(p, ']');
-        if (!close) {
-            problem(c, c->path, c->line, "section header without a closing ]", NULL, NULL);
-            memcpy(str, skip, sizeof skip);
-            return str;
-        }
-        char sect[160];
-        size_t sl = (size_t)(close - p - 1);
-        if (sl >= sizeof sect)
-            sl = sizeof sect - 1;
-        memcpy(sect, p + 1, sl);
-        sect[sl] = '\0';
-        const char *arg;
-        if (section_parse(sect, &arg) == SECT_BAD)
-            problem(c, c->path, c->line, "unknown section [", sect,
-                    "]: expected [global], [program NAME], [path /EXE] or [unit NAME]");
-        return str;
-    }
-    if (!strchr(p, '=') && !strchr(p, ':')) {
+    if (!memchr(p, '=', (size_t)(end - p)) && !memchr(p, ':', (size_t)(end - p))) {
         problem(c, c->path, c->line, "not a \"key = value\" line: line ignored", NULL, NULL);
         memcpy(str, skip, sizeof skip);
     }
@@ -656,9 +786,7 @@ static void parse_file(struct ctx *c, const char *path, bool must_exist)
     c->path = path;
     c->pos = 0;
     c->line = 0;
-    c->sect_text[0] = '\0';
-    c->sect_type = 0;
-    section_enter(c, "");
+    section_enter(c, SECT_GLOBAL, "", 0); /* keys before the first header */
     ini_parse_stream(next_line, c, on_key, c);
 }
 
@@ -670,17 +798,15 @@ struct linux_dirent64 {
     char d_name[];
 };
 
-/* *.conf names of a directory, sorted bytewise (lexical, as in systemd and sudo). */
-static int list_dropins(struct ctx *c, const char *dir)
+/* The next batch of *.conf names of the directory open at fd, sorted bytewise (lexical, as
+ * in systemd and sudo): the MAX_DROPINS smallest names after `after` ("" at first). One
+ * pass over the directory per batch keeps any number of files in fixed memory. */
+static int list_dropins(struct ctx *c, int fd, const char *after)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    if (!scratch_get(c)) {
-        close(fd);
-        return 0;
-    }
+    char(*names)[NAME_CAP] = c->scratch->names;
     int count = 0;
+    if (lseek(fd, 0, SEEK_SET) != 0)
+        return 0;
     for (;;) {
         long n = syscall(SYS_getdents64, fd, c->scratch->dents, sizeof c->scratch->dents);
         if (n <= 0)
@@ -688,23 +814,48 @@ static int list_dropins(struct ctx *c, const char *dir)
         for (long off = 0; off < n;) {
             struct linux_dirent64 *d = (struct linux_dirent64 *)(c->scratch->dents + off);
             off += d->d_reclen;
-            size_t len = strlen(d->d_name);
-            if (d->d_name[0] == '.' || len < 6 || strcmp(d->d_name + len - 5, ".conf") != 0)
+            size_t len = strlen(d->d_name); /* at most NAME_MAX (255) */
+            if (d->d_name[0] == '.' || len < 6 || strcmp(d->d_name + len - 5, ".conf") != 0 ||
+                strcmp(d->d_name, after) <= 0)
                 continue;
-            if (len >= NAME_CAP || count == MAX_DROPINS) {
-                problem(c, dir, 0, "too many or too long *.conf names: some ignored", NULL, NULL);
-                continue;
-            }
-            int i = count++;
-            while (i > 0 && strcmp(c->scratch->names[i - 1], d->d_name) > 0) {
-                memcpy(c->scratch->names[i], c->scratch->names[i - 1], NAME_CAP);
+            if (count == MAX_DROPINS && strcmp(names[count - 1], d->d_name) < 0)
+                continue; /* for a later batch */
+            int i = count < MAX_DROPINS ? count++ : MAX_DROPINS - 1;
+            while (i > 0 && strcmp(names[i - 1], d->d_name) > 0) {
+                memcpy(names[i], names[i - 1], NAME_CAP);
                 i--;
             }
-            str_copy(c->scratch->names[i], NAME_CAP, d->d_name);
+            str_copy(names[i], NAME_CAP, d->d_name);
         }
     }
-    close(fd);
     return count;
+}
+
+/* Every *.conf file of dir, in lexical order. */
+static void parse_dropins(struct ctx *c, const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char last[NAME_CAP] = "";
+    int n = scratch_get(c) ? MAX_DROPINS : 0;
+    while (n == MAX_DROPINS) {
+        n = list_dropins(c, fd, last);
+        for (int i = 0; i < n; i++) {
+            char *path = c->scratch->path;
+            path[0] = '\0';
+            str_cat(path, sizeof c->scratch->path, dir);
+            str_cat(path, sizeof c->scratch->path, "/");
+            str_cat(path, sizeof c->scratch->path, c->scratch->names[i]);
+            if (strlen(path) + 1 == sizeof c->scratch->path)
+                problem(c, dir, 0, "a *.conf file's path is too long: ignored", NULL, NULL);
+            else
+                parse_file(c, path, false); /* reuses the file buffer, not the name list */
+        }
+        if (n)
+            str_copy(last, sizeof last, c->scratch->names[n - 1]);
+    }
+    close(fd);
 }
 
 static const char *env_lookup(char *const *envp, const char *name)
@@ -746,22 +897,13 @@ int cfg_resolve(struct cfg_settings *s, const struct cfg_inputs *in, cfg_report_
         parse_file(&c, conf_env, true);
     } else {
         parse_file(&c, in->conf_file ? in->conf_file : SYSCONFDIR "/thpalloc.conf", false);
-        const char *dir = in->conf_dir ? in->conf_dir : SYSCONFDIR "/thpalloc.d";
-        int n = list_dropins(&c, dir);
-        for (int i = 0; i < n; i++) {
-            char path[NAME_CAP + 256];
-            path[0] = '\0';
-            str_cat(path, sizeof path, dir);
-            str_cat(path, sizeof path, "/");
-            str_cat(path, sizeof path, c.scratch->names[i]);
-            /* parse_file reuses the file buffer, not the name list */
-            parse_file(&c, path, false);
-        }
+        parse_dropins(&c, in->conf_dir ? in->conf_dir : SYSCONFDIR "/thpalloc.d");
     }
     for (int k = 0; k < CFG_NKEYS; k++) {
-        const char *v = env_lookup(envp, env_names[k]);
+        const char *v = env_lookup(envp, cfg_keys[k].env);
         if (v)
-            set_key(&c, (enum cfg_key)k, v, 5, CFG_FROM_ENV, env_names[k], 0, "environment", true);
+            set_key(&c, (enum cfg_key)k, v, 5, CFG_FROM_ENV, cfg_keys[k].env, 0, "environment",
+                    true);
     }
     if (c.scratch)
         os_release(c.scratch, sizeof(struct scratch));

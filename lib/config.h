@@ -7,8 +7,10 @@
 #ifndef THPALLOC_CONFIG_H
 #define THPALLOC_CONFIG_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "os.h"
@@ -23,6 +25,19 @@ enum cfg_key {
     CFG_STATS,
     CFG_NKEYS
 };
+
+/* The longest NAME of a [program NAME], [path /EXE] or [unit NAME] section: any path the
+ * kernel can name an executable with. A longer one is reported and applies to nothing. */
+#define CFG_SECTION_NAME_MAX (PATH_MAX - 1)
+
+/* The built-in policy, written here only: the key table (config.c) and the policy the
+ * allocator has before the files are read (arena.c, policy.c) take it from here. */
+#define CFG_DEFAULT_THP THP_MODE_LARGE
+#define CFG_DEFAULT_THP_THRESHOLD ((size_t)2 << 20)
+#define CFG_DEFAULT_ARENA_SIZE ((size_t)64 << 20)
+#define CFG_DEFAULT_PURGE_DELAY_MS 1000L
+#define CFG_DEFAULT_PURGE OS_PURGE_DONTNEED
+#define CFG_DEFAULT_STATS_AT_EXIT false
 
 enum cfg_origin { CFG_FROM_DEFAULT = 0, CFG_FROM_FILE, CFG_FROM_ENV };
 
@@ -45,6 +60,23 @@ struct cfg_settings {
     bool stats_at_exit;
     struct cfg_where where[CFG_NKEYS];
 };
+
+/* The policy's keys, one row each (after mimalloc's options table): everything that knows
+ * a key's name, variable, grammar or default reads it here: the resolver, thpalloc_policy(),
+ * thp-status, and thpalloc-run (through thp-status --check-value). Values are int64_t
+ * between the parser, the formatter and the field of struct cfg_settings. */
+enum cfg_field { CFG_FIELD_MODE, CFG_FIELD_SIZE, CFG_FIELD_MS, CFG_FIELD_PURGE, CFG_FIELD_FLAG };
+struct cfg_key_info {
+    const char *name;                                 /* in the files: "thp_threshold" */
+    const char *env;                                  /* "THPALLOC_THP_THRESHOLD" */
+    bool (*parse)(const char *text, int64_t *v);      /* false on a bad value */
+    void (*format)(int64_t v, char *buf, size_t cap); /* the canonical text: "2M" */
+    int64_t dflt;
+    const char *expect; /* what a good value looks like, for reports */
+    size_t offset;      /* of the field in struct cfg_settings */
+    enum cfg_field field;
+};
+extern const struct cfg_key_info cfg_keys[CFG_NKEYS];
 
 /* What the resolution looks at; every path can be injected (tests, thp-status). */
 struct cfg_inputs {
@@ -71,12 +103,16 @@ void cfg_defaults(struct cfg_settings *s);
 int cfg_resolve(struct cfg_settings *s, const struct cfg_inputs *in, cfg_report_fn report,
                 void *ctx);
 
-/* Value parsers, shared with thp-status and thpalloc-run; false on a bad value. */
+/* The grammars of sizes, times and modes (thpalloc.conf(5)); false on a bad value. */
 bool cfg_parse_size(const char *text, size_t *out);
 bool cfg_parse_time_ms(const char *text, long *out);
 bool cfg_parse_mode(const char *text, enum thp_mode *out);
 
 const char *cfg_key_name(enum cfg_key k);
+/* The key named name (any case), or -1. */
+int cfg_key_lookup(const char *name);
+/* "thp, thp_threshold, ..., stats" into buf. */
+void cfg_key_list(char *buf, size_t cap);
 /* Formats the value of key k in canonical form ("2M", "1s", "never") into buf. */
 void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, size_t cap);
 

@@ -19,18 +19,20 @@ API struct thpalloc_introspect thpalloc_introspect = {
     .version = 1,
     .size = sizeof(struct thpalloc_introspect),
     .active = 2,
-    .thp_mode = THP_MODE_LARGE,
-    .thp_threshold = (size_t)2 << 20,
-    .arena_size = (size_t)64 << 20,
-    .purge_delay_ms = 1000,
+    .thp_mode = CFG_DEFAULT_THP,
+    .thp_threshold = CFG_DEFAULT_THP_THRESHOLD,
+    .arena_size = CFG_DEFAULT_ARENA_SIZE,
+    .purge_delay_ms = CFG_DEFAULT_PURGE_DELAY_MS,
+    .purge = CFG_DEFAULT_PURGE,
 };
 
 /* The policy in force, read by every layer; written once, here, when it is resolved. */
 struct policy policy_in_force = {
-    .thp = {.mode = THP_MODE_LARGE, .threshold = (size_t)2 << 20},
-    .arena_size = (size_t)64 << 20,
-    .purge_delay_ms = 1000,
-    .purge = OS_PURGE_DONTNEED,
+    .thp = {.mode = CFG_DEFAULT_THP, .threshold = CFG_DEFAULT_THP_THRESHOLD},
+    .arena_size = CFG_DEFAULT_ARENA_SIZE,
+    .purge_delay_ms = CFG_DEFAULT_PURGE_DELAY_MS,
+    .purge = CFG_DEFAULT_PURGE,
+    .stats_at_exit = CFG_DEFAULT_STATS_AT_EXIT,
 };
 
 static struct cfg_settings settings;

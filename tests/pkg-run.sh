@@ -148,6 +148,50 @@ ok $? "options but no command: exit 2"
 out=$("$RUN" --help) && case $out in usage:*) true ;; *) false ;; esac
 ok $? "--help: usage on stdout, exit 0"
 
+# The one grammar: thpalloc-run takes a value exactly when the library does. The library's
+# verdict is its own (THPALLOC_VERBOSE names a rejected variable); values near every edge
+# of the size and time grammars, where a second copy of the grammar drifts.
+PROBE=$BUILD/policy-probe
+if [ -x "$PROBE" ]; then
+    while read -r opt var values; do
+        for v in $values; do
+            [ "$v" = "''" ] && v=
+            "$RUN" --library "$LIB" "$opt=$v" true >/dev/null 2>&1
+            run_rc=$?
+            env THPALLOC_CONF=/dev/null/none THPALLOC_VERBOSE=1 "$var=$v" LD_PRELOAD="$LIB" \
+                "$PROBE" policy 2>&1 >/dev/null | grep -q "^thpalloc: $var: bad value"
+            lib_bad=$?
+            [ "$run_rc" -eq 2 ] && [ "$lib_bad" -eq 0 ] || { [ "$run_rc" -eq 0 ] && [ "$lib_bad" -eq 1 ]; }
+            ok $? "$opt '$v': thpalloc-run and the library agree (run rc=$run_rc, library $([ "$lib_bad" -eq 0 ] && echo rejects || echo takes) it)"
+        done
+    done <<'EOF'
+--thp THPALLOC_THP never NeVeR large huge '' 1
+--thp-threshold THPALLOC_THP_THRESHOLD 0 4096 2B 2KiB 2kib 2Mb 1T 16777215T 999999999999999G 00000000000000002M 9223372036854775807 9223372036854775808 18446744073709551616
+--arena-size THPALLOC_ARENA_SIZE 2M 1G 1024M 0M 3M 2G 00000000000000000064M 2097152 2097152B 2048KiB 1T
+--purge-delay THPALLOC_PURGE_DELAY 0 00 0ms 1s 24h 1440m 1441m 0000000001s 86400000ms 86400001ms 1000000001ms 5 never NeVeR 1min 1MIN
+--purge THPALLOC_PURGE free FREE madvise
+EOF
+else
+    ok 0 "# SKIP $PROBE is not built"
+fi
+
+# Without thp-status (a copy of the script alone, its installed checker absent): a value
+# cannot be checked, so it is refused (exit 2, saying why); options without values still run.
+checker=$(sed -n "s/^checker='\(.*\)'\$/\1/p" "$RUN")
+cp "$RUN" "$tmp/thpalloc-run-alone"
+if [ -n "$checker" ] && [ ! -e "$checker" ]; then
+    "$tmp/thpalloc-run-alone" --library "$LIB" --thp never touch "$tmp/ran" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 2 ] && [ "$(cat "$tmp/err")" = "thpalloc-run: cannot check --thp: $checker is missing" ] &&
+        [ ! -e "$tmp/ran" ]
+    ok $? "no thp-status: a value is refused, exit 2 (rc=$rc)"
+    "$tmp/thpalloc-run-alone" --library "$LIB" --verbose true 2>/dev/null
+    ok $? "no thp-status: --verbose alone still runs the command"
+else
+    ok 0 "# SKIP $checker is installed"
+    ok 0 "# SKIP $checker is installed"
+fi
+
 # 127 / 126.
 "$RUN" --library "$LIB" thpalloc-no-such-command-xyz 2>"$tmp/err"
 rc=$?

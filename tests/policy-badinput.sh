@@ -42,6 +42,31 @@ for k in THP THP_THRESHOLD ARENA_SIZE PURGE_DELAY PURGE STATS; do
 done
 check "empty THPALLOC_THP" THPALLOC_THP=
 
+# Section headers inih misread, in a real process. A header without ']': its keys went to
+# [global] (every process got them). A [path] longer than inih's 49 characters: the
+# program at the truncated prefix got it, the real one did not.
+printf '[program policy-probe\nthp = never\n' >"$tmp/header.conf"
+chmod 644 "$tmp/header.conf"
+check "header without ]" THPALLOC_CONF="$tmp/header.conf"
+long=$tmp/a-directory-name-long-enough-for-the-test/policy-probe
+mkdir -p "${long%/*}"
+cp "$probe" "$long"
+prefix=$(printf '%.44s' "$long")
+printf '[path %s]\nthp = never\n' "$long" >"$tmp/long-path.conf"
+chmod 644 "$tmp/long-path.conf"
+pol=$(LD_PRELOAD="$THPALLOC_LIB" THPALLOC_CONF="$tmp/long-path.conf" "$long" policy 2>"$tmp/err")
+case $pol in "thp=never $tmp/long-path.conf:2 [path $long]"*) r=0 ;; *) r=1 ;; esac
+ok $r "a [path] of ${#long} characters applies to its program"
+case $prefix in
+"$tmp"/?*)
+    cp "$probe" "$prefix"
+    pol=$(LD_PRELOAD="$THPALLOC_LIB" THPALLOC_CONF="$tmp/long-path.conf" "$prefix" policy 2>&1 | sed 's/ .*//')
+    [ "$pol" = "$want_policy" ]
+    ok $? "the program at inih's 49-character prefix keeps the defaults"
+    ;;
+*) n=$((n + 1)) && echo "ok $n - the program at the prefix # SKIP $tmp is too long" ;;
+esac
+
 # THPALLOC_VERBOSE=1 says what was rejected, with file:line.
 LD_PRELOAD="$THPALLOC_LIB" THPALLOC_VERBOSE=1 THPALLOC_CONF="$tmp/values.conf" "$probe" policy \
     >/dev/null 2>"$tmp/err"

@@ -51,6 +51,60 @@ R2_FILE=$R2${RC_FILE#"$R"}
 mkdir -p "$(dirname "$R2_FILE")"
 cp "$RC_FILE" "$R2_FILE"
 
+# Section headers inih misread: a [path] longer than its 49 characters (the program at the
+# truncated prefix got the settings), a header without ']' (its keys landed in [global]),
+# and a NAME longer than any path. LONGEXE is a real program, and so is PREFIXEXE: the 44
+# characters of LONGEXE that inih kept after "path ".
+LONGDIR=$SCRATCH/a-directory-name-long-enough-to-pass-inih-limit
+mkdir -p "$LONGDIR"
+LONGEXE=$LONGDIR/prog
+PREFIXEXE=$(printf '%.44s' "$LONGEXE")
+cp /bin/true "$LONGEXE"
+case $PREFIXEXE in "$SCRATCH"/?*) cp /bin/true "$PREFIXEXE" ;; *) PREFIXEXE= ;; esac
+HUGE=/$(head -c 4096 /dev/zero | tr '\0' x)
+HDR=$SCRATCH/headers.conf
+cat >"$HDR" <<EOF
+[global]
+thp = large
+[program redis-server
+thp = always
+[path $LONGEXE]
+thp = never
+[path $HUGE]
+purge = free
+[global]
+stats = exit
+EOF
+chmod 644 "$HDR"
+R3=$SCRATCH/root3
+R3_FILE=$R3${RC_FILE#"$R"}
+mkdir -p "$(dirname "$R3_FILE")"
+cp "$HDR" "$R3_FILE"
+
+# More drop-ins than the resolver sorts at once (64): every one is read, in lexical order,
+# so the lexically last one, the override, is obeyed and checked.
+R4=$SCRATCH/root4
+R4_DIR=$R4${RC_DIR#"$R"}
+mkdir -p "$R4_DIR"
+i=70
+while [ $i -gt 0 ]; do
+    printf '[global]\npurge_delay = %dms\n' $i >"$R4_DIR/$i-drop.conf"
+    i=$((i - 1))
+done
+printf '[global]\nthp = never\nstats = maybe\n' >"$R4_DIR/99-last.conf"
+chmod 644 "$R4_DIR"/*.conf
+
+# The defaults as the key table has them (--explain on an empty root), and as the shipped
+# file and thpalloc.conf(5) write them: "key value" lines, in table order.
+R5=$SCRATCH/root5
+mkdir -p "$R5"
+set -- $TOOLS
+"$1" --root "$R5" --explain x | sed -n 's/^  \([a-z_]*\) *\([^ ]*\) *default$/\1 \2/p' >"$SCRATCH/defaults.table"
+sed -n '/^\[global\]/,/^# Per-service/p' "$TOP_SRCDIR/etc/thpalloc.conf" |
+    sed -n 's/^#\([a-z_]*\) = \(.*\)$/\1 \2/p' >"$SCRATCH/defaults.conf"
+awk '/^\.TP/ { tp = 1; next } tp && /^\.B[RI] [a-z_]+ " = "/ { key = $2 } { tp = 0 }
+    /^Default:/ { d = 1; next } d { print key, $2; d = 0 }' "$TOP_SRCDIR/man/thpalloc.conf.5" >"$SCRATCH/defaults.man"
+
 SHIPPED=$TOP_SRCDIR/etc/thpalloc.conf
 
 for T in $TOOLS; do
@@ -107,6 +161,56 @@ for T in $TOOLS; do
     run "$T" --json --root "$R" --explain myprog
     is "$(json "$OUT" "[(s['key'], s['value'], s.get('line'), s.get('section')) for s in d['explain']['policy']][0]")" \
         "('thp', 'never', 4, 'program myprog')" "$t: --explain --json: value, line, section"
+    # The headers inih misread: named, and their keys apply to nothing.
+    run "$T" --check "$HDR"
+    printf '%s\n' "$HDR:3: section header without a closing ]: its keys are ignored up to the next section" \
+        "$HDR:7: section name longer than 4095 characters: its keys are ignored up to the next section" \
+        "2 problems in 1 file" >"$SCRATCH/want"
+    ok $([ "$RC" -eq 1 ] && cmp -s "$OUT" "$SCRATCH/want"; echo $?) \
+        "$t: --check names a header without ] and a NAME over 4095 characters (rc $RC)"
+    cmp -s "$OUT" "$SCRATCH/want" || diff "$SCRATCH/want" "$OUT" | sed 's/^/#   /'
+    run "$T" --root "$R3" --explain "$LONGEXE"
+    ok $(grep -qE "^  thp +never +$R3_FILE:6 \[path $LONGEXE\]\$" "$OUT" \
+        && grep -qE "^  stats +exit +$R3_FILE:10 \[global\]\$" "$OUT"; echo $?) \
+        "$t: a [path] of ${#LONGEXE} characters applies to its program"
+    if [ -n "$PREFIXEXE" ]; then
+        run "$T" --root "$R3" --explain "$PREFIXEXE"
+        ok $(grep -qE "^  thp +large +$R3_FILE:2 \[global\]\$" "$OUT" \
+            && grep -qE "^  purge +dontneed +default\$" "$OUT"; echo $?) \
+            "$t: the program at inih's 49-character prefix does not get those settings"
+    else
+        skip "$t: the program at inih's 49-character prefix" "scratch path too long"
+    fi
+    run "$T" --root "$R3" --explain redis-server
+    ok $(grep -qE "^  thp +large +$R3_FILE:2 \[global\]\$" "$OUT"; echo $?) \
+        "$t: keys below a header without ] land nowhere (not in [global])"
+    run "$T" --root "$R4" --check
+    ok $([ "$RC" -eq 1 ] && [ "$(sed -n 1p "$OUT")" = "$R4_DIR/99-last.conf:3: bad value \"maybe\" for stats: expected no or exit" ] \
+        && [ "$(wc -l <"$OUT")" -eq 2 ]; echo $?) "$t: --check reads all 71 drop-ins (rc $RC)"
+    run "$T" --root "$R4" --explain other
+    ok $(grep -qE "^  thp +never +$R4_DIR/99-last.conf:2 \[global\]\$" "$OUT" \
+        && grep -qE "^  purge_delay +9ms +$R4_DIR/9-drop.conf:2 \[global\]\$" "$OUT"; echo $?) \
+        "$t: the lexically last drop-ins win"
+    # --check-value: one value as the library reads it (thpalloc-run's check).
+    run "$T" --check-value thp=never
+    is "$RC $(cat "$OUT")" "0 THPALLOC_THP=never" "$t: --check-value thp=never: the assignment, exit 0"
+    run "$T" --check-value ARENA_SIZE=64m
+    is "$RC $(cat "$OUT")" "0 THPALLOC_ARENA_SIZE=64m" "$t: --check-value: keys in any case, the value as given"
+    run "$T" --check-value arena_size=3M
+    is "$RC $(cat "$OUT")" "1 bad value \"3M\" for arena_size: expected a multiple of 2M from 2M to 1G, such as 64M" \
+        "$t: --check-value arena_size=3M: the resolver's message, exit 1"
+    run "$T" --check-value purge_delay=
+    is "$RC $(cat "$OUT")" "1 bad value \"\" for purge_delay: expected 0, a time with a unit (10ms, 1s, 5m; at most 24h) or never" \
+        "$t: --check-value with an empty value: exit 1"
+    run "$T" --check-value colour=blue
+    is "$RC $(head -n 1 "$ERR")" "2 thp-status: --check-value: expected KEY=VALUE, KEY one of thp, thp_threshold, arena_size, purge_delay, purge, stats: 'colour=blue'" \
+        "$t: --check-value of an unknown key: usage error, exit 2"
+    run "$T" --check-value thp=never --json
+    ok $([ "$RC" -eq 2 ]; echo $?) "$t: --check-value takes no other option (rc $RC)"
     sanitizer_clean "$t"
 done
+ok $([ "$(wc -l <"$SCRATCH/defaults.table")" -eq 6 ] && cmp -s "$SCRATCH/defaults.table" "$SCRATCH/defaults.conf"; echo $?) \
+    "the shipped etc/thpalloc.conf shows every key at the table's default"
+ok $(cmp -s "$SCRATCH/defaults.table" "$SCRATCH/defaults.man"; echo $?) \
+    "thpalloc.conf(5) gives every key the table's default"
 done_testing

@@ -157,6 +157,51 @@ static void test_dropins(void)
     tap_ok(n == 0, "a missing system file is not a problem (the config is optional)");
 }
 
+/* The order in which files report problems, for test_many_dropins. */
+static char last_file[512];
+static int files_seen, files_out_of_order;
+
+static void order(void *ctx, const char *file, int line, const char *msg)
+{
+    (void)ctx, (void)line, (void)msg;
+    if (strcmp(file, last_file) <= 0)
+        files_out_of_order++;
+    snprintf(last_file, sizeof last_file, "%s", file);
+    files_seen++;
+}
+
+/* More drop-ins than the resolver sorts at once: only the first 64 names in directory
+ * order used to be read, so the lexically last file (the administrator's override) could be
+ * ignored. Created in descending order, so that directory order is not lexical order. */
+static void test_many_dropins(void)
+{
+    enum { N = 200 };
+    char d[512], name[64], text[64];
+    snprintf(d, sizeof d, "%s/many.d", dir);
+    mkdir(d, 0755);
+    for (int i = N - 1; i >= 0; i--) {
+        snprintf(name, sizeof name, "many.d/%03d-x.conf", i);
+        snprintf(text, sizeof text, "purge_delay = %dms\nstats = bad%d\n", i + 1, i);
+        write_file(name, text, 0644);
+    }
+    struct cfg_inputs in;
+    memset(&in, 0, sizeof in);
+    in.conf_file = "/nonexistent/main.conf";
+    in.conf_dir = d;
+    in.program = "x";
+    in.ruid = getuid();
+    struct cfg_settings s;
+    last_file[0] = '\0';
+    files_seen = files_out_of_order = 0;
+    int n = cfg_resolve(&s, &in, order, NULL);
+    tap_ok(n == N && files_seen == N && files_out_of_order == 0,
+           "all %d drop-ins are read, in lexical order (%d read, %d out of order)", N, files_seen,
+           files_out_of_order);
+    tap_ok(s.purge_delay_ms == N && strstr(s.where[CFG_PURGE_DELAY].file, "/199-x.conf"),
+           "the lexically last drop-in wins (%ld ms from %s)", s.purge_delay_ms,
+           s.where[CFG_PURGE_DELAY].file);
+}
+
 static void test_bad_values(void)
 {
     const char *conf = write_file("bad.conf",
@@ -267,6 +312,126 @@ static void test_bad_files(void)
     }
 }
 
+/* Section headers inih would misread: a NAME longer than inih's 49 characters (it kept the
+ * prefix, so a program at that prefix got the settings and the real one did not), a header
+ * without ']' (its keys went to the previous section, [global] here), an inline comment
+ * inside the brackets, text after ']'. Each is named; keys below a bad header apply to
+ * nothing up to the next good header. */
+static void test_sections(void)
+{
+    char exe[128];
+    strcpy(exe, "/opt");
+    while (strlen(exe) < 80)
+        strcat(exe, "/a-fairly-long-directory-name");
+    strcat(exe, "/prog");
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%.44s", exe); /* "path " + 44 = inih's 49 */
+    static char text[16384];
+    snprintf(text, sizeof text,
+             "[global]\n"                        /* 1 */
+             "thp = large\n"                     /* 2 */
+             "[path %s]\n"                       /* 3 */
+             "thp = never\n"                     /* 4 */
+             "[program redis-server\n"           /* 5 */
+             "thp = always\n"                    /* 6 */
+             "[program redis-server ;note]\n"    /* 7 */
+             "purge = free\n"                    /* 8 */
+             "[program redis-server] trailing\n" /* 9 */
+             "stats = exit\n"                    /* 10 */
+             "[global]\n"                        /* 11 */
+             "purge_delay = 10ms\n",             /* 12 */
+             exe);
+    const char *conf = write_file("sections.conf", text, 0644);
+    const char *files[] = {conf, NULL};
+    struct cfg_settings s;
+
+    int n = resolve(&s, files, exe, NULL, NULL, false);
+    char label[sizeof s.where[0].section];
+    snprintf(label, sizeof label, "path %s", exe);
+    tap_ok(s.thp == THP_MODE_NEVER && s.where[CFG_THP].line == 4 &&
+               strcmp(s.where[CFG_THP].section, label) == 0,
+           "a [path] of %zu characters applies to its executable", strlen(exe));
+    tap_ok(n == 3, "three bad headers, three problems (got %d)", n);
+    char want[600];
+    snprintf(want, sizeof want,
+             "%s:5: section header without a closing ]: its keys are ignored up to the next "
+             "section\n"
+             "%s:7: unknown section [program redis-server ;note]: expected [global], [program "
+             "NAME], [path /EXE] or [unit NAME]\n"
+             "%s:9: text after the closing ] of a section header: its keys are ignored up to "
+             "the next section\n",
+             conf, conf, conf);
+    tap_ok(strcmp(reports, want) == 0, "each bad header is named with file:line");
+    if (strcmp(reports, want) != 0)
+        printf("# got:\n%s# want:\n%s", reports, want);
+
+    resolve(&s, files, prefix, NULL, NULL, false);
+    tap_ok(s.thp == THP_MODE_LARGE && s.where[CFG_THP].line == 2,
+           "the program at inih's 49-character prefix does not get the [path] settings");
+
+    n = resolve(&s, files, "/usr/bin/redis-server", NULL, NULL, false);
+    tap_ok(s.thp == THP_MODE_LARGE && s.where[CFG_THP].line == 2 && s.purge == OS_PURGE_DONTNEED &&
+               !s.stats_at_exit,
+           "keys under a bad header apply to nothing, not to [global] or [program]");
+    tap_ok(s.purge_delay_ms == 10 && s.where[CFG_PURGE_DELAY].line == 12,
+           "the next good header is obeyed again");
+
+    /* The longest NAME a path can have is accepted; one character more is not. */
+    char longest[CFG_SECTION_NAME_MAX + 2];
+    memset(longest, 'x', sizeof longest);
+    longest[0] = '/';
+    longest[CFG_SECTION_NAME_MAX] = '\0';
+    static char text2[3 * CFG_SECTION_NAME_MAX];
+    snprintf(text2, sizeof text2, "[path %s]\nthp = never\n[path %sx]\nthp = always\n", longest,
+             longest);
+    const char *conf2 = write_file("longest.conf", text2, 0644);
+    const char *files2[] = {conf2, NULL};
+    n = resolve(&s, files2, longest, NULL, NULL, false);
+    snprintf(want, sizeof want,
+             "%s:3: section name longer than %d characters: its keys are ignored up to the next "
+             "section\n",
+             conf2, CFG_SECTION_NAME_MAX);
+    const char *l = s.where[CFG_THP].section;
+    tap_ok(n == 1 && s.thp == THP_MODE_NEVER && strcmp(reports, want) == 0,
+           "a NAME of %d characters applies; one more is named and applies to nothing",
+           CFG_SECTION_NAME_MAX);
+    tap_ok(strncmp(l, "path /xxx", 9) == 0 && strstr(l, "xxx...xxx") &&
+               strlen(l) == sizeof s.where[0].section - 1,
+           "its label is elided in the middle (%s)", l);
+}
+
+/* The key table: each variable is THPALLOC_ and the key in upper case, each default is
+ * what cfg_defaults gives, and each default's canonical text reads back as itself. */
+static void test_key_table(void)
+{
+    struct cfg_settings s;
+    cfg_defaults(&s);
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        const struct cfg_key_info *ki = &cfg_keys[k];
+        char env[64] = "THPALLOC_", upper[32], text[64], again[64];
+        size_t i;
+        for (i = 0; ki->name[i] && i < sizeof upper - 1; i++)
+            upper[i] =
+                (char)(ki->name[i] >= 'a' && ki->name[i] <= 'z' ? ki->name[i] - 32 : ki->name[i]);
+        upper[i] = '\0';
+        strcat(env, upper);
+        ki->format(ki->dflt, text, sizeof text);
+        int64_t v = -2;
+        cfg_format_value(&s, (enum cfg_key)k, again, sizeof again);
+        tap_ok(strcmp(ki->env, env) == 0 && cfg_key_lookup(upper) == k &&
+                   strcmp(cfg_key_name((enum cfg_key)k), ki->name) == 0,
+               "%s: variable %s, found in any case", ki->name, ki->env);
+        tap_ok(ki->parse(text, &v) && v == ki->dflt && strcmp(text, again) == 0 &&
+                   s.where[k].origin == CFG_FROM_DEFAULT,
+               "%s: default %s reads back, and is cfg_defaults' value", ki->name, text);
+    }
+    tap_ok(cfg_key_lookup("colour") == -1, "an unknown key is not found");
+    char list[128];
+    cfg_key_list(list, sizeof list);
+    tap_ok(strcmp(list, "thp, thp_threshold, arena_size, purge_delay, purge, stats") == 0,
+           "the key list (%s)", list);
+}
+
 static void test_cgroup(void)
 {
     static const struct {
@@ -327,10 +492,13 @@ int main(void)
     chmod(dir, 0755);
     test_precedence();
     test_dropins();
+    test_many_dropins();
     test_bad_values();
     test_bad_files();
+    test_sections();
     test_cgroup();
     test_parsers();
+    test_key_table();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -252,3 +252,49 @@ int ts_explain(const char *program, const char *unit, bool with_env)
     ts_problems_free(&probs);
     return 0;
 }
+
+/* --check-value KEY=VALUE: VALUE read as the library reads THPALLOC_<KEY>, by the resolver
+ * itself, so that thpalloc-run's options follow the one grammar. Prints the assignment
+ * (exit 0) or the problem (exit 1); a KEY that is no key is a usage error (exit 2). */
+int ts_check_value(const char *assignment)
+{
+    const char *eq = strchr(assignment, '=');
+    char *name = strndup(assignment, eq ? (size_t)(eq - assignment) : strlen(assignment));
+    int k = name ? cfg_key_lookup(name) : -1;
+    free(name);
+    if (!eq || k < 0) {
+        char keys[128];
+        cfg_key_list(keys, sizeof keys);
+        fprintf(stderr,
+                "thp-status: --check-value: expected KEY=VALUE, KEY one of %s: '%s'\n"
+                "Try 'thp-status --help' for more information.\n",
+                keys, assignment);
+        return 2;
+    }
+    char *env = NULL;
+    if (asprintf(&env, "%s=%s", cfg_keys[k].env, eq + 1) < 0) {
+        fprintf(stderr, "thp-status: out of memory\n");
+        return 1;
+    }
+    char *envp[] = {env, NULL};
+    const char *no_files[] = {NULL};
+    struct cfg_inputs in = {
+        .files = no_files,
+        .exe = "",
+        .program = "",
+        .unit = "",
+        .envp = envp,
+        .check_all = true,
+    };
+    struct cfg_settings s;
+    struct ts_problems probs = {0};
+    cfg_resolve(&s, &in, ts_problems_add, &probs);
+    int rc = probs.n ? 1 : 0;
+    for (size_t i = 0; i < probs.n; i++)
+        printf("%s\n", probs.v[i].msg);
+    if (!probs.n)
+        printf("%s\n", env);
+    ts_problems_free(&probs);
+    free(env);
+    return rc;
+}

@@ -19,6 +19,7 @@ static void usage(FILE *out)
           " thp-status [options] --check [FILE...]    validate the thpalloc configuration\n"
           " thp-status [options] --explain PROGRAM [--unit UNIT]\n"
           "                                           the policy PROGRAM would get\n"
+          " thp-status --check-value KEY=VALUE        check one value (thpalloc-run does)\n"
           "\nShow what transparent huge pages do on this system and in each process,\n"
           "and what thpalloc does and why.\n"
           "\nOptions:\n"
@@ -26,6 +27,9 @@ static void usage(FILE *out)
           " -c, --check            validate the configuration (default: the system's)\n"
           " -e, --explain PROGRAM  the policy PROGRAM (a name or a path) would get\n"
           " -u, --unit UNIT        with --explain: as if running in systemd unit UNIT\n"
+          "     --check-value KEY=VALUE\n"
+          "                        VALUE as the library reads THPALLOC_KEY: prints that\n"
+          "                        assignment (exit 0) or what is wrong (exit 1)\n"
           "     --environment      with --explain: apply this shell's THPALLOC_* variables\n"
           " -j, --json             JSON output (schema \"" TS_SCHEMA "\", see thp-status(8))\n"
           " -p, --prometheus       Prometheus text format (system view and --all)\n"
@@ -46,7 +50,7 @@ static void bad_usage(const char *fmt, const char *arg)
     exit(2);
 }
 
-enum { OPT_ENV = 256 };
+enum { OPT_ENV = 256, OPT_CHECK_VALUE };
 
 int main(int argc, char **argv)
 {
@@ -59,6 +63,7 @@ int main(int argc, char **argv)
         {"explain", required_argument, NULL, 'e'},
         {"unit", required_argument, NULL, 'u'},
         {"environment", no_argument, NULL, OPT_ENV},
+        {"check-value", required_argument, NULL, OPT_CHECK_VALUE},
         {"json", no_argument, NULL, 'j'},
         {"prometheus", no_argument, NULL, 'p'},
         {"root", required_argument, NULL, 'r'},
@@ -68,7 +73,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     bool all = false, check = false, with_env = false, json = false, prom = false;
-    const char *explain = NULL, *unit = NULL;
+    const char *explain = NULL, *unit = NULL, *check_value = NULL;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+ace:u:jpr:vhV", longopts, NULL)) != -1) {
@@ -87,6 +92,9 @@ int main(int argc, char **argv)
             break;
         case OPT_ENV:
             with_env = true;
+            break;
+        case OPT_CHECK_VALUE:
+            check_value = optarg;
             break;
         case 'j':
             json = true;
@@ -120,9 +128,11 @@ int main(int argc, char **argv)
     int nargs = argc - optind;
     char **args = argv + optind;
 
-    int modes = all + check + (explain != NULL);
+    int modes = all + check + (explain != NULL) + (check_value != NULL);
     if (modes > 1)
-        bad_usage("%s", "--all, --check and --explain cannot be combined");
+        bad_usage("%s", "--all, --check, --check-value and --explain cannot be combined");
+    if (check_value && (json || prom || nargs > 0 || ts_opt.root[0]))
+        bad_usage("%s", "--check-value takes no other option or argument");
     if (json && prom)
         bad_usage("%s", "--json and --prometheus cannot be combined");
     if ((unit || with_env) && !explain)
@@ -147,7 +157,9 @@ int main(int argc, char **argv)
     ts_opt.format = json ? TS_JSON : prom ? TS_PROM : TS_TEXT;
 
     int rc;
-    if (check)
+    if (check_value)
+        rc = ts_check_value(check_value);
+    else if (check)
         rc = ts_check(args, nargs);
     else if (explain)
         rc = ts_explain(explain, unit, with_env);

@@ -99,6 +99,7 @@ void ts_where_text(const struct cfg_where *w, char *buf, size_t cap);
 
 int ts_check(char **files, int nfiles);
 int ts_explain(const char *program, const char *unit, bool with_env);
+int ts_check_value(const char *assignment);
 
 /* ---- system view --------------------------------------------------------------------- */
 
