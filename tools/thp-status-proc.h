@@ -1,5 +1,5 @@
 /* thp-status: what the process view reads about one process (thp-status-proc.c) and
- * prints (thp-status-procview.c). */
+ * prints (thp-status-procview.c, and thp-status-all.c for --all). */
 #ifndef THP_STATUS_PROC_H
 #define THP_STATUS_PROC_H
 
@@ -65,5 +65,7 @@ struct proc {
 void proc_collect(struct proc *p, pid_t pid, bool full);
 void proc_free(struct proc *p);
 bool proc_permission_denied(const struct proc *p);
+/* One process as a JSON object (full: with its policy, as in the PID view). */
+void proc_json(const struct proc *p, bool full);
 
 #endif

@@ -229,8 +229,10 @@ static void read_preload(struct sysview *v)
     free(t);
 }
 
-static void warn(struct sysview *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(struct sysview *v, const char *fmt, ...)
+/* Not warn(): <err.h> has one. */
+static void add_warning(struct sysview *v, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_warning(struct sysview *v, const char *fmt, ...)
 {
     if (v->nwarn >= 16)
         return;
@@ -244,48 +246,50 @@ static void warnings(struct sysview *v)
 {
     const char *en = v->top[0].val, *df = v->top[1].val, *sh = v->top[2].val;
     if (!v->thp_present) {
-        warn(v,
-             "this kernel has no transparent huge pages (%s missing): thpalloc's THP policy "
-             "has no effect",
-             THP_DIR);
+        add_warning(v,
+                    "this kernel has no transparent huge pages (%s missing): thpalloc's THP policy "
+                    "has no effect",
+                    THP_DIR);
         return;
     }
     if (strcmp(df, "always") == 0 && strcmp(en, "never") != 0)
-        warn(v, "defrag = always: every huge-page fault may stall in direct reclaim and "
-                "compaction (latency spikes); defer+madvise or madvise is the usual choice");
+        add_warning(v, "defrag = always: every huge-page fault may stall in direct reclaim and "
+                       "compaction (latency spikes); defer+madvise or madvise is the usual choice");
     uint64_t mpn = strtoull(v->khp[1].val, NULL, 10);
     if (strcmp(en, "always") == 0 && v->khp[1].present && mpn >= 511)
-        warn(v,
-             "max_ptes_none = %" PRIu64 " with enabled = always: khugepaged re-inflates "
-             "memory that allocators purged (a 2 MiB page from a single touched 4 KiB "
-             "page); lower it (e.g. 64) or use enabled = madvise",
-             mpn);
+        add_warning(v,
+                    "max_ptes_none = %" PRIu64 " with enabled = always: khugepaged re-inflates "
+                    "memory that allocators purged (a 2 MiB page from a single touched 4 KiB "
+                    "page); lower it (e.g. 64) or use enabled = madvise",
+                    mpn);
     if (strcmp(en, "never") == 0 && (v->pol.thp == THP_MODE_LARGE || v->pol.thp == THP_MODE_ALWAYS))
-        warn(v,
-             "enabled = never: thpalloc's thp = %s gets no huge pages (MADV_HUGEPAGE is "
-             "ignored); set enabled to madvise to let it work",
-             thp_mode_name(v->pol.thp));
+        add_warning(v,
+                    "enabled = never: thpalloc's thp = %s gets no huge pages (MADV_HUGEPAGE is "
+                    "ignored); set enabled to madvise to let it work",
+                    thp_mode_name(v->pol.thp));
     if (strcmp(sh, "force") == 0)
-        warn(v, "shmem_enabled = force: every shmem/tmpfs mapping uses huge pages (a testing "
-                "setting)");
+        add_warning(v,
+                    "shmem_enabled = force: every shmem/tmpfs mapping uses huge pages (a testing "
+                    "setting)");
     if (v->fallback_rate > 0.10)
-        warn(v,
-             "%.1f %% of huge-page faults fell back to 4 KiB pages: memory is fragmented "
-             "or the memory cgroup is at its limit",
-             v->fallback_rate * 100);
+        add_warning(v,
+                    "%.1f %% of huge-page faults fell back to 4 KiB pages: memory is fragmented "
+                    "or the memory cgroup is at its limit",
+                    v->fallback_rate * 100);
     if (v->preload_entry[0] && !v->preload_entry_exists)
-        warn(v,
-             "%s names %s, which does not exist: every program prints an error at start "
-             "(reinstall thpalloc-preload or remove the entry)",
-             v->preload_path, v->preload_entry);
+        add_warning(v,
+                    "%s names %s, which does not exist: every program prints an error at start "
+                    "(reinstall thpalloc-preload or remove the entry)",
+                    v->preload_path, v->preload_entry);
     if (v->preload_err == 0 && (v->preload_mode & 0044) != 0044)
-        warn(v,
-             "%s has mode %04o: non-root programs cannot read it, so they run without "
-             "the preloaded libraries (chmod 0644)",
-             v->preload_path, (unsigned)v->preload_mode);
+        add_warning(v,
+                    "%s has mode %04o: non-root programs cannot read it, so they run without "
+                    "the preloaded libraries (chmod 0644)",
+                    v->preload_path, (unsigned)v->preload_mode);
     if (v->policy_problems)
-        warn(v, "the configuration has %zu problem%s (ignored settings): run thp-status --check",
-             v->policy_problems, v->policy_problems == 1 ? "" : "s");
+        add_warning(
+            v, "the configuration has %zu problem%s (ignored settings): run thp-status --check",
+            v->policy_problems, v->policy_problems == 1 ? "" : "s");
 }
 
 static void read_overcommit(struct sysview *v)

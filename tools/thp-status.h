@@ -4,7 +4,8 @@
  *   thp-status-util.c    reading /proc and /sys, JSON and Prometheus writers, formatting
  *   thp-status-system.c  the system view (sysfs, meminfo, vmstat, ld.so.preload, policy)
  *   thp-status-proc.c    reading one process (smaps, ELF .dynsym, process_vm_readv, policy)
- *   thp-status-procview.c  the process view and --all: text, JSON, Prometheus
+ *   thp-status-procview.c  the process view: text, JSON
+ *   thp-status-all.c     --all: collection, then text, JSON, Prometheus
  *   thp-status-policy.c  --check, --explain and the policy tables shared by the views
  *   thp-status-caps.c    libcap: keep only what reading other processes needs
  */

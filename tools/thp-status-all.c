@@ -1,0 +1,237 @@
+/* thp-status --all: every process, read by thp-status-proc.c (collection), then one of
+ * three renderers: the text table, JSON, Prometheus. */
+#include "thp-status-proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* What --all collected: the processes shown (sorted) and the counts of the rest. */
+struct all {
+    struct proc *v;
+    size_t n;
+    unsigned unreadable, vanished, kthreads, total;
+};
+
+static int cmp_huge(const void *a, const void *b)
+{
+    const struct proc *x = a, *y = b;
+    if (x->huge_kb != y->huge_kb)
+        return x->huge_kb > y->huge_kb ? -1 : 1;
+    if (x->rss_kb != y->rss_kb)
+        return x->rss_kb > y->rss_kb ? -1 : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static int all_collect(struct all *a)
+{
+    memset(a, 0, sizeof *a);
+    DIR *d = opendir("/proc");
+    if (!d) {
+        fprintf(stderr, "thp-status: /proc: %s\n", strerror(errno));
+        return 1;
+    }
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        if (a->n == cap) {
+            size_t nc = cap ? cap * 2 : 256;
+            struct proc *nv = realloc(a->v, nc * sizeof *nv);
+            if (!nv)
+                break;
+            a->v = nv;
+            cap = nc;
+        }
+        struct proc *p = &a->v[a->n];
+        proc_collect(p, (pid_t)pid, false);
+        if (p->dirfd >= 0) {
+            close(p->dirfd);
+            p->dirfd = -1;
+        }
+        if (!p->exists)
+            continue;
+        if (p->kthread) {
+            a->kthreads++;
+            proc_free(p);
+            continue;
+        }
+        a->total++;
+        if (p->vanished && !p->rollup_ok) {
+            a->vanished++;
+            proc_free(p);
+            continue;
+        }
+        if (!p->rollup_ok || proc_permission_denied(p))
+            a->unreadable++;
+        a->n++;
+    }
+    closedir(d);
+    if (a->n > 1)
+        qsort(a->v, a->n, sizeof *a->v, cmp_huge);
+    return 0;
+}
+
+/* ---- text ------------------------------------------------------------------------------ */
+
+static void user_name(uid_t uid, char *buf, size_t cap)
+{
+    struct passwd *pw = getpwuid(uid);
+    if (pw && strlen(pw->pw_name) < 9)
+        snprintf(buf, cap, "%s", pw->pw_name);
+    else
+        snprintf(buf, cap, "%u", (unsigned)uid);
+}
+
+static void mib(uint64_t kb, char *buf, size_t cap)
+{
+    if (kb >= 10 * 1024 * 1024)
+        snprintf(buf, cap, "%.1fG", (double)kb / (1024.0 * 1024));
+    else
+        snprintf(buf, cap, "%.1fM", (double)kb / 1024.0);
+}
+
+static void all_text(const struct all *a)
+{
+    printf("%7s %-8s %-15s %9s %9s %9s %-4s %9s\n", "PID", "USER", "COMMAND", "RSS", "ANON", "HUGE",
+           "THPA", "ARENAHUGE");
+    unsigned shown = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct proc *p = &a->v[i];
+        if (!p->rollup_ok)
+            continue;
+        char user[16], rss[16], anon[16], huge[16], ah[16];
+        user_name(p->ruid, user, sizeof user);
+        mib(p->rss_kb, rss, sizeof rss);
+        mib(p->anon_kb, anon, sizeof anon);
+        mib(p->huge_kb, huge, sizeof huge);
+        if (p->attr_ok)
+            mib(p->in.huge_kb, ah, sizeof ah);
+        else
+            snprintf(ah, sizeof ah, "-");
+        printf("%7d %-8s %-15.15s %9s %9s %9s %-4s %9s\n", (int)p->pid, user, p->name, rss, anon,
+               huge,
+               !p->maps_ok ? "?"
+               : p->loaded ? "yes"
+                           : "no",
+               ah);
+        shown++;
+    }
+    /* One fact a line, so that the table stays within a terminal's width. */
+    printf("%u processes shown\n", shown);
+    if (a->unreadable)
+        printf("%u could not be read (permission denied: run as root or with "
+               "CAP_SYS_PTRACE)\n",
+               a->unreadable);
+    if (a->vanished)
+        printf("%u exited while being read\n", a->vanished);
+    if (ts_opt.verbose && a->unreadable) {
+        printf("unreadable:");
+        for (size_t i = 0; i < a->n; i++)
+            if (!a->v[i].rollup_ok || proc_permission_denied(&a->v[i]))
+                printf(" %d(%s)", (int)a->v[i].pid, a->v[i].name);
+        printf("\n");
+    }
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static void all_json(const struct all *a)
+{
+    j_obj(NULL);
+    j_str("schema", TS_SCHEMA);
+    j_arr("processes");
+    for (size_t i = 0; i < a->n; i++)
+        proc_json(&a->v[i], false);
+    j_end();
+    j_int("total", a->total);
+    j_int("unreadable", a->unreadable);
+    j_int("exited_during_read", a->vanished);
+    j_int("kernel_threads", a->kthreads);
+    j_end();
+    j_finish();
+}
+
+/* ---- Prometheus ------------------------------------------------------------------------ */
+
+/* The figure of --all's Prometheus family `field` for p, in kB: false where p lacks it. */
+static bool prom_field(const struct proc *p, int field, uint64_t *kb)
+{
+    if (!p->rollup_ok || (field >= 3 && field <= 6 && !p->attr_ok) || (field == 7 && !p->space_ok))
+        return false;
+    const uint64_t v[] = {p->rss_kb,     p->anon_kb,    p->huge_kb,       p->in.rss_kb,
+                          p->in.huge_kb, p->in.size_kb, p->in.charged_kb, p->charged_kb};
+    *kb = v[field];
+    return true;
+}
+
+static void all_prom(const struct all *a)
+{
+    static const struct {
+        const char *name, *help;
+        int field;
+    } fam[] = {
+        {"thp_process_rss_bytes", "Resident memory of the process (smaps_rollup Rss).", 0},
+        {"thp_process_anon_bytes", "Anonymous memory (smaps_rollup Anonymous).", 1},
+        {"thp_process_anon_huge_bytes", "Anonymous huge pages (smaps_rollup AnonHugePages).", 2},
+        {"thp_process_thpalloc_arena_rss_bytes", "Resident memory in thpalloc's arenas.", 3},
+        {"thp_process_thpalloc_arena_huge_bytes", "Huge pages in thpalloc's arenas.", 4},
+        {"thp_process_thpalloc_arena_reserved_bytes",
+         "Address space of thpalloc's arenas (smaps Size).", 5},
+        {"thp_process_thpalloc_arena_charged_bytes",
+         "Part of thpalloc's arenas charged to the commit limit (VmFlags ac).", 6},
+        {"thp_process_charged_bytes",
+         "Address space of the process charged to the commit limit (VmFlags ac), "
+         "where smaps was read.",
+         7},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        for (size_t i = 0; i < a->n; i++) {
+            const struct proc *p = &a->v[i];
+            uint64_t kb;
+            if (!prom_field(p, fam[f].field, &kb))
+                continue;
+            char pid[16];
+            snprintf(pid, sizeof pid, "%d", (int)p->pid);
+            p_family(fam[f].name, "gauge", fam[f].help);
+            p_sample(fam[f].name, (double)kb * 1024, "pid", pid, "comm", p->name, NULL);
+        }
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        const struct proc *p = &a->v[i];
+        if (!p->maps_ok)
+            continue;
+        char pid[16];
+        snprintf(pid, sizeof pid, "%d", (int)p->pid);
+        p_family("thp_process_thpalloc_loaded", "gauge", "1 when libthpalloc is mapped.");
+        p_sample("thp_process_thpalloc_loaded", p->loaded, "pid", pid, "comm", p->name, NULL);
+    }
+    p_family("thp_processes", "gauge", "Processes seen (not kernel threads).");
+    p_sample("thp_processes", a->total, NULL);
+    p_family("thp_processes_unreadable", "gauge",
+             "Processes whose memory could not be read (permission).");
+    p_sample("thp_processes_unreadable", a->unreadable, NULL);
+}
+
+int ts_all(void)
+{
+    struct all a;
+    if (all_collect(&a) != 0)
+        return 1;
+    if (ts_opt.format == TS_JSON)
+        all_json(&a);
+    else if (ts_opt.format == TS_PROM)
+        all_prom(&a);
+    else
+        all_text(&a);
+    for (size_t i = 0; i < a.n; i++)
+        proc_free(&a.v[i]);
+    free(a.v);
+    return 0;
+}
