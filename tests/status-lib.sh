@@ -89,13 +89,14 @@ meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 rollup() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/smaps_rollup"; }
 
-# start_holder [N] [ENV...]: a status-holder under thpalloc; sets HOLDER_PID, HOLDER_OUT.
+# start_holder [N] [ENV...]: a status-holder under thpalloc ($HOLDER_PRELOAD when set, else
+# $THPALLOC_LIB); sets HOLDER_PID, HOLDER_OUT.
 start_holder() {
     n=${1:-4}
     shift || true
     HOLDER_SEQ=$((${HOLDER_SEQ:-0} + 1))
     HOLDER_OUT=$SCRATCH/holder.$HOLDER_SEQ
-    env "$@" LD_PRELOAD="$THPALLOC_LIB" "$HOLDER" "$n" >"$HOLDER_OUT" 2>&1 &
+    env "$@" LD_PRELOAD="${HOLDER_PRELOAD:-$THPALLOC_LIB}" "$HOLDER" "$n" >"$HOLDER_OUT" 2>&1 &
     HOLDER_PID=$!
     CLEANUP_PIDS="$CLEANUP_PIDS $HOLDER_PID"
     i=0

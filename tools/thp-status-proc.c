@@ -25,7 +25,9 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -301,42 +303,70 @@ static uint64_t elf_symbol_offset(int fd, const char *name, char *msg, size_t ca
     return result;
 }
 
+/* The same file as the one in maps: the inode, and the device unless the file system shows
+ * another one to stat than to maps (btrfs subvolumes, overlayfs). */
+static bool same_file(const struct proc *p, int fd, const struct stat *st)
+{
+    if (st->st_ino != p->lib_ino)
+        return false;
+    struct statfs sf;
+    return st->st_dev == p->lib_dev ||
+           (fstatfs(fd, &sf) == 0 &&
+            (sf.f_type == BTRFS_SUPER_MAGIC || sf.f_type == OVERLAYFS_SUPER_MAGIC));
+}
+
+/* The file the process mapped, found by its path in maps (through the process's root, for
+ * another mount namespace, then through ours) and opened only if it is still that file:
+ * its owner may have put a FIFO, a link to a device or another file there since. */
 static int open_library(struct proc *p)
 {
-    /* The file the process mapped: through its root (another mount namespace, a file
-     * replaced by an upgrade is still the right inode there only if not deleted), else our
-     * own view of the path. The inode is checked against maps. */
-    char path[PATH_MAX + 16];
-    const char *lp = p->lib_path;
     char clean[PATH_MAX];
-    snprintf(clean, sizeof clean, "%s", lp);
+    snprintf(clean, sizeof clean, "%s", p->lib_path);
     char *del = strstr(clean, " (deleted)");
     if (del)
         *del = '\0';
-    snprintf(path, sizeof path, "root%s", clean);
-    int fd = openat(p->dirfd, path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        fd = open(clean, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && (st.st_ino != p->lib_ino)) {
-        /* Replaced since the process loaded it: the symbol may have moved. The magic
-         * number read below still guards against reading the wrong bytes. */
-        snprintf(p->intro_msg, sizeof p->intro_msg,
-                 "the library file was replaced since the process loaded it");
+    int roots[2] = {openat(p->dirfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC),
+                    open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)};
+    const char *why = NULL; /* what is at the path instead, or why it cannot be opened */
+    bool replaced = false;
+    int fd = -1;
+    for (int i = 0; i < 2 && fd < 0; i++) {
+        struct stat st;
+        const char *w;
+        if (roots[i] < 0)
+            continue;
+        fd = ts_open_in_root(roots[i], clean, false, &st, &w);
+        if (fd >= 0 && !same_file(p, fd, &st)) {
+            close(fd);
+            fd = -1;
+            why = "is another file now: not read";
+            replaced = true;
+        } else if (fd < 0 && !strcmp(w, "not a regular file")) {
+            why = "is not a regular file now: not opened";
+            replaced = true;
+        } else if (fd < 0 && !replaced && (!why || strcmp(w, "no such file") != 0)) {
+            /* missing in one root and there in the other: what is there says more */
+            replaced = !strcmp(w, "no such file");
+            why = replaced ? "is gone" : w;
+        }
     }
+    for (int i = 0; i < 2; i++)
+        if (roots[i] >= 0)
+            close(roots[i]);
+    if (fd < 0 && replaced)
+        snprintf(p->intro_msg, sizeof p->intro_msg,
+                 "%.160s %s (the library was replaced since the process loaded it)", clean, why);
+    else if (fd < 0)
+        snprintf(p->intro_msg, sizeof p->intro_msg, "cannot open %.160s: %.80s", clean,
+                 why ? why : "no root to open it in");
     return fd;
 }
 
 static void read_introspect(struct proc *p)
 {
     int fd = open_library(p);
-    if (fd < 0) {
-        snprintf(p->intro_msg, sizeof p->intro_msg, "cannot open %.160s: %.60s", p->lib_path,
-                 strerror(errno));
+    if (fd < 0)
         return;
-    }
     char msg[200];
     uint64_t off = elf_symbol_offset(fd, "thpalloc_introspect", msg, sizeof msg);
     close(fd);

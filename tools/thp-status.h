@@ -2,6 +2,7 @@
  *
  *   thp-status.c         options, dispatch, exit status
  *   thp-status-util.c    reading /proc and /sys, JSON and Prometheus writers, formatting
+ *   thp-status-open.c    opening files other users control, inside a process's root
  *   thp-status-system.c  the system view (sysfs, meminfo, vmstat, ld.so.preload, policy)
  *   thp-status-proc.c    reading one process (smaps, ELF .dynsym, process_vm_readv, policy)
  *   thp-status-procview.c  the process view: text, JSON
@@ -58,6 +59,13 @@ bool ts_kv_space(const char *text, const char *key, uint64_t *out);
 /* 2097152 -> "2M", 4096 -> "4K" */
 void ts_human_bytes(uint64_t bytes, char *buf, size_t cap);
 const char *ts_errname(int err);
+
+/* Opens path inside the directory rootfd as if it were / (symbolic links and ".." stay
+ * inside it; without openat2 they are refused), and only a directory (dir) or a regular
+ * file: never a FIFO or a device. Returns a descriptor for reading and fills *st, or -1
+ * with *why saying why (static text). */
+struct stat;
+int ts_open_in_root(int rootfd, const char *path, bool dir, struct stat *st, const char **why);
 
 /* JSON writer to stdout: key is NULL inside arrays. */
 void j_obj(const char *key);
