@@ -69,11 +69,23 @@ static void read_status(struct proc *p)
                 v++;
             snprintf(p->name, sizeof p->name, "%s", v);
         } else if (!strncmp(l, "Uid:", 4)) {
-            unsigned r, e;
-            if (sscanf(l + 4, "%u %u", &r, &e) == 2) {
+            unsigned r, e, sv, fs;
+            if (sscanf(l + 4, "%u %u %u %u", &r, &e, &sv, &fs) == 4) {
                 p->ruid = r;
                 p->euid = e;
+                p->fsuid = fs;
             }
+        } else if (!strncmp(l, "Gid:", 4)) {
+            unsigned r, e, sv, fs;
+            if (sscanf(l + 4, "%u %u %u %u", &r, &e, &sv, &fs) == 4)
+                p->fsgid = fs;
+        } else if (!strncmp(l, "Groups:", 7)) {
+            char *q = l + 7, *end;
+            for (unsigned long g; p->ngroups < 64 && (g = strtoul(q, &end, 10), end != q); q = end)
+                p->groups[p->ngroups++] = (gid_t)g;
+        } else if (!strncmp(l, "CapEff:", 7)) {
+            /* CAP_DAC_OVERRIDE (1) or CAP_DAC_READ_SEARCH (2): reads any file */
+            p->dac_caps = (strtoull(l + 7, NULL, 16) & 6) != 0;
         } else if (!strncmp(l, "State:", 6)) {
             char *v = l + 6;
             while (*v == '\t' || *v == ' ')
@@ -90,6 +102,12 @@ static void read_status(struct proc *p)
     if (!has_vm && !p->zombie)
         p->kthread = true;
     free(t);
+    /* Capabilities in another user namespace are no power over our files. */
+    struct stat a, b;
+    if (p->dac_caps &&
+        (fstatat(p->dirfd, "ns/user", &a, 0) != 0 || stat("/proc/self/ns/user", &b) != 0 ||
+         a.st_ino != b.st_ino || a.st_dev != b.st_dev))
+        p->dac_caps = false;
 }
 
 static void read_starttime(int dirfd, char *out, size_t cap)
@@ -579,42 +597,6 @@ static void read_env_aux(struct proc *p)
     }
 }
 
-static void resolve_policy(struct proc *p)
-{
-    char conf[PATH_MAX], dir[PATH_MAX];
-    ts_conf_paths(conf, sizeof conf, dir, sizeof dir);
-    /* A process in another mount namespace (a container) reads its own /etc. */
-    struct stat a, b;
-    if (!ts_opt.root[0] && fstatat(p->dirfd, "root/", &a, 0) == 0 && stat("/", &b) == 0 &&
-        (a.st_dev != b.st_dev || a.st_ino != b.st_ino)) {
-        snprintf(conf, sizeof conf, "/proc/%d/root" SYSCONFDIR "/thpalloc.conf", (int)p->pid);
-        snprintf(dir, sizeof dir, "/proc/%d/root" SYSCONFDIR "/thpalloc.d", (int)p->pid);
-    }
-    const char *prog = p->exe[0]    ? (strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe)
-                       : p->cmd0[0] ? p->cmd0
-                                    : p->name;
-    char exe[PATH_MAX];
-    snprintf(exe, sizeof exe, "%s", p->exe);
-    char *del = strstr(exe, " (deleted)");
-    if (del)
-        *del = '\0';
-    struct cfg_inputs in = {
-        .conf_file = conf,
-        .conf_dir = dir,
-        .exe = exe,
-        .program = prog,
-        .unit = p->unit,
-        .envp = p->env_read ? p->env : NULL,
-        .secure = p->secure == 1,
-        .ruid = p->ruid,
-    };
-    struct ts_problems probs = {0};
-    cfg_resolve(&p->pol, &in, ts_problems_add, &probs);
-    p->pol_problems = probs.n;
-    ts_problems_free(&probs);
-    p->pol_ok = true;
-}
-
 /* ---- collection ----------------------------------------------------------------------- */
 
 void proc_free(struct proc *p)
@@ -659,7 +641,7 @@ void proc_collect(struct proc *p, pid_t pid, bool full)
             read_smaps(p);
         if (full) {
             read_env_aux(p);
-            resolve_policy(p);
+            proc_resolve_policy(p);
         }
     }
     /* Did it exit while we read? */

@@ -24,7 +24,10 @@ struct proc {
     int dirfd;
     bool exists, vanished, kthread, zombie;
     char name[64];
-    uid_t ruid, euid;
+    uid_t ruid, euid, fsuid;
+    gid_t fsgid, groups[64];
+    int ngroups;
+    bool dac_caps;   /* CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH, in our user namespace */
     int thp_enabled; /* -1 unknown */
     char starttime[32];
     char exe[PATH_MAX];
@@ -65,6 +68,8 @@ struct proc {
 void proc_collect(struct proc *p, pid_t pid, bool full);
 void proc_free(struct proc *p);
 bool proc_permission_denied(const struct proc *p);
+/* The policy of the process, from the files of its root that it may read (p->pol). */
+void proc_resolve_policy(struct proc *p);
 /* One process as a JSON object (full: with its policy, as in the PID view). */
 void proc_json(const struct proc *p, bool full);
 

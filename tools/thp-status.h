@@ -4,7 +4,8 @@
  *   thp-status-util.c    reading /proc and /sys, JSON and Prometheus writers, formatting
  *   thp-status-open.c    opening files other users control, inside a process's root
  *   thp-status-system.c  the system view (sysfs, meminfo, vmstat, ld.so.preload, policy)
- *   thp-status-proc.c    reading one process (smaps, ELF .dynsym, process_vm_readv, policy)
+ *   thp-status-proc.c    reading one process (smaps, ELF .dynsym, process_vm_readv)
+ *   thp-status-procpolicy.c  one process's policy, from the files of its root it may read
  *   thp-status-procview.c  the process view: text, JSON
  *   thp-status-all.c     --all: collection, then text, JSON, Prometheus
  *   thp-status-policy.c  --check, --explain and the policy tables shared by the views
