@@ -115,8 +115,8 @@ static void all_text(const struct all *a)
             mib(p->in.huge_kb, ah, sizeof ah);
         else
             snprintf(ah, sizeof ah, "-");
-        printf("%7d %-8s %-15.15s %9s %9s %9s %-4s %9s\n", (int)p->pid, user, p->name, rss, anon,
-               huge,
+        printf("%7d %-8s %-15s %9s %9s %9s %-4s %9s\n", (int)p->pid, user, ts_text_max(p->name, 15),
+               rss, anon, huge,
                !p->maps_ok ? "?"
                : p->loaded ? "yes"
                            : "no",
@@ -135,7 +135,7 @@ static void all_text(const struct all *a)
         printf("unreadable:");
         for (size_t i = 0; i < a->n; i++)
             if (!a->v[i].rollup_ok || proc_permission_denied(&a->v[i]))
-                printf(" %d(%s)", (int)a->v[i].pid, a->v[i].name);
+                printf(" %d(%s)", (int)a->v[i].pid, ts_text(a->v[i].name));
         printf("\n");
     }
 }

@@ -102,6 +102,18 @@ static void read_status(struct proc *p)
     if (!has_vm && !p->zombie)
         p->kthread = true;
     free(t);
+    /* The name as the process set it: status escapes \\ and newlines in it, comm does not. */
+    char comm[64];
+    int cfd = openat(p->dirfd, "comm", O_RDONLY | O_CLOEXEC);
+    if (cfd >= 0) {
+        ssize_t n = read(cfd, comm, sizeof comm - 1);
+        if (n > 0) {
+            n -= comm[n - 1] == '\n';
+            comm[n] = '\0';
+            snprintf(p->name, sizeof p->name, "%s", comm);
+        }
+        close(cfd);
+    }
     /* Capabilities in another user namespace are no power over our files. */
     struct stat a, b;
     if (p->dac_caps &&
@@ -226,7 +238,13 @@ static void read_maps(struct proc *p)
             if (off != 0 && p->loaded)
                 continue;
             p->loaded = true;
-            snprintf(p->lib_path, sizeof p->lib_path, "%s", path);
+            /* maps writes a newline in a path as \012 */
+            char *o = p->lib_path, *last = p->lib_path + sizeof p->lib_path - 1;
+            for (const char *q = path; *q && o < last; q++) {
+                *o++ = strncmp(q, "\\012", 4) ? *q : '\n';
+                q += strncmp(q, "\\012", 4) ? 0 : 3;
+            }
+            *o = '\0';
             p->lib_start = start;
             p->lib_end_first = end;
             p->lib_dev = makedev(maj, mnr);

@@ -39,16 +39,19 @@ static void proc_text(const struct proc *p)
         printf("PID %d: no such process\n", (int)p->pid);
         return;
     }
-    printf("PID %d  %s\n", (int)p->pid, p->name[0] ? p->name : "?");
+    printf("PID %d  %s\n", (int)p->pid, p->name[0] ? ts_text(p->name) : "?");
     if (p->vanished)
         printf("  ! the process exited while being read: the figures below are incomplete\n");
     if (p->kthread) {
         printf("  kernel thread (no user memory)\n");
         return;
     }
-    printf("  %-16s %s\n", "executable", p->exe[0] ? p->exe : "(unreadable)");
+    printf("  %-16s %s\n", "executable", p->exe[0] ? ts_text(p->exe) : "(unreadable)");
     printf("  %-16s %u\n", "uid", (unsigned)p->ruid);
-    printf("  %-16s %s\n", "unit", p->unit[0] ? p->unit : p->unit_read ? "(none)" : "(unknown)");
+    printf("  %-16s %s\n", "unit",
+           p->unit[0]     ? ts_text(p->unit)
+           : p->unit_read ? "(none)"
+                          : "(unknown)");
     printf("  %-16s %s\n", "THP_enabled",
            p->thp_enabled < 0 ? "(unknown: kernel without THP_enabled)"
            : p->thp_enabled   ? "1 (huge pages allowed)"
@@ -68,7 +71,7 @@ static void proc_text(const struct proc *p)
     else if (!p->loaded)
         printf("  %-16s not loaded\n", "thpalloc");
     else {
-        printf("  %-16s loaded: %s\n", "thpalloc", p->lib_path);
+        printf("  %-16s loaded: %s\n", "thpalloc", ts_text(p->lib_path));
         if (p->intro_ok) {
             const struct thpalloc_introspect *t = p->intro;
             printf("    %-14s %s\n", "state", active_name(t->active));
@@ -93,7 +96,7 @@ static void proc_text(const struct proc *p)
             } else
                 printf("    %-14s not resolved yet (no chunk allocated)\n", "in force");
         } else
-            printf("    %-14s unavailable: %s\n", "arena table", p->intro_msg);
+            printf("    %-14s unavailable: %s\n", "arena table", ts_text(p->intro_msg));
     }
     if (p->attr_ok) {
         printf("  memory by owner (smaps, %s)\n", !strcmp(p->attr_method, "introspect")

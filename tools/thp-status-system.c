@@ -374,14 +374,15 @@ static void out_text(const struct sysview *v)
         if (!v->top[i].present)
             continue;
         if (strchr(v->top[i].raw, '['))
-            printf("  %-22s %-14s (%s)\n", top_knobs[i], v->top[i].val, v->top[i].raw);
+            printf("  %-22s %-14s (%s)\n", top_knobs[i], ts_text(v->top[i].val),
+                   ts_text(v->top[i].raw));
         else
-            printf("  %-22s %s\n", top_knobs[i], v->top[i].val);
+            printf("  %-22s %s\n", top_knobs[i], ts_text(v->top[i].val));
     }
     printf("khugepaged\n");
     for (size_t i = 0; i < N_KHP; i++)
         if (v->khp[i].present)
-            printf("  %-22s %s\n", khp_knobs[i], v->khp[i].val);
+            printf("  %-22s %s\n", khp_knobs[i], ts_text(v->khp[i].val));
     if (v->nm) {
         printf("Per-size THP (mTHP)\n");
         printf("  %-6s %-9s %-9s %12s %12s %10s\n", "size", "enabled", "shmem", "fault_alloc",
@@ -417,7 +418,7 @@ static void out_text(const struct sysview *v)
     if (name)
         printf("  %-22s %d (%s: %s)\n", "overcommit_memory", v->overcommit, name, what);
     else
-        printf("  %-22s unknown (%s: %s)\n", "overcommit_memory", v->overcommit_path,
+        printf("  %-22s unknown (%s: %s)\n", "overcommit_memory", ts_text(v->overcommit_path),
                strerror(v->overcommit_err));
     for (size_t i = 0; i < N_COMMIT; i++)
         if (v->commit_has[i])
@@ -435,21 +436,22 @@ static void out_text(const struct sysview *v)
         printf("  %-30s %.2f %%\n", "collapse failure rate", v->collapse_fail_rate * 100);
     printf("thpalloc\n");
     if (v->preload_entry[0])
-        printf("  %-22s yes: %s (%s)\n", "system-wide preload", v->preload_entry,
+        printf("  %-22s yes: %s (%s)\n", "system-wide preload", ts_text(v->preload_entry),
                v->preload_entry_exists ? "present" : "MISSING");
     else if (v->preload_err == ENOENT)
-        printf("  %-22s no (%s does not exist)\n", "system-wide preload", v->preload_path);
+        printf("  %-22s no (%s does not exist)\n", "system-wide preload", ts_text(v->preload_path));
     else if (v->preload_err)
-        printf("  %-22s unknown (%s: %s)\n", "system-wide preload", v->preload_path,
+        printf("  %-22s unknown (%s: %s)\n", "system-wide preload", ts_text(v->preload_path),
                strerror(v->preload_err));
     else
-        printf("  %-22s no (no thpalloc entry in %s)\n", "system-wide preload", v->preload_path);
+        printf("  %-22s no (no thpalloc entry in %s)\n", "system-wide preload",
+               ts_text(v->preload_path));
     printf("  global policy (before [program], [path] and [unit] sections)\n");
     ts_policy_text(&v->pol, "    ");
     if (v->nwarn) {
         printf("Warnings\n");
         for (int i = 0; i < v->nwarn; i++)
-            printf("  ! %s\n", v->warn[i]);
+            printf("  ! %s\n", ts_text(v->warn[i]));
     }
 }
 

@@ -3,6 +3,7 @@
  *   thp-status.c         options, dispatch, exit status
  *   thp-status-util.c    reading /proc and /sys, JSON and Prometheus writers, formatting
  *   thp-status-open.c    opening files other users control, inside a process's root
+ *   thp-status-esc.c     text other users chose, made safe for a terminal (and strict UTF-8)
  *   thp-status-system.c  the system view (sysfs, meminfo, vmstat, ld.so.preload, policy)
  *   thp-status-proc.c    reading one process (smaps, ELF .dynsym, process_vm_readv)
  *   thp-status-procpolicy.c  one process's policy, from the files of its root it may read
@@ -67,6 +68,15 @@ const char *ts_errname(int err);
  * with *why saying why (static text). */
 struct stat;
 int ts_open_in_root(int rootfd, const char *path, bool dir, struct stat *st, const char **why);
+
+/* The valid UTF-8 sequence at s: its length (1 to 4) and code point; 0 when s starts an
+ * invalid one, which covers *skip bytes (its longest valid start, at least 1: one U+FFFD). */
+size_t ts_utf8(const char *s, uint32_t *cp, size_t *skip);
+/* s for a terminal: control characters (C0, DEL, C1), bidirectional controls and bytes that
+ * are not UTF-8 as \xHH, a backslash as \\. In one of 8 buffers used in turn (so that a
+ * printf can take several); ts_text_max at most max bytes, cut between characters. */
+const char *ts_text(const char *s);
+const char *ts_text_max(const char *s, size_t max);
 
 /* JSON writer to stdout: key is NULL inside arrays. */
 void j_obj(const char *key);
