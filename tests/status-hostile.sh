@@ -3,7 +3,12 @@
 #   - the library file a process mapped is replaced (a FIFO, a symbolic link to a FIFO or
 #     to a device node, another copy): the PID view, --all, --all --json and
 #     --all --prometheus finish, open nothing but the file the process mapped, and say why
-#     the arena table is unavailable.
+#     the arena table is unavailable;
+#   - a process whose introspection block lies (tests/status-bogus: its own exported block,
+#     run as a file named libthpalloc.so.1, or the real library's block overwritten): range
+#     sizes that wrap, a count beyond the table, a range where nothing is mapped, fields out
+#     of range, overlapping ranges: "implausible introspection data" and why, in text and
+#     JSON, instead of the figures; a block that tells the truth is still believed.
 # Both builds (plain, ASan+UBSan); every run under timeout.
 . "$TESTS_SRCDIR/status-lib.sh"
 
@@ -34,6 +39,37 @@ why() {
     case $1 in
     fifo | link-fifo | link-device) echo "$COPY is not a regular file now: not opened (the library was replaced since the process loaded it)" ;;
     copy) echo "$COPY is another file now: not read (the library was replaced since the process loaded it)" ;;
+    esac
+}
+
+# bogus self|lib MODE: a status-bogus lying in MODE; sets BPID.
+BOGUS_EXE=$SCRATCH/bogus/libthpalloc.so.1
+mkdir -p "$SCRATCH/bogus"
+cp "$TESTS_BUILDDIR/status-bogus" "$BOGUS_EXE"
+bogus() {
+    f=$SCRATCH/bogus.$1.$2
+    if [ "$1" = self ]; then
+        "$BOGUS_EXE" self "$2" >"$f" 2>&1 &
+    else
+        LD_PRELOAD=$THPALLOC_LIB "$TESTS_BUILDDIR/status-bogus" lib "$2" >"$f" 2>&1 &
+    fi
+    BPID=$!
+    CLEANUP_PIDS="$CLEANUP_PIDS $BPID"
+    i=0
+    while ! grep -q '^ready' "$f" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 200 ] || ! kill -0 "$BPID" 2>/dev/null && { sed 's/^/#   /' "$f"; return 1; }
+        sleep 0.05
+    done
+}
+# What thp-status finds wrong with each lie.
+lie() {
+    case $1 in
+    sizes) echo "range 0 is not an address range of a process" ;;
+    count) echo "1099511627776 ranges (the table has 1024)" ;;
+    outside) echo "range 0 is not mapped in the process" ;;
+    fields) echo "state 7 (0, 1 or 2)" ;;
+    overlap) echo "ranges 0 and 1 overlap" ;;
     esac
 }
 
@@ -74,6 +110,32 @@ for T in $TOOLS; do
         "$t: without openat2, a link where the library was is not followed (rc $RC)"
     kill "$H"
     wait "$H" 2>/dev/null
+
+    # Lying introspection blocks.
+    for how in self lib; do
+        for mode in sizes count outside fields overlap valid; do
+            [ $how = lib ] && [ $mode = valid ] && continue
+            if ! bogus $how $mode; then
+                ok 1 "$t: status-bogus $how $mode starts"
+                continue
+            fi
+            run timeout $LIMIT "$T" "$BPID"
+            if [ $mode = valid ]; then
+                ok $([ "$RC" -eq 0 ] && grep -qx '    arenas         1 range, 4 MiB reserved' "$OUT"; echo $?) \
+                    "$t: a block that tells the truth is believed (1 range, 4 MiB) (rc $RC)"
+            else
+                ok $([ "$RC" -eq 0 ] && grep -qxF "    arena table    unavailable: implausible introspection data: $(lie $mode)" "$OUT" \
+                    && ! grep -q '^    arenas ' "$OUT"; echo $?) \
+                    "$t: $how, $mode: implausible introspection data, said why (rc $RC)"
+                [ "$RC" -eq 0 ] || sed -n 's/^/#   /; /arena/p' "$OUT"
+                run timeout $LIMIT "$T" --json "$BPID"
+                is "$(json "$OUT" "d['processes'][0]['thpalloc']['introspect'], d['processes'][0]['thpalloc']['introspect_error']")" \
+                    "(None, 'implausible introspection data: $(lie $mode)')" "$t: $how, $mode: JSON"
+            fi
+            kill "$BPID"
+            wait "$BPID" 2>/dev/null
+        done
+    done
     sanitizer_clean "$t"
 done
 done_testing

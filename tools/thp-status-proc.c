@@ -5,10 +5,9 @@
  * ESRCH (or come back empty), and we say "exited while being read".
  *
  * Attribution to thpalloc: the library exports `thpalloc_introspect` (lib/thpalloc.h), a
- * table of its address-space reservations. We find the library in /proc/PID/maps, the
- * symbol's offset in the .dynsym of the mapped file, read the table with
- * process_vm_readv, and sum the smaps figures of the VMAs inside the ranges versus the
- * rest. Where that fails, mappings named [anon:thpalloc ...] are used instead.
+ * table of its address-space reservations, which thp-status-introspect.c reads; we sum
+ * the smaps figures of the VMAs inside the ranges versus the rest. Where that fails,
+ * mappings named [anon:thpalloc ...] are used instead.
  * Among the figures: each VMA's size and whether it is charged to the commit limit ("ac"
  * in VmFlags), so that what thpalloc reserves and what it charges can be told apart.
  * The output (text, JSON, Prometheus) is in thp-status-procview.c. */
@@ -16,20 +15,14 @@
 #include "thpalloc.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/sysmacros.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "thp-status-proc.h"
@@ -206,7 +199,7 @@ static bool is_thpalloc_path(const char *path)
     return strncmp(b, "libthpalloc.so", 14) == 0;
 }
 
-static void read_maps(struct proc *p)
+void proc_read_maps(struct proc *p)
 {
     int err;
     size_t len;
@@ -222,6 +215,10 @@ static void read_maps(struct proc *p)
         return;
     }
     p->maps_ok = true;
+    free(p->maps);
+    p->maps = NULL;
+    p->nmaps = 0;
+    size_t cap = 0;
     for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n")) {
         unsigned long long start, end, off, ino;
         unsigned maj, mnr;
@@ -231,6 +228,14 @@ static void read_maps(struct proc *p)
                    &ino, &pos) < 7 ||
             pos == 0)
             continue;
+        if (p->nmaps == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct span *nm = realloc(p->maps, cap * sizeof *nm);
+            if (!nm)
+                break;
+            p->maps = nm;
+        }
+        p->maps[p->nmaps++] = (struct span){start, end};
         const char *path = l + pos;
         if (path[0] != '/' || !is_thpalloc_path(path))
             continue;
@@ -252,212 +257,6 @@ static void read_maps(struct proc *p)
         }
     }
     free(t);
-}
-
-/* ---- ELF: the offset of thpalloc_introspect in the library file ---------------------- */
-
-static bool pread_all(int fd, void *buf, size_t n, off_t off)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        got += (size_t)r;
-    }
-    return true;
-}
-
-/* Returns the symbol's value minus the first PT_LOAD's page-aligned vaddr (the offset
- * from the load base), or 0 with msg set. */
-static uint64_t elf_symbol_offset(int fd, const char *name, char *msg, size_t cap)
-{
-    Elf64_Ehdr eh;
-    if (!pread_all(fd, &eh, sizeof eh, 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
-        snprintf(msg, cap, "not an ELF file");
-        return 0;
-    }
-    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-        eh.e_phentsize != sizeof(Elf64_Phdr)) {
-        snprintf(msg, cap, "not a 64-bit ELF library (32-bit processes are not supported)");
-        return 0;
-    }
-    uint64_t first_load = UINT64_MAX;
-    for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
-        Elf64_Phdr ph;
-        if (!pread_all(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)))
-            break;
-        if (ph.p_type == PT_LOAD) {
-            first_load = ph.p_vaddr & ~(uint64_t)4095;
-            break;
-        }
-    }
-    if (first_load == UINT64_MAX || eh.e_shnum == 0 || eh.e_shnum > 4096) {
-        snprintf(msg, cap, "no section headers or program headers to find the symbol in");
-        return 0;
-    }
-    Elf64_Shdr *sh = calloc(eh.e_shnum, sizeof *sh);
-    if (!sh || !pread_all(fd, sh, eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff)) {
-        free(sh);
-        snprintf(msg, cap, "cannot read the section headers");
-        return 0;
-    }
-    uint64_t result = 0;
-    snprintf(msg, cap, "the library has no symbol %s (an older thpalloc?)", name);
-    for (unsigned i = 0; i < eh.e_shnum && !result; i++) {
-        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh.e_shnum ||
-            sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_size > (64u << 20))
-            continue;
-        const Elf64_Shdr *ss = &sh[sh[i].sh_link];
-        if (ss->sh_size > (64u << 20))
-            continue;
-        Elf64_Sym *syms = malloc(sh[i].sh_size ? sh[i].sh_size : 1);
-        char *str = malloc(ss->sh_size + 1);
-        if (syms && str && pread_all(fd, syms, sh[i].sh_size, (off_t)sh[i].sh_offset) &&
-            pread_all(fd, str, ss->sh_size, (off_t)ss->sh_offset)) {
-            str[ss->sh_size] = '\0';
-            size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
-            for (size_t k = 0; k < n; k++) {
-                if (syms[k].st_name >= ss->sh_size || syms[k].st_shndx == SHN_UNDEF)
-                    continue;
-                if (ELF64_ST_TYPE(syms[k].st_info) != STT_OBJECT)
-                    continue;
-                if (strcmp(str + syms[k].st_name, name) == 0) {
-                    result = syms[k].st_value - first_load;
-                    if (!result)
-                        snprintf(msg, cap, "symbol %s at offset 0", name);
-                    break;
-                }
-            }
-        }
-        free(syms);
-        free(str);
-    }
-    free(sh);
-    return result;
-}
-
-/* The same file as the one in maps: the inode, and the device unless the file system shows
- * another one to stat than to maps (btrfs subvolumes, overlayfs). */
-static bool same_file(const struct proc *p, int fd, const struct stat *st)
-{
-    if (st->st_ino != p->lib_ino)
-        return false;
-    struct statfs sf;
-    return st->st_dev == p->lib_dev ||
-           (fstatfs(fd, &sf) == 0 &&
-            (sf.f_type == BTRFS_SUPER_MAGIC || sf.f_type == OVERLAYFS_SUPER_MAGIC));
-}
-
-/* The file the process mapped, found by its path in maps (through the process's root, for
- * another mount namespace, then through ours) and opened only if it is still that file:
- * its owner may have put a FIFO, a link to a device or another file there since. */
-static int open_library(struct proc *p)
-{
-    char clean[PATH_MAX];
-    snprintf(clean, sizeof clean, "%s", p->lib_path);
-    char *del = strstr(clean, " (deleted)");
-    if (del)
-        *del = '\0';
-    int roots[2] = {openat(p->dirfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC),
-                    open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)};
-    const char *why = NULL; /* what is at the path instead, or why it cannot be opened */
-    bool replaced = false;
-    int fd = -1;
-    for (int i = 0; i < 2 && fd < 0; i++) {
-        struct stat st;
-        const char *w;
-        if (roots[i] < 0)
-            continue;
-        fd = ts_open_in_root(roots[i], clean, false, &st, &w);
-        if (fd >= 0 && !same_file(p, fd, &st)) {
-            close(fd);
-            fd = -1;
-            why = "is another file now: not read";
-            replaced = true;
-        } else if (fd < 0 && !strcmp(w, "not a regular file")) {
-            why = "is not a regular file now: not opened";
-            replaced = true;
-        } else if (fd < 0 && !replaced && (!why || strcmp(w, "no such file") != 0)) {
-            /* missing in one root and there in the other: what is there says more */
-            replaced = !strcmp(w, "no such file");
-            why = replaced ? "is gone" : w;
-        }
-    }
-    for (int i = 0; i < 2; i++)
-        if (roots[i] >= 0)
-            close(roots[i]);
-    if (fd < 0 && replaced)
-        snprintf(p->intro_msg, sizeof p->intro_msg,
-                 "%.160s %s (the library was replaced since the process loaded it)", clean, why);
-    else if (fd < 0)
-        snprintf(p->intro_msg, sizeof p->intro_msg, "cannot open %.160s: %.80s", clean,
-                 why ? why : "no root to open it in");
-    return fd;
-}
-
-static void read_introspect(struct proc *p)
-{
-    int fd = open_library(p);
-    if (fd < 0)
-        return;
-    char msg[200];
-    uint64_t off = elf_symbol_offset(fd, "thpalloc_introspect", msg, sizeof msg);
-    close(fd);
-    if (!off) {
-        snprintf(p->intro_msg, sizeof p->intro_msg, "%s", msg);
-        return;
-    }
-    uint64_t addr = p->lib_start + off;
-    struct thpalloc_introspect *t = calloc(1, sizeof *t);
-    if (!t) {
-        snprintf(p->intro_msg, sizeof p->intro_msg, "out of memory");
-        return;
-    }
-    ts_test_pause("introspect");
-    size_t head = offsetof(struct thpalloc_introspect, range);
-    struct iovec local = {t, head}, remote = {(void *)(uintptr_t)addr, head};
-    ssize_t n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
-    if (n != (ssize_t)head) {
-        int e = n < 0 ? errno : EIO;
-        char why[300];
-        ts_caps_advice(e, p->ruid, why, sizeof why);
-        snprintf(p->intro_msg, sizeof p->intro_msg, "process_vm_readv: %.220s", why);
-        if (e == ESRCH)
-            p->vanished = true;
-        free(t);
-        return;
-    }
-    if (t->magic != THPALLOC_INTROSPECT_MAGIC || t->version < 1 || t->size < head) {
-        snprintf(p->intro_msg, sizeof p->intro_msg,
-                 "no valid introspection block at the symbol's address (magic %#" PRIx64 ")",
-                 t->magic);
-        free(t);
-        return;
-    }
-    size_t want = t->size < sizeof *t ? t->size : sizeof *t;
-    local.iov_len = remote.iov_len = want;
-    n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
-    if (n != (ssize_t)want) {
-        snprintf(p->intro_msg, sizeof p->intro_msg, "process_vm_readv: %s",
-                 strerror(n < 0 ? errno : EIO));
-        free(t);
-        return;
-    }
-    uint64_t used = t->ranges_used < THPALLOC_RANGES_MAX ? t->ranges_used : THPALLOC_RANGES_MAX;
-    size_t have = (want - head) / sizeof(struct thpalloc_range);
-    if (used > have)
-        used = have;
-    t->ranges_used = used;
-    for (uint64_t i = 0; i < used; i++)
-        if (t->range[i].size) {
-            p->reserved_bytes += t->range[i].size;
-            p->nranges++;
-        }
-    p->intro = t;
-    p->intro_ok = true;
 }
 
 /* ---- smaps: per-VMA attribution -------------------------------------------------------- */
@@ -624,6 +423,8 @@ void proc_free(struct proc *p)
     p->dirfd = -1;
     free(p->intro);
     p->intro = NULL;
+    free(p->maps);
+    p->maps = NULL;
     for (int i = 0; i < p->nenv; i++)
         free(p->env[i]);
     free(p->env);
@@ -651,9 +452,12 @@ void proc_collect(struct proc *p, pid_t pid, bool full)
     read_identity(p);
     if (!p->kthread) {
         read_rollup(p);
-        read_maps(p);
+        proc_read_maps(p);
         if (p->loaded)
-            read_introspect(p);
+            proc_read_introspect(p);
+        free(p->maps); /* only the arena table is checked against them */
+        p->maps = NULL;
+        p->nmaps = 0;
         /* smaps is long: --all reads it only where there is something to attribute */
         if (p->maps_ok && (p->loaded || full))
             read_smaps(p);

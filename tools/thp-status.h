@@ -5,7 +5,8 @@
  *   thp-status-open.c    opening files other users control, inside a process's root
  *   thp-status-esc.c     text other users chose, made safe for a terminal (and strict UTF-8)
  *   thp-status-system.c  the system view (sysfs, meminfo, vmstat, ld.so.preload, policy)
- *   thp-status-proc.c    reading one process (smaps, ELF .dynsym, process_vm_readv)
+ *   thp-status-proc.c    reading one process (status, maps, smaps, environment)
+ *   thp-status-introspect.c  thpalloc's arena table in it (ELF .dynsym, process_vm_readv)
  *   thp-status-procpolicy.c  one process's policy, from the files of its root it may read
  *   thp-status-procview.c  the process view: text, JSON
  *   thp-status-all.c     --all: collection, then text, JSON, Prometheus
