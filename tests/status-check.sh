@@ -1,7 +1,8 @@
 #!/bin/sh
 # thp-status --check and --explain, through the library's own parser: a file with errors
 # on known lines names exactly those lines and exits 1; the shipped etc/thpalloc.conf
-# passes; --explain says for each key which file:line and section it comes from.
+# passes; --explain says for each key which file:line and section it comes from, and
+# --unit alone the policy of a systemd unit.
 . "$TESTS_SRCDIR/status-lib.sh"
 
 BAD=$SCRATCH/bad.conf
@@ -52,6 +53,15 @@ mkdir -p "$(dirname "$R2_FILE")"
 cp "$RC_FILE" "$R2_FILE"
 
 SHIPPED=$TOP_SRCDIR/etc/thpalloc.conf
+# The shipped per-service example, where it says to save it, and the command it names:
+# thp-status --unit redis-server.service.
+R3=$SCRATCH/root3
+R3_DIR=$R3${RC_DIR#"$R"}
+mkdir -p "$R3_DIR"
+cp "$TOP_SRCDIR/tools/examples/thpalloc-unit.conf" "$R3_DIR/50-services.conf"
+chmod 644 "$R3_DIR/50-services.conf"
+grep -q '; thp-status --unit redis-server.service$' "$R3_DIR/50-services.conf" ||
+    echo "Bail out! tools/examples/thpalloc-unit.conf no longer names thp-status --unit redis-server.service"
 
 for T in $TOOLS; do
     t=$(basename "$T")
@@ -107,6 +117,20 @@ for T in $TOOLS; do
     run "$T" --json --root "$R" --explain myprog
     is "$(json "$OUT" "[(s['key'], s['value'], s.get('line'), s.get('section')) for s in d['explain']['policy']][0]")" \
         "('thp', 'never', 4, 'program myprog')" "$t: --explain --json: value, line, section"
+    # --unit alone: the documented command, the policy of any program of that unit.
+    run "$T" --root "$R3" --unit redis-server.service
+    is "$(cat "$OUT"; echo "rc $RC")" "$(printf '%s\n' \
+        'program      (any: [program ...] and [path ...] sections not applied)' \
+        'unit         redis-server.service' \
+        "environment  not considered (--environment to add this shell's THPALLOC_*)" \
+        'policy' \
+        "  thp            never     $R3_DIR/50-services.conf:9 [unit redis-server.service]" \
+        '  thp_threshold  2M        default' '  arena_size     64M       default' \
+        '  purge_delay    1s        default' '  purge          dontneed  default' \
+        '  stats          no        default' 'rc 0')" "$t: thp-status --unit redis-server.service, as tools/examples/thpalloc-unit.conf says"
+    run "$T" --json --root "$R3" --unit redis-server.service
+    is "$(json "$OUT" "d['explain']['program'], d['explain']['exe'], d['explain']['unit'], d['explain']['policy'][0]['value']")" \
+        "(None, None, 'redis-server.service', 'never')" "$t: --unit --json: no program, the unit, its policy"
     sanitizer_clean "$t"
 done
 done_testing

@@ -97,9 +97,41 @@ static void mib(uint64_t kb, char *buf, size_t cap)
         snprintf(buf, cap, "%.1fM", (double)kb / 1024.0);
 }
 
+/* text on lines of at most width columns (words longer than that stand alone) */
+static void print_wrapped(const char *text, const char *indent, size_t width)
+{
+    size_t room = width - strlen(indent);
+    while (*text) {
+        size_t n = strlen(text), cut = n;
+        if (n > room) {
+            cut = room;
+            while (cut > 0 && text[cut] != ' ')
+                cut--;
+            if (cut == 0)
+                cut = strcspn(text, " ");
+        }
+        printf("%s%.*s\n", indent, (int)cut, text);
+        text += cut;
+        text += strspn(text, " ");
+    }
+}
+
+/* thpalloc in the process: in charge (yes), dormant (another allocator owns malloc),
+ * loaded in another state or with its table unreadable, not loaded, or unknown. */
+static const char *thpalloc_column(const struct proc *p)
+{
+    if (!p->maps_ok)
+        return "?";
+    if (!p->loaded)
+        return "no";
+    if (p->intro_ok && p->intro->active == 1)
+        return "yes";
+    return p->intro_ok && p->intro->active == 0 ? "dormant" : "loaded";
+}
+
 static void all_text(const struct all *a)
 {
-    printf("%7s %-8s %-15s %9s %9s %9s %-4s %9s\n", "PID", "USER", "COMMAND", "RSS", "ANON", "HUGE",
+    printf("%7s %-8s %-15s %9s %9s %9s %-7s %9s\n", "PID", "USER", "COMMAND", "RSS", "ANON", "HUGE",
            "THPA", "ARENAHUGE");
     unsigned shown = 0;
     for (size_t i = 0; i < a->n; i++) {
@@ -115,20 +147,21 @@ static void all_text(const struct all *a)
             mib(p->in.huge_kb, ah, sizeof ah);
         else
             snprintf(ah, sizeof ah, "-");
-        printf("%7d %-8s %-15s %9s %9s %9s %-4s %9s\n", (int)p->pid, user, ts_text_max(p->name, 15),
-               rss, anon, huge,
-               !p->maps_ok ? "?"
-               : p->loaded ? "yes"
-                           : "no",
-               ah);
+        printf("%7d %-8s %-15s %9s %9s %9s %-7s %9s\n", (int)p->pid, user, ts_text_max(p->name, 15),
+               rss, anon, huge, thpalloc_column(p), ah);
         shown++;
     }
     /* One fact a line, so that the table stays within a terminal's width. */
     printf("%u processes shown\n", shown);
-    if (a->unreadable)
-        printf("%u could not be read (permission denied: run as root or with "
-               "CAP_SYS_PTRACE)\n",
-               a->unreadable);
+    if (a->unreadable) {
+        /* the cause as the PID view gives it, for processes of other users in general */
+        char why[400] = "see thp-status PID";
+        for (size_t i = 0; i < a->n; i++)
+            if (proc_permission_denied(&a->v[i]))
+                ts_caps_advice(EACCES, (uid_t)-1, why, sizeof why);
+        printf("%u could not be read:\n", a->unreadable);
+        print_wrapped(why, "  ", 90);
+    }
     if (a->vanished)
         printf("%u exited while being read\n", a->vanished);
     if (ts_opt.verbose && a->unreadable) {

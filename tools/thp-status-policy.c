@@ -203,12 +203,15 @@ static void find_exe(const char *program, char *exe, size_t cap)
 
 int ts_explain(const char *program, const char *unit, bool with_env)
 {
-    char conf[PATH_MAX], dir[PATH_MAX], exe[PATH_MAX];
+    char conf[PATH_MAX], dir[PATH_MAX], exe[PATH_MAX] = "";
     ts_conf_paths(conf, sizeof conf, dir, sizeof dir);
-    find_exe(program, exe, sizeof exe);
-    const char *base = strrchr(program, '/') ? strrchr(program, '/') + 1 : program;
-    /* A path names the program by its own basename, as /proc/PID/exe would. */
-    const char *name = strchr(program, '/') && exe[0] ? strrchr(exe, '/') + 1 : base;
+    const char *name = ""; /* no program (--unit alone): no [program] or [path] applies */
+    if (program) {
+        find_exe(program, exe, sizeof exe);
+        const char *base = strrchr(program, '/') ? strrchr(program, '/') + 1 : program;
+        /* A path names the program by its own basename, as /proc/PID/exe would. */
+        name = strchr(program, '/') && exe[0] ? strrchr(exe, '/') + 1 : base;
+    }
     struct cfg_inputs in = {
         .conf_file = conf,
         .conf_dir = dir,
@@ -226,7 +229,7 @@ int ts_explain(const char *program, const char *unit, bool with_env)
         j_obj(NULL);
         j_str("schema", TS_SCHEMA);
         j_obj("explain");
-        j_str("program", name);
+        j_str("program", program ? name : NULL);
         j_str("exe", exe[0] ? exe : NULL);
         j_str("unit", unit && *unit ? unit : NULL);
         j_bool("environment", with_env);
@@ -236,9 +239,14 @@ int ts_explain(const char *program, const char *unit, bool with_env)
         j_end();
         j_finish();
     } else {
-        printf("program      %s\n", ts_text(name));
-        printf("executable   %s\n",
-               exe[0] ? ts_text(exe) : "(not found in PATH: [path ...] sections cannot match)");
+        if (program) {
+            printf("program      %s\n", ts_text(name));
+            printf("executable   %s\n", exe[0] ? ts_text(exe)
+                                               : "(not found in PATH: [path ...] sections "
+                                                 "cannot match)");
+        } else {
+            printf("program      (any: [program ...] and [path ...] sections not applied)\n");
+        }
         printf("unit         %s\n", unit && *unit ? ts_text(unit) : "(none)");
         printf("environment  %s\n",
                with_env ? "THPALLOC_* of this shell"

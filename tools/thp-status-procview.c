@@ -35,10 +35,6 @@ static void text_errors(const struct proc *p)
 
 static void proc_text(const struct proc *p)
 {
-    if (!p->exists) {
-        printf("PID %d: no such process\n", (int)p->pid);
-        return;
-    }
     printf("PID %d  %s\n", (int)p->pid, p->name[0] ? ts_text(p->name) : "?");
     if (p->vanished)
         printf("  ! the process exited while being read: the figures below are incomplete\n");
@@ -251,7 +247,7 @@ void proc_json(const struct proc *p, bool full)
 
 int ts_procs(char **pids, int npids)
 {
-    int rc = 0;
+    int rc = 0, shown = 0;
     if (ts_opt.format == TS_JSON) {
         j_obj(NULL);
         j_str("schema", TS_SCHEMA);
@@ -279,10 +275,10 @@ int ts_procs(char **pids, int npids)
                 v);
             rc = 1;
         }
-        if (ts_opt.format == TS_JSON)
+        if (ts_opt.format == TS_JSON) {
             proc_json(p, true);
-        else {
-            if (i)
+        } else if (p->exists) { /* a missing one is said once, on stderr */
+            if (shown++)
                 putchar('\n');
             proc_text(p);
         }

@@ -19,13 +19,15 @@ static void usage(FILE *out)
           " thp-status [options] --check [FILE...]    validate the thpalloc configuration\n"
           " thp-status [options] --explain PROGRAM [--unit UNIT]\n"
           "                                           the policy PROGRAM would get\n"
+          " thp-status [options] --unit UNIT         the policy of systemd unit UNIT\n"
           "\nShow what transparent huge pages do on this system and in each process,\n"
           "and what thpalloc does and why.\n"
           "\nOptions:\n"
           " -a, --all              every process, sorted by AnonHugePages\n"
           " -c, --check            validate the configuration (default: the system's)\n"
           " -e, --explain PROGRAM  the policy PROGRAM (a name or a path) would get\n"
-          " -u, --unit UNIT        with --explain: as if running in systemd unit UNIT\n"
+          " -u, --unit UNIT        with --explain: as if running in systemd unit UNIT;\n"
+          "                        alone: the policy of any program in that unit\n"
           "     --environment      with --explain: apply this shell's THPALLOC_* variables\n"
           " -j, --json             JSON output (schema \"" TS_SCHEMA "\", see thp-status(8))\n"
           " -p, --prometheus       Prometheus text format (system view and --all)\n"
@@ -125,11 +127,12 @@ int main(int argc, char **argv)
         bad_usage("%s", "--all, --check and --explain cannot be combined");
     if (json && prom)
         bad_usage("%s", "--json and --prometheus cannot be combined");
-    if ((unit || with_env) && !explain)
-        bad_usage("%s", "--unit and --environment go with --explain");
+    /* --unit alone explains the policy of that unit (any program in it). */
+    if ((unit || with_env) && !explain && (modes || nargs > 0 || !unit))
+        bad_usage("%s", "--unit and --environment go with --explain (or --unit alone)");
     if ((all || explain) && nargs > 0)
         bad_usage("unexpected argument '%s'", args[0]);
-    if (prom && (check || explain || nargs > 0))
+    if (prom && (check || explain || unit || nargs > 0))
         bad_usage("%s", "--prometheus is for the system view and --all");
     if (!check)
         for (int i = 0; i < nargs; i++) {
@@ -149,7 +152,7 @@ int main(int argc, char **argv)
     int rc;
     if (check)
         rc = ts_check(args, nargs);
-    else if (explain)
+    else if (explain || unit)
         rc = ts_explain(explain, unit, with_env);
     else if (all)
         rc = ts_all();

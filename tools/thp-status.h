@@ -119,6 +119,7 @@ void ts_policy_json(const char *key, const struct cfg_settings *s);
 void ts_where_text(const struct cfg_where *w, char *buf, size_t cap);
 
 int ts_check(char **files, int nfiles);
+/* program NULL: --unit alone, any program of the unit. */
 int ts_explain(const char *program, const char *unit, bool with_env);
 
 /* ---- system view --------------------------------------------------------------------- */
@@ -144,7 +145,8 @@ struct ts_caps {
 };
 extern struct ts_caps ts_caps;
 void ts_caps_drop(void);
-/* What would allow reading a process that refused us with err. */
+/* What would allow reading a process that refused us with err (owner (uid_t)-1: processes
+ * of other users in general, for --all). */
 void ts_caps_advice(int err, uid_t owner, char *buf, size_t cap);
 
 #endif
