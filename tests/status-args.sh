@@ -19,7 +19,8 @@ for T in $TOOLS; do
     fi
     for bad in "--bogus" "-x" "abc" "0" "12abc" "--explain" "--all 1" "--json --prometheus" \
         "--unit web.service --all" "--unit web.service 1" "--environment" "--prometheus --unit x" \
-        "--root /nonexistent/dir" "--prometheus 1" "--check --all" "--prometheus --check"; do
+        "--root /nonexistent/dir" "--prometheus 1" "--check --all" "--prometheus --check" \
+        "--per-process" "--all --per-process" "--prometheus --per-process"; do
         # shellcheck disable=SC2086
         run "$T" $bad
         ok $([ "$RC" -eq 2 ] && grep -q "thp-status" "$ERR" && [ ! -s "$OUT" ]; echo $?) \

@@ -113,9 +113,9 @@ PY
     is "$got" "True True True True" "$t: JSON: names, executable and library path as they are, U+FFFD for each invalid part"
 
     # Prometheus: promtool accepts it; the label values are UTF-8 with U+FFFD for controls.
-    run "$T" --all --prometheus
+    run "$T" --all --prometheus --per-process
     cp "$OUT" "$SCRATCH/prom"
-    promtool_check "$SCRATCH/prom" "$t: --all --prometheus with these processes"
+    promtool_check "$SCRATCH/prom" "$t: --all --prometheus --per-process with these processes"
     r=$(text_clean "$SCRATCH/prom")
     ok $([ -z "$r" ] && grep -qF "comm=\"$(printf '\357\277\275[2J\357\277\275[31mX')\"" "$SCRATCH/prom" \
         && grep -qF "comm=\"$(printf '\357\277\275%.0s' 1 2 3 4 5 6 7 8)\"" "$SCRATCH/prom"; echo $?) \

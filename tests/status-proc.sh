@@ -258,15 +258,15 @@ PY
         skip "$t: --all: a dormant thpalloc" "no libjemalloc.so.2 (apt-get install libjemalloc2)"
         skip "$t: ... as the PID view does" "no libjemalloc.so.2"
     fi
-    run "$T" --all --prometheus
-    ok $(grep -qE "^thp_process_anon_huge_bytes\{pid=\"$P\",comm=\"status-holder\"\} $((a_huge * 1024))\$" "$OUT" \
-        && grep -qE "^thp_process_thpalloc_loaded\{pid=\"$P\",comm=\"status-holder\"\} 1\$" "$OUT"; echo $?) \
-        "$t: --all --prometheus: the holder's huge pages and thpalloc"
+    run "$T" --all --prometheus --per-process
+    ok $(grep -qE "^thp_process_anon_huge_bytes\{pid=\"$P\",comm=\"status-holder\",unit=\"[^\"]*\"\} $((a_huge * 1024))\$" "$OUT" \
+        && grep -qE "^thp_process_thpalloc_loaded\{pid=\"$P\",comm=\"status-holder\",unit=\"[^\"]*\"\} 1\$" "$OUT"; echo $?) \
+        "$t: --all --prometheus --per-process: the holder's huge pages and thpalloc"
     SP=$C SP_OUT=$C_OUT
-    run_still "$T" --all --prometheus
+    run_still "$T" --all --prometheus --per-process
     set -- $SPACE
-    is "$(sed -n "s/^\(thp_process_thpalloc_arena_reserved_bytes\|thp_process_thpalloc_arena_charged_bytes\|thp_process_charged_bytes\){pid=\"$C\",comm=\"status-holder\"} //p" "$OUT" | tr '\n' ' ')" \
-        "$(($1 * 1024)) $(($2 * 1024)) $(($4 * 1024)) " "$t: --all --prometheus: the charge holder's reserved and charged bytes"
+    is "$(sed -n "s/^\(thp_process_thpalloc_arena_reserved_bytes\|thp_process_thpalloc_arena_charged_bytes\|thp_process_charged_bytes\){pid=\"$C\",comm=\"status-holder\",unit=\"[^\"]*\"} //p" "$OUT" | tr '\n' ' ')" \
+        "$(($1 * 1024)) $(($2 * 1024)) $(($4 * 1024)) " "$t: --all --prometheus --per-process: the charge holder's reserved and charged bytes"
     run_still "$T" --all --json
     is "$(json "$OUT" "[(p['thpalloc']['attribution']['arenas']['charged_kb'], p['address_space_kb']['charged']) for p in d['processes'] if p['pid'] == $C], [p['address_space_kb'] for p in d['processes'] if p['pid'] == $PLAIN]")" \
         "([($2, $4)], [None])" "$t: --all --json: charged figures where smaps is read (processes with thpalloc)"

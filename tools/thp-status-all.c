@@ -193,63 +193,183 @@ static void all_json(const struct all *a)
 
 /* ---- Prometheus ------------------------------------------------------------------------ */
 
-/* The figure of --all's Prometheus family `field` for p, in kB: false where p lacks it. */
-static bool prom_field(const struct proc *p, int field, uint64_t *kb)
+/* The figures summed by the Prometheus view, in kB: false where p lacks figure f. */
+enum {
+    F_RSS,
+    F_ANON,
+    F_HUGE,
+    F_ARENA_RSS,
+    F_ARENA_HUGE,
+    F_ARENA_RESERVED,
+    F_ARENA_CHARGED,
+    F_CHARGED,
+    NF
+};
+static bool prom_field(const struct proc *p, int f, uint64_t *kb)
 {
-    if (!p->rollup_ok || (field >= 3 && field <= 6 && !p->attr_ok) || (field == 7 && !p->space_ok))
+    if (!p->rollup_ok || (f >= F_ARENA_RSS && f <= F_ARENA_CHARGED && !p->attr_ok) ||
+        (f == F_CHARGED && !p->space_ok))
         return false;
-    const uint64_t v[] = {p->rss_kb,     p->anon_kb,    p->huge_kb,       p->in.rss_kb,
-                          p->in.huge_kb, p->in.size_kb, p->in.charged_kb, p->charged_kb};
-    *kb = v[field];
+    const uint64_t v[NF] = {p->rss_kb,     p->anon_kb,    p->huge_kb,       p->in.rss_kb,
+                            p->in.huge_kb, p->in.size_kb, p->in.charged_kb, p->charged_kb};
+    *kb = v[f];
     return true;
 }
 
-static void all_prom(const struct all *a)
+static const char *const fnames[NF] = {"rss_bytes",
+                                       "anon_bytes",
+                                       "anon_huge_bytes",
+                                       "thpalloc_arena_rss_bytes",
+                                       "thpalloc_arena_huge_bytes",
+                                       "thpalloc_arena_reserved_bytes",
+                                       "thpalloc_arena_charged_bytes",
+                                       "charged_bytes"};
+static const char *const fhelp[NF] = {
+    "Resident memory (smaps_rollup Rss).",
+    "Anonymous memory (smaps_rollup Anonymous).",
+    "Anonymous huge pages (smaps_rollup AnonHugePages).",
+    "Resident memory in thpalloc's arenas.",
+    "Huge pages in thpalloc's arenas.",
+    "Address space of thpalloc's arenas (smaps Size).",
+    "Part of thpalloc's arenas charged to the commit limit (VmFlags ac).",
+    "Address space charged to the commit limit (VmFlags ac), where smaps was read."};
+
+/* thpalloc's state for the series: active, dormant, unknown; -1 when not loaded. */
+static const char *const states[3] = {"active", "dormant", "unknown"};
+static int thpalloc_state(const struct proc *p)
 {
-    static const struct {
-        const char *name, *help;
-        int field;
-    } fam[] = {
-        {"thp_process_rss_bytes", "Resident memory of the process (smaps_rollup Rss).", 0},
-        {"thp_process_anon_bytes", "Anonymous memory (smaps_rollup Anonymous).", 1},
-        {"thp_process_anon_huge_bytes", "Anonymous huge pages (smaps_rollup AnonHugePages).", 2},
-        {"thp_process_thpalloc_arena_rss_bytes", "Resident memory in thpalloc's arenas.", 3},
-        {"thp_process_thpalloc_arena_huge_bytes", "Huge pages in thpalloc's arenas.", 4},
-        {"thp_process_thpalloc_arena_reserved_bytes",
-         "Address space of thpalloc's arenas (smaps Size).", 5},
-        {"thp_process_thpalloc_arena_charged_bytes",
-         "Part of thpalloc's arenas charged to the commit limit (VmFlags ac).", 6},
-        {"thp_process_charged_bytes",
-         "Address space of the process charged to the commit limit (VmFlags ac), "
-         "where smaps was read.",
-         7},
-    };
-    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+    if (!p->maps_ok || !p->loaded)
+        return -1;
+    return p->intro_ok && p->intro->active <= 1 ? (int)(1 - p->intro->active) : 2;
+}
+
+/* The systemd service a process belongs to: the aggregation's key, bounded by what root
+ * configured (scopes, sessions and processes outside systemd are "(none)"). */
+static const char *group_of(const struct proc *p)
+{
+    size_t n = strlen(p->unit);
+    return n > 8 && !strcmp(p->unit + n - 8, ".service") ? p->unit : "(none)";
+}
+
+struct group {
+    const char *unit;
+    unsigned procs, thpa[3];
+    bool has[NF];
+    uint64_t kb[NF];
+};
+
+static int cmp_group(const void *a, const void *b)
+{
+    return strcmp(((const struct group *)a)->unit, ((const struct group *)b)->unit);
+}
+
+/* Per service, then the totals: series whose number the administrator's units bound. */
+static void prom_groups(const struct all *a)
+{
+    struct group *g = NULL, total = {.unit = ""};
+    size_t ng = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct proc *p = &a->v[i];
+        const char *u = group_of(p);
+        size_t k = 0;
+        while (k < ng && strcmp(g[k].unit, u) != 0)
+            k++;
+        if (k == ng) {
+            struct group *ngv = realloc(g, (ng + 1) * sizeof *ngv);
+            if (!ngv)
+                continue;
+            g = ngv;
+            g[ng++] = (struct group){.unit = u};
+        }
+        struct group *sums[2] = {&g[k], &total};
+        int st = thpalloc_state(p);
+        for (int s = 0; s < 2; s++) {
+            sums[s]->procs++;
+            if (st >= 0)
+                sums[s]->thpa[st]++;
+            for (int f = 0; f < NF; f++) {
+                uint64_t kb;
+                if (prom_field(p, f, &kb)) {
+                    sums[s]->kb[f] += kb;
+                    sums[s]->has[f] = true;
+                }
+            }
+        }
+    }
+    if (ng > 1)
+        qsort(g, ng, sizeof *g, cmp_group);
+    char name[96], help[160];
+    snprintf(name, sizeof name, "thp_unit_processes");
+    p_family(name, "gauge", "Processes of a systemd service (unit \"(none)\": of none).");
+    for (size_t k = 0; k < ng; k++)
+        p_sample(name, g[k].procs, "unit", g[k].unit, NULL);
+    for (int f = 0; f < F_CHARGED; f++) {
+        snprintf(name, sizeof name, "thp_unit_%s", fnames[f]);
+        snprintf(help, sizeof help, "%s Sum over a systemd service's processes.", fhelp[f]);
+        for (size_t k = 0; k < ng; k++)
+            if (g[k].has[f]) {
+                p_family(name, "gauge", help);
+                p_sample(name, (double)g[k].kb[f] * 1024, "unit", g[k].unit, NULL);
+            }
+    }
+    for (size_t k = 0; k < ng; k++)
+        for (int st = 0; st < 3; st++)
+            if (g[k].thpa[st]) {
+                p_family("thp_unit_thpalloc_processes", "gauge",
+                         "Processes of a systemd service with thpalloc loaded, by its state.");
+                p_sample("thp_unit_thpalloc_processes", g[k].thpa[st], "unit", g[k].unit, "state",
+                         states[st], NULL);
+            }
+    p_family("thp_thpalloc_processes", "gauge", "Processes with thpalloc loaded, by its state.");
+    for (int st = 0; st < 3; st++)
+        p_sample("thp_thpalloc_processes", total.thpa[st], "state", states[st], NULL);
+    for (int f = F_ARENA_RSS; f <= F_ARENA_CHARGED; f++) {
+        snprintf(name, sizeof name, "thp_%s", fnames[f]);
+        snprintf(help, sizeof help, "%s Sum over every process.", fhelp[f]);
+        p_family(name, "gauge", help);
+        p_sample(name, (double)total.kb[f] * 1024, NULL);
+    }
+    free(g);
+}
+
+/* --per-process: one series a process and figure (a pid label: for a few hosts only). */
+static void prom_processes(const struct all *a)
+{
+    char name[96], pid[16];
+    for (int f = 0; f < NF; f++) {
+        snprintf(name, sizeof name, "thp_process_%s", fnames[f]);
         for (size_t i = 0; i < a->n; i++) {
             const struct proc *p = &a->v[i];
             uint64_t kb;
-            if (!prom_field(p, fam[f].field, &kb))
+            if (!prom_field(p, f, &kb))
                 continue;
-            char pid[16];
             snprintf(pid, sizeof pid, "%d", (int)p->pid);
-            p_family(fam[f].name, "gauge", fam[f].help);
-            p_sample(fam[f].name, (double)kb * 1024, "pid", pid, "comm", p->name, NULL);
+            p_family(name, "gauge", fhelp[f]);
+            p_sample(name, (double)kb * 1024, "pid", pid, "comm", p->name, "unit", group_of(p),
+                     NULL);
         }
     }
     for (size_t i = 0; i < a->n; i++) {
         const struct proc *p = &a->v[i];
         if (!p->maps_ok)
             continue;
-        char pid[16];
         snprintf(pid, sizeof pid, "%d", (int)p->pid);
         p_family("thp_process_thpalloc_loaded", "gauge", "1 when libthpalloc is mapped.");
-        p_sample("thp_process_thpalloc_loaded", p->loaded, "pid", pid, "comm", p->name, NULL);
+        p_sample("thp_process_thpalloc_loaded", p->loaded, "pid", pid, "comm", p->name, "unit",
+                 group_of(p), NULL);
     }
+}
+
+static void all_prom(const struct all *a)
+{
     p_family("thp_processes", "gauge", "Processes seen (not kernel threads).");
     p_sample("thp_processes", a->total, NULL);
     p_family("thp_processes_unreadable", "gauge",
              "Processes whose memory could not be read (permission).");
     p_sample("thp_processes_unreadable", a->unreadable, NULL);
+    prom_groups(a);
+    if (ts_opt.per_process)
+        prom_processes(a);
 }
 
 int ts_all(void)

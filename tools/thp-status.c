@@ -30,7 +30,9 @@ static void usage(FILE *out)
           "                        alone: the policy of any program in that unit\n"
           "     --environment      with --explain: apply this shell's THPALLOC_* variables\n"
           " -j, --json             JSON output (schema \"" TS_SCHEMA "\", see thp-status(8))\n"
-          " -p, --prometheus       Prometheus text format (system view and --all)\n"
+          " -p, --prometheus       Prometheus text format (system view and --all:\n"
+          "                        per systemd service, and totals)\n"
+          "     --per-process      with --all --prometheus: series per process too\n"
           " -r, --root DIR         read etc/thpalloc.conf, etc/thpalloc.d and\n"
           "                        etc/ld.so.preload under DIR instead of /\n"
           " -v, --verbose          more detail (--all: list unreadable processes)\n"
@@ -48,7 +50,7 @@ static void bad_usage(const char *fmt, const char *arg)
     exit(2);
 }
 
-enum { OPT_ENV = 256 };
+enum { OPT_ENV = 256, OPT_PER_PROCESS };
 
 int main(int argc, char **argv)
 {
@@ -63,6 +65,7 @@ int main(int argc, char **argv)
         {"environment", no_argument, NULL, OPT_ENV},
         {"json", no_argument, NULL, 'j'},
         {"prometheus", no_argument, NULL, 'p'},
+        {"per-process", no_argument, NULL, OPT_PER_PROCESS},
         {"root", required_argument, NULL, 'r'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -95,6 +98,9 @@ int main(int argc, char **argv)
             break;
         case 'p':
             prom = true;
+            break;
+        case OPT_PER_PROCESS:
+            ts_opt.per_process = true;
             break;
         case 'r':
             ts_opt.root = optarg;
@@ -134,6 +140,8 @@ int main(int argc, char **argv)
         bad_usage("unexpected argument '%s'", args[0]);
     if (prom && (check || explain || unit || nargs > 0))
         bad_usage("%s", "--prometheus is for the system view and --all");
+    if (ts_opt.per_process && !(all && prom))
+        bad_usage("%s", "--per-process goes with --all --prometheus");
     if (!check)
         for (int i = 0; i < nargs; i++) {
             char *end;

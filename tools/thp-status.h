@@ -5,6 +5,7 @@
  *   thp-status-open.c    opening files other users control, inside a process's root
  *   thp-status-esc.c     text other users chose, made safe for a terminal (and strict UTF-8)
  *   thp-status-system.c  the system view (sysfs, meminfo, vmstat, ld.so.preload, policy)
+ *   thp-status-sysprom.c the system view in Prometheus's format
  *   thp-status-proc.c    reading one process (status, maps, smaps, environment)
  *   thp-status-introspect.c  thpalloc's arena table in it (ELF .dynsym, process_vm_readv)
  *   thp-status-procpolicy.c  one process's policy, from the files of its root it may read
@@ -32,6 +33,7 @@ struct ts_options {
     enum ts_format format;
     const char *root; /* "" or a directory that stands for / when reading etc/ files */
     bool verbose;
+    bool per_process; /* --all --prometheus: series per process too */
 };
 extern struct ts_options ts_opt;
 
