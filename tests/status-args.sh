@@ -18,8 +18,9 @@ for T in $TOOLS; do
         continue
     fi
     for bad in "--bogus" "-x" "abc" "0" "12abc" "--explain" "--all 1" "--json --prometheus" \
-        "--unit web.service" "--root /nonexistent/dir" "--prometheus 1" "--check --all" \
-        "--prometheus --check"; do
+        "--unit web.service --all" "--unit web.service 1" "--environment" "--prometheus --unit x" \
+        "--root /nonexistent/dir" "--prometheus 1" "--check --all" "--prometheus --check" \
+        "--per-process" "--all --per-process" "--prometheus --per-process"; do
         # shellcheck disable=SC2086
         run "$T" $bad
         ok $([ "$RC" -eq 2 ] && grep -q "thp-status" "$ERR" && [ ! -s "$OUT" ]; echo $?) \
@@ -49,8 +50,12 @@ for T in $TOOLS; do
 
     # A PID that does not exist.
     run "$T" "$nopid"
-    ok $([ "$RC" -eq 1 ] && grep -q "no such process" "$OUT" && grep -q "$nopid" "$ERR"; echo $?) \
-        "$t: a PID that does not exist: reported, exit 1"
+    is "$(cat "$OUT")|$(cat "$ERR")|$RC" "|thp-status: $nopid: no such process|1" \
+        "$t: a PID that does not exist: said once, on stderr, exit 1"
+    run "$T" "$nopid" $$
+    ok $([ "$RC" -eq 1 ] && [ "$(head -1 "$OUT")" = "PID $$  $(cat /proc/$$/comm)" ] \
+        && [ "$(cat "$ERR")" = "thp-status: $nopid: no such process" ]; echo $?) \
+        "$t: ... and among others, only on stderr (rc $RC)"
     run "$T" --json "$nopid"
     ok $([ "$RC" -eq 1 ] && [ "$(json "$OUT" 'd["processes"][0]["exists"]')" = false ]; echo $?) \
         "$t: ... and in JSON, exists false"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # thp-status --check and --explain, through the library's own parser: a file with errors
 # on known lines names exactly those lines and exits 1; the shipped etc/thpalloc.conf
-# passes; --explain says for each key which file:line and section it comes from.
+# passes; --explain says for each key which file:line and section it comes from, and
+# --unit alone the policy of a systemd unit.
 . "$TESTS_SRCDIR/status-lib.sh"
 
 BAD=$SCRATCH/bad.conf
@@ -106,6 +107,15 @@ awk '/^\.TP/ { tp = 1; next } tp && /^\.B[RI] [a-z_]+ " = "/ { key = $2 } { tp =
     /^Default:/ { d = 1; next } d { print key, $2; d = 0 }' "$TOP_SRCDIR/man/thpalloc.conf.5" >"$SCRATCH/defaults.man"
 
 SHIPPED=$TOP_SRCDIR/etc/thpalloc.conf
+# The shipped per-service example, where it says to save it, and the command it names:
+# thp-status --unit redis-server.service.
+R6=$SCRATCH/root6
+R6_DIR=$R6${RC_DIR#"$R"}
+mkdir -p "$R6_DIR"
+cp "$TOP_SRCDIR/tools/examples/thpalloc-unit.conf" "$R6_DIR/50-services.conf"
+chmod 644 "$R6_DIR/50-services.conf"
+grep -q '; thp-status --unit redis-server.service$' "$R6_DIR/50-services.conf" ||
+    echo "Bail out! tools/examples/thpalloc-unit.conf no longer names thp-status --unit redis-server.service"
 
 for T in $TOOLS; do
     t=$(basename "$T")
@@ -207,6 +217,20 @@ for T in $TOOLS; do
         "$t: --check-value of an unknown key: usage error, exit 2"
     run "$T" --check-value thp=never --json
     ok $([ "$RC" -eq 2 ]; echo $?) "$t: --check-value takes no other option (rc $RC)"
+    # --unit alone: the documented command, the policy of any program of that unit.
+    run "$T" --root "$R6" --unit redis-server.service
+    is "$(cat "$OUT"; echo "rc $RC")" "$(printf '%s\n' \
+        'program      (any: [program ...] and [path ...] sections not applied)' \
+        'unit         redis-server.service' \
+        "environment  not considered (--environment to add this shell's THPALLOC_*)" \
+        'policy' \
+        "  thp            never     $R6_DIR/50-services.conf:9 [unit redis-server.service]" \
+        '  thp_threshold  2M        default' '  arena_size     64M       default' \
+        '  purge_delay    1s        default' '  purge          dontneed  default' \
+        '  stats          no        default' 'rc 0')" "$t: thp-status --unit redis-server.service, as tools/examples/thpalloc-unit.conf says"
+    run "$T" --json --root "$R6" --unit redis-server.service
+    is "$(json "$OUT" "d['explain']['program'], d['explain']['exe'], d['explain']['unit'], d['explain']['policy'][0]['value']")" \
+        "(None, None, 'redis-server.service', 'never')" "$t: --unit --json: no program, the unit, its policy"
     sanitizer_clean "$t"
 done
 ok $([ "$(wc -l <"$SCRATCH/defaults.table")" -eq 6 ] && cmp -s "$SCRATCH/defaults.table" "$SCRATCH/defaults.conf"; echo $?) \

@@ -89,13 +89,14 @@ meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 rollup() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/smaps_rollup"; }
 
-# start_holder [N] [ENV...]: a status-holder under thpalloc; sets HOLDER_PID, HOLDER_OUT.
+# start_holder [N] [ENV...]: a status-holder under thpalloc ($HOLDER_PRELOAD when set, else
+# $THPALLOC_LIB); sets HOLDER_PID, HOLDER_OUT.
 start_holder() {
     n=${1:-4}
     shift || true
     HOLDER_SEQ=$((${HOLDER_SEQ:-0} + 1))
     HOLDER_OUT=$SCRATCH/holder.$HOLDER_SEQ
-    env "$@" LD_PRELOAD="$THPALLOC_LIB" "$HOLDER" "$n" >"$HOLDER_OUT" 2>&1 &
+    env "$@" LD_PRELOAD="${HOLDER_PRELOAD:-$THPALLOC_LIB}" "$HOLDER" "$n" >"$HOLDER_OUT" 2>&1 &
     HOLDER_PID=$!
     CLEANUP_PIDS="$CLEANUP_PIDS $HOLDER_PID"
     i=0
@@ -108,4 +109,43 @@ start_holder() {
         fi
         sleep 0.05
     done
+}
+
+# promtool (Prometheus's checker): $PROMTOOL, on PATH, or where tools/install-build-deps
+# puts it (tools/fetch-promtool). promtool_check FILE DESCRIPTION: one assertion that
+# `promtool check metrics` accepts FILE (lint included); a skip where there is no promtool,
+# a failure instead under THPALLOC_REQUIRE_PROMTOOL=1 (CI, as .ci/run sets it).
+for PROMTOOL in "${PROMTOOL:-}" "$(command -v promtool 2>/dev/null)" \
+    "${THPALLOC_CI_CACHE:-/var/cache/thpalloc-ci}/promtool/promtool" ""; do
+    [ -n "$PROMTOOL" ] && [ -x "$PROMTOOL" ] && break
+done
+promtool_check() {
+    if [ -z "$PROMTOOL" ]; then
+        if [ "${THPALLOC_REQUIRE_PROMTOOL:-0}" = 1 ]; then
+            ok 1 "$2: promtool check metrics (no promtool: tools/fetch-promtool)"
+        else
+            skip "$2: promtool check metrics" "no promtool (tools/fetch-promtool)"
+        fi
+        return
+    fi
+    "$PROMTOOL" check metrics <"$1" >"$SCRATCH/promtool.out" 2>&1
+    prc=$?
+    ok $prc "$2: promtool check metrics"
+    [ $prc -eq 0 ] || sed 's/^/#   /' "$SCRATCH/promtool.out" | head -10
+}
+# text_clean FILE: prints what in FILE a terminal would act on (control characters but
+# newlines, C1 controls, bidirectional controls, bytes that are not UTF-8); nothing if
+# it is clean.
+text_clean() {
+    "$PYTHON" - "$1" <<'PY'
+import re, sys
+b = open(sys.argv[1], "rb").read()
+try:
+    t = b.decode("utf-8")
+except UnicodeDecodeError as e:
+    print("not UTF-8 at byte %d: %r" % (e.start, b[max(0, e.start - 20):e.start + 4])); sys.exit()
+m = re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]", t)
+if m:
+    print("raw %r at %d: %r" % (m.group(), m.start(), t[max(0, m.start() - 20):m.start() + 4]))
+PY
 }

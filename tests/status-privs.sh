@@ -13,7 +13,14 @@ NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
 
 sleep 600 &
 ROOTP=$!
-CLEANUP_PIDS="$CLEANUP_PIDS $ROOTP"
+$NOBODY sleep 600 &
+NOBODYP=$!
+CLEANUP_PIDS="$CLEANUP_PIDS $ROOTP $NOBODYP"
+i=0
+while ! grep -qx 'Uid:	65534	65534	65534	65534' "/proc/$NOBODYP/status" && [ $i -lt 200 ]; do
+    sleep 0.05
+    i=$((i + 1))
+done
 
 # The capabilities the tool should end with: ours, masked to the three it keeps.
 last=$(cat /proc/sys/kernel/cap_last_cap)
@@ -25,6 +32,11 @@ my_bnd=$((0x$(capof $$ CapBnd)))
 want_prm=$((my_prm & keep))
 want_bnd=$((my_bnd & keep))
 has_setpcap=$(((0x$(capof $$ CapEff) >> 8) & 1))
+
+# unreadable_why FILE: the cause --all gives below "N could not be read:", on one line.
+unreadable_why() {
+    awk '/^[0-9]+ could not be read:$/ { on = 1; next } on && /^  / { sub(/^  /, ""); s = s (s ? " " : "") $0; next } { on = 0 } END { print s }' "$1"
+}
 
 for T in $TOOLS; do
     t=$(basename "$T")
@@ -49,8 +61,19 @@ for T in $TOOLS; do
     ok $([ "$RC" -eq 0 ] && [ "$(json "$OUT" "d['unreadable'] >= 1")" = true ]; echo $?) \
         "$t: as uid 65534: --all counts the unreadable processes"
     run $NOBODY "$T" --all
-    ok $([ "$RC" -eq 0 ] && grep -q 'processes shown$' "$OUT" && grep -qE '^[0-9]+ could not be read \(permission denied' "$OUT"; echo $?) \
+    ok $([ "$RC" -eq 0 ] && grep -q 'processes shown$' "$OUT" && grep -qE '^[0-9]+ could not be read:$' "$OUT" \
+        && unreadable_why "$OUT" | grep -q '^permission denied: the processes of other users need root or CAP_SYS_PTRACE'; echo $?) \
         "$t: as uid 65534: --all says how many could not be read and why"
+
+    # As root without CAP_SYS_PTRACE (dropped by the caller): --all gives that cause, the
+    # one the PID view gives, not "run as root".
+    run setpriv --inh-caps=-sys_ptrace --bounding-set=-sys_ptrace "$T" "$NOBODYP"
+    why=$(sed -n "s|^  ! cannot read /proc/$NOBODYP/[a-z_]*: ||p" "$OUT" | head -n 1)
+    run setpriv --inh-caps=-sys_ptrace --bounding-set=-sys_ptrace "$T" --all
+    ok $([ "$RC" -eq 0 ] && [ -n "$why" ] && [ "$(unreadable_why "$OUT")" = "$why" ] \
+        && ! grep -q 'run as root' "$OUT"; echo $?) \
+        "$t: as root without CAP_SYS_PTRACE: --all says so, as the PID view does (${why:-no cause})"
+    [ -n "$why" ] || sed 's/^/#   /' "$OUT" | tail -3
 
     # As root: the capabilities left while it works, and a root process is still readable.
     THP_STATUS_TEST_PAUSE="smaps_rollup:1500" "$T" "$ROOTP" >"$OUT" 2>"$ERR" &

@@ -36,6 +36,13 @@ C=$HOLDER_PID
 C_OUT=$HOLDER_OUT
 diag "holder $C: $(grep -c '^range' "$C_OUT") ranges, $(grep -c '^charge' "$C_OUT") charged mappings made"
 
+# thpalloc loaded but dormant: jemalloc is preloaded first and owns malloc.
+JEMALLOC=$(ls /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 2>/dev/null | head -n 1)
+DORMANT=
+if [ -n "$JEMALLOC" ] && HOLDER_PRELOAD="$JEMALLOC $THPALLOC_LIB" start_holder 1; then
+    DORMANT=$HOLDER_PID
+fi
+
 # A plain process without thpalloc.
 sleep 600 &
 PLAIN=$!
@@ -243,15 +250,25 @@ PY
     ok $([ "$RC" -eq 0 ] && grep -qE "^ *$P +[^ ]+ +status-holder .* yes " "$OUT" && grep -q 'processes shown' "$OUT" \
         && [ "$(awk '{ print length }' "$OUT" | sort -n | tail -1)" -le 100 ]; echo $?) \
         "$t: --all table: the holder with thpalloc, lines fit a terminal"
-    run "$T" --all --prometheus
-    ok $(grep -qE "^thp_process_anon_huge_bytes\{pid=\"$P\",comm=\"status-holder\"\} $((a_huge * 1024))\$" "$OUT" \
-        && grep -qE "^thp_process_thpalloc_loaded\{pid=\"$P\",comm=\"status-holder\"\} 1\$" "$OUT"; echo $?) \
-        "$t: --all --prometheus: the holder's huge pages and thpalloc"
+    if [ -n "$DORMANT" ]; then
+        ok $(grep -qE "^ *$DORMANT +[^ ]+ +status-holder .* dormant +[0-9.]+M\$" "$OUT"; echo $?) \
+            "$t: --all table: thpalloc dormant under jemalloc says dormant, not yes"
+        run "$T" "$DORMANT"
+        ok $(grep -qx '    state          dormant (another allocator owns malloc)' "$OUT"; echo $?) \
+            "$t: ... as the PID view does"
+    else
+        skip "$t: --all: a dormant thpalloc" "no libjemalloc.so.2 (apt-get install libjemalloc2)"
+        skip "$t: ... as the PID view does" "no libjemalloc.so.2"
+    fi
+    run "$T" --all --prometheus --per-process
+    ok $(grep -qE "^thp_process_anon_huge_bytes\{pid=\"$P\",comm=\"status-holder\",unit=\"[^\"]*\"\} $((a_huge * 1024))\$" "$OUT" \
+        && grep -qE "^thp_process_thpalloc_loaded\{pid=\"$P\",comm=\"status-holder\",unit=\"[^\"]*\"\} 1\$" "$OUT"; echo $?) \
+        "$t: --all --prometheus --per-process: the holder's huge pages and thpalloc"
     SP=$C SP_OUT=$C_OUT
-    run_still "$T" --all --prometheus
+    run_still "$T" --all --prometheus --per-process
     set -- $SPACE
-    is "$(sed -n "s/^\(thp_process_thpalloc_arena_reserved_bytes\|thp_process_thpalloc_arena_charged_bytes\|thp_process_charged_bytes\){pid=\"$C\",comm=\"status-holder\"} //p" "$OUT" | tr '\n' ' ')" \
-        "$(($1 * 1024)) $(($2 * 1024)) $(($4 * 1024)) " "$t: --all --prometheus: the charge holder's reserved and charged bytes"
+    is "$(sed -n "s/^\(thp_process_thpalloc_arena_reserved_bytes\|thp_process_thpalloc_arena_charged_bytes\|thp_process_charged_bytes\){pid=\"$C\",comm=\"status-holder\",unit=\"[^\"]*\"} //p" "$OUT" | tr '\n' ' ')" \
+        "$(($1 * 1024)) $(($2 * 1024)) $(($4 * 1024)) " "$t: --all --prometheus --per-process: the charge holder's reserved and charged bytes"
     run_still "$T" --all --json
     is "$(json "$OUT" "[(p['thpalloc']['attribution']['arenas']['charged_kb'], p['address_space_kb']['charged']) for p in d['processes'] if p['pid'] == $C], [p['address_space_kb'] for p in d['processes'] if p['pid'] == $PLAIN]")" \
         "([($2, $4)], [None])" "$t: --all --json: charged figures where smaps is read (processes with thpalloc)"

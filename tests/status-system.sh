@@ -188,7 +188,7 @@ PY
         ok $(grep -qx "thp_setting_info{knob=\"enabled\",value=\"$want\"} 1" "$SCRATCH/prom"; echo $?) \
             "$t: --prometheus carries enabled = $want"
     fi
-    ok $(grep -q '^thp_vmstat{counter="thp_fault_alloc"} [0-9]' "$SCRATCH/prom"; echo $?) \
+    ok $(grep -q '^thp_vmstat_events_total{event="thp_fault_alloc"} [0-9]' "$SCRATCH/prom"; echo $?) \
         "$t: --prometheus carries the vmstat counters"
 
     # Preload and policy from a scratch root.

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -96,6 +97,15 @@ void ts_caps_advice(int err, uid_t owner, char *buf, size_t cap)
                  "permission denied even with CAP_SYS_PTRACE (a security module such as "
                  "Yama or an LSM policy refuses it, or the process is in another user "
                  "namespace)");
+    else if (geteuid() == 0)
+        snprintf(buf, cap,
+                 "permission denied: thp-status runs as root but without CAP_SYS_PTRACE "
+                 "(the caller dropped it from the bounding or permitted set), which reading "
+                 "the processes of other users needs");
+    else if (owner == (uid_t)-1)
+        snprintf(buf, cap,
+                 "permission denied: the processes of other users need root or "
+                 "CAP_SYS_PTRACE (run as root, e.g. sudo thp-status --all)");
     else
         snprintf(buf, cap,
                  "permission denied: the process belongs to uid %u; reading its memory map "

@@ -67,7 +67,7 @@ void ts_policy_text(const struct cfg_settings *s, const char *indent)
         char val[64], where[512];
         cfg_format_value(s, (enum cfg_key)k, val, sizeof val);
         ts_where_text(&s->where[k], where, sizeof where);
-        printf("%s%-14s %-9s %s\n", indent, cfg_key_name((enum cfg_key)k), val, where);
+        printf("%s%-14s %-9s %s\n", indent, cfg_key_name((enum cfg_key)k), val, ts_text(where));
     }
 }
 
@@ -152,16 +152,17 @@ int ts_check(char **files, int nfiles)
     } else {
         for (size_t i = 0; i < probs.n; i++) {
             if (probs.v[i].line > 0)
-                printf("%s:%d: %s\n", probs.v[i].file, probs.v[i].line, probs.v[i].msg);
+                printf("%s:%d: %s\n", ts_text(probs.v[i].file), probs.v[i].line,
+                       ts_text(probs.v[i].msg));
             else
-                printf("%s: %s\n", probs.v[i].file, probs.v[i].msg);
+                printf("%s: %s\n", ts_text(probs.v[i].file), ts_text(probs.v[i].msg));
         }
         if (nfiles > 0)
             printf("%zu problem%s in %d file%s\n", probs.n, probs.n == 1 ? "" : "s", nfiles,
                    nfiles == 1 ? "" : "s");
         else
-            printf("%zu problem%s in %s and %s/*.conf\n", probs.n, probs.n == 1 ? "" : "s", conf,
-                   dir);
+            printf("%zu problem%s in %s and %s/*.conf\n", probs.n, probs.n == 1 ? "" : "s",
+                   ts_text(conf), ts_text(dir));
     }
     ts_problems_free(&probs);
     free(list);
@@ -202,12 +203,15 @@ static void find_exe(const char *program, char *exe, size_t cap)
 
 int ts_explain(const char *program, const char *unit, bool with_env)
 {
-    char conf[PATH_MAX], dir[PATH_MAX], exe[PATH_MAX];
+    char conf[PATH_MAX], dir[PATH_MAX], exe[PATH_MAX] = "";
     ts_conf_paths(conf, sizeof conf, dir, sizeof dir);
-    find_exe(program, exe, sizeof exe);
-    const char *base = strrchr(program, '/') ? strrchr(program, '/') + 1 : program;
-    /* A path names the program by its own basename, as /proc/PID/exe would. */
-    const char *name = strchr(program, '/') && exe[0] ? strrchr(exe, '/') + 1 : base;
+    const char *name = ""; /* no program (--unit alone): no [program] or [path] applies */
+    if (program) {
+        find_exe(program, exe, sizeof exe);
+        const char *base = strrchr(program, '/') ? strrchr(program, '/') + 1 : program;
+        /* A path names the program by its own basename, as /proc/PID/exe would. */
+        name = strchr(program, '/') && exe[0] ? strrchr(exe, '/') + 1 : base;
+    }
     struct cfg_inputs in = {
         .conf_file = conf,
         .conf_dir = dir,
@@ -225,7 +229,7 @@ int ts_explain(const char *program, const char *unit, bool with_env)
         j_obj(NULL);
         j_str("schema", TS_SCHEMA);
         j_obj("explain");
-        j_str("program", name);
+        j_str("program", program ? name : NULL);
         j_str("exe", exe[0] ? exe : NULL);
         j_str("unit", unit && *unit ? unit : NULL);
         j_bool("environment", with_env);
@@ -235,10 +239,15 @@ int ts_explain(const char *program, const char *unit, bool with_env)
         j_end();
         j_finish();
     } else {
-        printf("program      %s\n", name);
-        printf("executable   %s\n",
-               exe[0] ? exe : "(not found in PATH: [path ...] sections cannot match)");
-        printf("unit         %s\n", unit && *unit ? unit : "(none)");
+        if (program) {
+            printf("program      %s\n", ts_text(name));
+            printf("executable   %s\n", exe[0] ? ts_text(exe)
+                                               : "(not found in PATH: [path ...] sections "
+                                                 "cannot match)");
+        } else {
+            printf("program      (any: [program ...] and [path ...] sections not applied)\n");
+        }
+        printf("unit         %s\n", unit && *unit ? ts_text(unit) : "(none)");
         printf("environment  %s\n",
                with_env ? "THPALLOC_* of this shell"
                         : "not considered (--environment to add this shell's THPALLOC_*)");

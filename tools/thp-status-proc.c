@@ -5,10 +5,9 @@
  * ESRCH (or come back empty), and we say "exited while being read".
  *
  * Attribution to thpalloc: the library exports `thpalloc_introspect` (lib/thpalloc.h), a
- * table of its address-space reservations. We find the library in /proc/PID/maps, the
- * symbol's offset in the .dynsym of the mapped file, read the table with
- * process_vm_readv, and sum the smaps figures of the VMAs inside the ranges versus the
- * rest. Where that fails, mappings named [anon:thpalloc ...] are used instead.
+ * table of its address-space reservations, which thp-status-introspect.c reads; we sum
+ * the smaps figures of the VMAs inside the ranges versus the rest. Where that fails,
+ * mappings named [anon:thpalloc ...] are used instead.
  * Among the figures: each VMA's size and whether it is charged to the commit limit ("ac"
  * in VmFlags), so that what thpalloc reserves and what it charges can be told apart.
  * The output (text, JSON, Prometheus) is in thp-status-procview.c. */
@@ -16,18 +15,14 @@
 #include "thpalloc.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "thp-status-proc.h"
@@ -67,11 +62,23 @@ static void read_status(struct proc *p)
                 v++;
             snprintf(p->name, sizeof p->name, "%s", v);
         } else if (!strncmp(l, "Uid:", 4)) {
-            unsigned r, e;
-            if (sscanf(l + 4, "%u %u", &r, &e) == 2) {
+            unsigned r, e, sv, fs;
+            if (sscanf(l + 4, "%u %u %u %u", &r, &e, &sv, &fs) == 4) {
                 p->ruid = r;
                 p->euid = e;
+                p->fsuid = fs;
             }
+        } else if (!strncmp(l, "Gid:", 4)) {
+            unsigned r, e, sv, fs;
+            if (sscanf(l + 4, "%u %u %u %u", &r, &e, &sv, &fs) == 4)
+                p->fsgid = fs;
+        } else if (!strncmp(l, "Groups:", 7)) {
+            char *q = l + 7, *end;
+            for (unsigned long g; p->ngroups < 64 && (g = strtoul(q, &end, 10), end != q); q = end)
+                p->groups[p->ngroups++] = (gid_t)g;
+        } else if (!strncmp(l, "CapEff:", 7)) {
+            /* CAP_DAC_OVERRIDE (1) or CAP_DAC_READ_SEARCH (2): reads any file */
+            p->dac_caps = (strtoull(l + 7, NULL, 16) & 6) != 0;
         } else if (!strncmp(l, "State:", 6)) {
             char *v = l + 6;
             while (*v == '\t' || *v == ' ')
@@ -88,6 +95,24 @@ static void read_status(struct proc *p)
     if (!has_vm && !p->zombie)
         p->kthread = true;
     free(t);
+    /* The name as the process set it: status escapes \\ and newlines in it, comm does not. */
+    char comm[64];
+    int cfd = openat(p->dirfd, "comm", O_RDONLY | O_CLOEXEC);
+    if (cfd >= 0) {
+        ssize_t n = read(cfd, comm, sizeof comm - 1);
+        if (n > 0) {
+            n -= comm[n - 1] == '\n';
+            comm[n] = '\0';
+            snprintf(p->name, sizeof p->name, "%s", comm);
+        }
+        close(cfd);
+    }
+    /* Capabilities in another user namespace are no power over our files. */
+    struct stat a, b;
+    if (p->dac_caps &&
+        (fstatat(p->dirfd, "ns/user", &a, 0) != 0 || stat("/proc/self/ns/user", &b) != 0 ||
+         a.st_ino != b.st_ino || a.st_dev != b.st_dev))
+        p->dac_caps = false;
 }
 
 static void read_starttime(int dirfd, char *out, size_t cap)
@@ -174,7 +199,7 @@ static bool is_thpalloc_path(const char *path)
     return strncmp(b, "libthpalloc.so", 14) == 0;
 }
 
-static void read_maps(struct proc *p)
+void proc_read_maps(struct proc *p)
 {
     int err;
     size_t len;
@@ -190,6 +215,10 @@ static void read_maps(struct proc *p)
         return;
     }
     p->maps_ok = true;
+    free(p->maps);
+    p->maps = NULL;
+    p->nmaps = 0;
+    size_t cap = 0;
     for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n")) {
         unsigned long long start, end, off, ino;
         unsigned maj, mnr;
@@ -199,6 +228,14 @@ static void read_maps(struct proc *p)
                    &ino, &pos) < 7 ||
             pos == 0)
             continue;
+        if (p->nmaps == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct span *nm = realloc(p->maps, cap * sizeof *nm);
+            if (!nm)
+                break;
+            p->maps = nm;
+        }
+        p->maps[p->nmaps++] = (struct span){start, end};
         const char *path = l + pos;
         if (path[0] != '/' || !is_thpalloc_path(path))
             continue;
@@ -206,7 +243,13 @@ static void read_maps(struct proc *p)
             if (off != 0 && p->loaded)
                 continue;
             p->loaded = true;
-            snprintf(p->lib_path, sizeof p->lib_path, "%s", path);
+            /* maps writes a newline in a path as \012 */
+            char *o = p->lib_path, *last = p->lib_path + sizeof p->lib_path - 1;
+            for (const char *q = path; *q && o < last; q++) {
+                *o++ = strncmp(q, "\\012", 4) ? *q : '\n';
+                q += strncmp(q, "\\012", 4) ? 0 : 3;
+            }
+            *o = '\0';
             p->lib_start = start;
             p->lib_end_first = end;
             p->lib_dev = makedev(maj, mnr);
@@ -214,184 +257,6 @@ static void read_maps(struct proc *p)
         }
     }
     free(t);
-}
-
-/* ---- ELF: the offset of thpalloc_introspect in the library file ---------------------- */
-
-static bool pread_all(int fd, void *buf, size_t n, off_t off)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        got += (size_t)r;
-    }
-    return true;
-}
-
-/* Returns the symbol's value minus the first PT_LOAD's page-aligned vaddr (the offset
- * from the load base), or 0 with msg set. */
-static uint64_t elf_symbol_offset(int fd, const char *name, char *msg, size_t cap)
-{
-    Elf64_Ehdr eh;
-    if (!pread_all(fd, &eh, sizeof eh, 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
-        snprintf(msg, cap, "not an ELF file");
-        return 0;
-    }
-    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-        eh.e_phentsize != sizeof(Elf64_Phdr)) {
-        snprintf(msg, cap, "not a 64-bit ELF library (32-bit processes are not supported)");
-        return 0;
-    }
-    uint64_t first_load = UINT64_MAX;
-    for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
-        Elf64_Phdr ph;
-        if (!pread_all(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)))
-            break;
-        if (ph.p_type == PT_LOAD) {
-            first_load = ph.p_vaddr & ~(uint64_t)4095;
-            break;
-        }
-    }
-    if (first_load == UINT64_MAX || eh.e_shnum == 0 || eh.e_shnum > 4096) {
-        snprintf(msg, cap, "no section headers or program headers to find the symbol in");
-        return 0;
-    }
-    Elf64_Shdr *sh = calloc(eh.e_shnum, sizeof *sh);
-    if (!sh || !pread_all(fd, sh, eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff)) {
-        free(sh);
-        snprintf(msg, cap, "cannot read the section headers");
-        return 0;
-    }
-    uint64_t result = 0;
-    snprintf(msg, cap, "the library has no symbol %s (an older thpalloc?)", name);
-    for (unsigned i = 0; i < eh.e_shnum && !result; i++) {
-        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh.e_shnum ||
-            sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_size > (64u << 20))
-            continue;
-        const Elf64_Shdr *ss = &sh[sh[i].sh_link];
-        if (ss->sh_size > (64u << 20))
-            continue;
-        Elf64_Sym *syms = malloc(sh[i].sh_size ? sh[i].sh_size : 1);
-        char *str = malloc(ss->sh_size + 1);
-        if (syms && str && pread_all(fd, syms, sh[i].sh_size, (off_t)sh[i].sh_offset) &&
-            pread_all(fd, str, ss->sh_size, (off_t)ss->sh_offset)) {
-            str[ss->sh_size] = '\0';
-            size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
-            for (size_t k = 0; k < n; k++) {
-                if (syms[k].st_name >= ss->sh_size || syms[k].st_shndx == SHN_UNDEF)
-                    continue;
-                if (ELF64_ST_TYPE(syms[k].st_info) != STT_OBJECT)
-                    continue;
-                if (strcmp(str + syms[k].st_name, name) == 0) {
-                    result = syms[k].st_value - first_load;
-                    if (!result)
-                        snprintf(msg, cap, "symbol %s at offset 0", name);
-                    break;
-                }
-            }
-        }
-        free(syms);
-        free(str);
-    }
-    free(sh);
-    return result;
-}
-
-static int open_library(struct proc *p)
-{
-    /* The file the process mapped: through its root (another mount namespace, a file
-     * replaced by an upgrade is still the right inode there only if not deleted), else our
-     * own view of the path. The inode is checked against maps. */
-    char path[PATH_MAX + 16];
-    const char *lp = p->lib_path;
-    char clean[PATH_MAX];
-    snprintf(clean, sizeof clean, "%s", lp);
-    char *del = strstr(clean, " (deleted)");
-    if (del)
-        *del = '\0';
-    snprintf(path, sizeof path, "root%s", clean);
-    int fd = openat(p->dirfd, path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        fd = open(clean, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && (st.st_ino != p->lib_ino)) {
-        /* Replaced since the process loaded it: the symbol may have moved. The magic
-         * number read below still guards against reading the wrong bytes. */
-        snprintf(p->intro_msg, sizeof p->intro_msg,
-                 "the library file was replaced since the process loaded it");
-    }
-    return fd;
-}
-
-static void read_introspect(struct proc *p)
-{
-    int fd = open_library(p);
-    if (fd < 0) {
-        snprintf(p->intro_msg, sizeof p->intro_msg, "cannot open %.160s: %.60s", p->lib_path,
-                 strerror(errno));
-        return;
-    }
-    char msg[200];
-    uint64_t off = elf_symbol_offset(fd, "thpalloc_introspect", msg, sizeof msg);
-    close(fd);
-    if (!off) {
-        snprintf(p->intro_msg, sizeof p->intro_msg, "%s", msg);
-        return;
-    }
-    uint64_t addr = p->lib_start + off;
-    struct thpalloc_introspect *t = calloc(1, sizeof *t);
-    if (!t) {
-        snprintf(p->intro_msg, sizeof p->intro_msg, "out of memory");
-        return;
-    }
-    ts_test_pause("introspect");
-    size_t head = offsetof(struct thpalloc_introspect, range);
-    struct iovec local = {t, head}, remote = {(void *)(uintptr_t)addr, head};
-    ssize_t n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
-    if (n != (ssize_t)head) {
-        int e = n < 0 ? errno : EIO;
-        char why[300];
-        ts_caps_advice(e, p->ruid, why, sizeof why);
-        snprintf(p->intro_msg, sizeof p->intro_msg, "process_vm_readv: %.220s", why);
-        if (e == ESRCH)
-            p->vanished = true;
-        free(t);
-        return;
-    }
-    if (t->magic != THPALLOC_INTROSPECT_MAGIC || t->version < 1 || t->size < head) {
-        snprintf(p->intro_msg, sizeof p->intro_msg,
-                 "no valid introspection block at the symbol's address (magic %#" PRIx64 ")",
-                 t->magic);
-        free(t);
-        return;
-    }
-    size_t want = t->size < sizeof *t ? t->size : sizeof *t;
-    local.iov_len = remote.iov_len = want;
-    n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
-    if (n != (ssize_t)want) {
-        snprintf(p->intro_msg, sizeof p->intro_msg, "process_vm_readv: %s",
-                 strerror(n < 0 ? errno : EIO));
-        free(t);
-        return;
-    }
-    uint64_t used = t->ranges_used < THPALLOC_RANGES_MAX ? t->ranges_used : THPALLOC_RANGES_MAX;
-    size_t have = (want - head) / sizeof(struct thpalloc_range);
-    if (used > have)
-        used = have;
-    t->ranges_used = used;
-    for (uint64_t i = 0; i < used; i++)
-        if (t->range[i].size) {
-            p->reserved_bytes += t->range[i].size;
-            p->nranges++;
-        }
-    p->intro = t;
-    p->intro_ok = true;
 }
 
 /* ---- smaps: per-VMA attribution -------------------------------------------------------- */
@@ -549,42 +414,6 @@ static void read_env_aux(struct proc *p)
     }
 }
 
-static void resolve_policy(struct proc *p)
-{
-    char conf[PATH_MAX], dir[PATH_MAX];
-    ts_conf_paths(conf, sizeof conf, dir, sizeof dir);
-    /* A process in another mount namespace (a container) reads its own /etc. */
-    struct stat a, b;
-    if (!ts_opt.root[0] && fstatat(p->dirfd, "root/", &a, 0) == 0 && stat("/", &b) == 0 &&
-        (a.st_dev != b.st_dev || a.st_ino != b.st_ino)) {
-        snprintf(conf, sizeof conf, "/proc/%d/root" SYSCONFDIR "/thpalloc.conf", (int)p->pid);
-        snprintf(dir, sizeof dir, "/proc/%d/root" SYSCONFDIR "/thpalloc.d", (int)p->pid);
-    }
-    const char *prog = p->exe[0]    ? (strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe)
-                       : p->cmd0[0] ? p->cmd0
-                                    : p->name;
-    char exe[PATH_MAX];
-    snprintf(exe, sizeof exe, "%s", p->exe);
-    char *del = strstr(exe, " (deleted)");
-    if (del)
-        *del = '\0';
-    struct cfg_inputs in = {
-        .conf_file = conf,
-        .conf_dir = dir,
-        .exe = exe,
-        .program = prog,
-        .unit = p->unit,
-        .envp = p->env_read ? p->env : NULL,
-        .secure = p->secure == 1,
-        .ruid = p->ruid,
-    };
-    struct ts_problems probs = {0};
-    cfg_resolve(&p->pol, &in, ts_problems_add, &probs);
-    p->pol_problems = probs.n;
-    ts_problems_free(&probs);
-    p->pol_ok = true;
-}
-
 /* ---- collection ----------------------------------------------------------------------- */
 
 void proc_free(struct proc *p)
@@ -594,6 +423,8 @@ void proc_free(struct proc *p)
     p->dirfd = -1;
     free(p->intro);
     p->intro = NULL;
+    free(p->maps);
+    p->maps = NULL;
     for (int i = 0; i < p->nenv; i++)
         free(p->env[i]);
     free(p->env);
@@ -621,15 +452,18 @@ void proc_collect(struct proc *p, pid_t pid, bool full)
     read_identity(p);
     if (!p->kthread) {
         read_rollup(p);
-        read_maps(p);
+        proc_read_maps(p);
         if (p->loaded)
-            read_introspect(p);
+            proc_read_introspect(p);
+        free(p->maps); /* only the arena table is checked against them */
+        p->maps = NULL;
+        p->nmaps = 0;
         /* smaps is long: --all reads it only where there is something to attribute */
         if (p->maps_ok && (p->loaded || full))
             read_smaps(p);
         if (full) {
             read_env_aux(p);
-            resolve_policy(p);
+            proc_resolve_policy(p);
         }
     }
     /* Did it exit while we read? */

@@ -1,5 +1,5 @@
 /* thp-status: what the process view reads about one process (thp-status-proc.c) and
- * prints (thp-status-procview.c). */
+ * prints (thp-status-procview.c, and thp-status-all.c for --all). */
 #ifndef THP_STATUS_PROC_H
 #define THP_STATUS_PROC_H
 
@@ -14,6 +14,10 @@ struct mem {
     uint64_t size_kb, charged_kb; /* address space, and the part with VmFlags "ac" */
 };
 
+struct span {
+    uint64_t start, end;
+};
+
 struct perr {
     const char *what;
     int err;
@@ -24,7 +28,10 @@ struct proc {
     int dirfd;
     bool exists, vanished, kthread, zombie;
     char name[64];
-    uid_t ruid, euid;
+    uid_t ruid, euid, fsuid;
+    gid_t fsgid, groups[64];
+    int ngroups;
+    bool dac_caps;   /* CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH, in our user namespace */
     int thp_enabled; /* -1 unknown */
     char starttime[32];
     char exe[PATH_MAX];
@@ -34,6 +41,8 @@ struct proc {
     bool rollup_ok;
     uint64_t rss_kb, pss_kb, anon_kb, huge_kb, shmem_pmd_kb, file_pmd_kb, swap_kb;
     bool maps_ok;
+    struct span *maps; /* every mapping, ascending (kept until the arena table is read) */
+    size_t nmaps;
     bool loaded;
     char lib_path[PATH_MAX];
     uint64_t lib_start, lib_end_first;
@@ -65,5 +74,13 @@ struct proc {
 void proc_collect(struct proc *p, pid_t pid, bool full);
 void proc_free(struct proc *p);
 bool proc_permission_denied(const struct proc *p);
+/* maps: whether thpalloc is loaded, where, and every mapping (p->maps). */
+void proc_read_maps(struct proc *p);
+/* The library's arena table (p->intro), or why not (p->intro_msg). */
+void proc_read_introspect(struct proc *p);
+/* The policy of the process, from the files of its root that it may read (p->pol). */
+void proc_resolve_policy(struct proc *p);
+/* One process as a JSON object (full: with its policy, as in the PID view). */
+void proc_json(const struct proc *p, bool full);
 
 #endif

@@ -1,11 +1,9 @@
-/* thp-status: the process view and --all: text, JSON and Prometheus output of what
- * thp-status-proc.c read. */
+/* thp-status: the process view: text and JSON output of what thp-status-proc.c read (the
+ * JSON object of one process serves --all too). */
 #include "thp-status-proc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,20 +35,19 @@ static void text_errors(const struct proc *p)
 
 static void proc_text(const struct proc *p)
 {
-    if (!p->exists) {
-        printf("PID %d: no such process\n", (int)p->pid);
-        return;
-    }
-    printf("PID %d  %s\n", (int)p->pid, p->name[0] ? p->name : "?");
+    printf("PID %d  %s\n", (int)p->pid, p->name[0] ? ts_text(p->name) : "?");
     if (p->vanished)
         printf("  ! the process exited while being read: the figures below are incomplete\n");
     if (p->kthread) {
         printf("  kernel thread (no user memory)\n");
         return;
     }
-    printf("  %-16s %s\n", "executable", p->exe[0] ? p->exe : "(unreadable)");
+    printf("  %-16s %s\n", "executable", p->exe[0] ? ts_text(p->exe) : "(unreadable)");
     printf("  %-16s %u\n", "uid", (unsigned)p->ruid);
-    printf("  %-16s %s\n", "unit", p->unit[0] ? p->unit : p->unit_read ? "(none)" : "(unknown)");
+    printf("  %-16s %s\n", "unit",
+           p->unit[0]     ? ts_text(p->unit)
+           : p->unit_read ? "(none)"
+                          : "(unknown)");
     printf("  %-16s %s\n", "THP_enabled",
            p->thp_enabled < 0 ? "(unknown: kernel without THP_enabled)"
            : p->thp_enabled   ? "1 (huge pages allowed)"
@@ -70,7 +67,7 @@ static void proc_text(const struct proc *p)
     else if (!p->loaded)
         printf("  %-16s not loaded\n", "thpalloc");
     else {
-        printf("  %-16s loaded: %s\n", "thpalloc", p->lib_path);
+        printf("  %-16s loaded: %s\n", "thpalloc", ts_text(p->lib_path));
         if (p->intro_ok) {
             const struct thpalloc_introspect *t = p->intro;
             printf("    %-14s %s\n", "state", active_name(t->active));
@@ -95,7 +92,7 @@ static void proc_text(const struct proc *p)
             } else
                 printf("    %-14s not resolved yet (no chunk allocated)\n", "in force");
         } else
-            printf("    %-14s unavailable: %s\n", "arena table", p->intro_msg);
+            printf("    %-14s unavailable: %s\n", "arena table", ts_text(p->intro_msg));
     }
     if (p->attr_ok) {
         printf("  memory by owner (smaps, %s)\n", !strcmp(p->attr_method, "introspect")
@@ -151,7 +148,7 @@ static void json_mem(const char *key, const struct mem *m)
     j_end();
 }
 
-static void proc_json(const struct proc *p, bool full)
+void proc_json(const struct proc *p, bool full)
 {
     j_obj(NULL);
     j_int("pid", p->pid);
@@ -250,7 +247,7 @@ static void proc_json(const struct proc *p, bool full)
 
 int ts_procs(char **pids, int npids)
 {
-    int rc = 0;
+    int rc = 0, shown = 0;
     if (ts_opt.format == TS_JSON) {
         j_obj(NULL);
         j_str("schema", TS_SCHEMA);
@@ -278,10 +275,10 @@ int ts_procs(char **pids, int npids)
                 v);
             rc = 1;
         }
-        if (ts_opt.format == TS_JSON)
+        if (ts_opt.format == TS_JSON) {
             proc_json(p, true);
-        else {
-            if (i)
+        } else if (p->exists) { /* a missing one is said once, on stderr */
+            if (shown++)
                 putchar('\n');
             proc_text(p);
         }
@@ -295,201 +292,4 @@ int ts_procs(char **pids, int npids)
         j_finish();
     }
     return rc;
-}
-
-/* ---- --all --------------------------------------------------------------------------- */
-
-static int cmp_huge(const void *a, const void *b)
-{
-    const struct proc *x = a, *y = b;
-    if (x->huge_kb != y->huge_kb)
-        return x->huge_kb > y->huge_kb ? -1 : 1;
-    if (x->rss_kb != y->rss_kb)
-        return x->rss_kb > y->rss_kb ? -1 : 1;
-    return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-static void user_name(uid_t uid, char *buf, size_t cap)
-{
-    struct passwd *pw = getpwuid(uid);
-    if (pw && strlen(pw->pw_name) < 9)
-        snprintf(buf, cap, "%s", pw->pw_name);
-    else
-        snprintf(buf, cap, "%u", (unsigned)uid);
-}
-
-static void mib(uint64_t kb, char *buf, size_t cap)
-{
-    if (kb >= 10 * 1024 * 1024)
-        snprintf(buf, cap, "%.1fG", (double)kb / (1024.0 * 1024));
-    else
-        snprintf(buf, cap, "%.1fM", (double)kb / 1024.0);
-}
-
-/* The figure of --all's Prometheus family `field` for p, in kB: false where p lacks it. */
-static bool prom_field(const struct proc *p, int field, uint64_t *kb)
-{
-    if (!p->rollup_ok || (field >= 3 && field <= 6 && !p->attr_ok) || (field == 7 && !p->space_ok))
-        return false;
-    const uint64_t v[] = {p->rss_kb,     p->anon_kb,    p->huge_kb,       p->in.rss_kb,
-                          p->in.huge_kb, p->in.size_kb, p->in.charged_kb, p->charged_kb};
-    *kb = v[field];
-    return true;
-}
-
-int ts_all(void)
-{
-    DIR *d = opendir("/proc");
-    if (!d) {
-        fprintf(stderr, "thp-status: /proc: %s\n", strerror(errno));
-        return 1;
-    }
-    struct proc *v = NULL;
-    size_t n = 0, cap = 0;
-    unsigned unreadable = 0, vanished = 0, kthreads = 0, total = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        if (*end || pid <= 0)
-            continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 256;
-            struct proc *nv = realloc(v, nc * sizeof *nv);
-            if (!nv)
-                break;
-            v = nv;
-            cap = nc;
-        }
-        struct proc *p = &v[n];
-        proc_collect(p, (pid_t)pid, false);
-        if (p->dirfd >= 0) {
-            close(p->dirfd);
-            p->dirfd = -1;
-        }
-        if (!p->exists)
-            continue;
-        if (p->kthread) {
-            kthreads++;
-            proc_free(p);
-            continue;
-        }
-        total++;
-        if (p->vanished && !p->rollup_ok) {
-            vanished++;
-            proc_free(p);
-            continue;
-        }
-        if (!p->rollup_ok || proc_permission_denied(p))
-            unreadable++;
-        n++;
-    }
-    closedir(d);
-    if (n > 1)
-        qsort(v, n, sizeof *v, cmp_huge);
-
-    if (ts_opt.format == TS_JSON) {
-        j_obj(NULL);
-        j_str("schema", TS_SCHEMA);
-        j_arr("processes");
-        for (size_t i = 0; i < n; i++)
-            proc_json(&v[i], false);
-        j_end();
-        j_int("total", total);
-        j_int("unreadable", unreadable);
-        j_int("exited_during_read", vanished);
-        j_int("kernel_threads", kthreads);
-        j_end();
-        j_finish();
-    } else if (ts_opt.format == TS_PROM) {
-        static const struct {
-            const char *name, *help;
-            int field;
-        } fam[] = {
-            {"thp_process_rss_bytes", "Resident memory of the process (smaps_rollup Rss).", 0},
-            {"thp_process_anon_bytes", "Anonymous memory (smaps_rollup Anonymous).", 1},
-            {"thp_process_anon_huge_bytes", "Anonymous huge pages (smaps_rollup AnonHugePages).",
-             2},
-            {"thp_process_thpalloc_arena_rss_bytes", "Resident memory in thpalloc's arenas.", 3},
-            {"thp_process_thpalloc_arena_huge_bytes", "Huge pages in thpalloc's arenas.", 4},
-            {"thp_process_thpalloc_arena_reserved_bytes",
-             "Address space of thpalloc's arenas (smaps Size).", 5},
-            {"thp_process_thpalloc_arena_charged_bytes",
-             "Part of thpalloc's arenas charged to the commit limit (VmFlags ac).", 6},
-            {"thp_process_charged_bytes",
-             "Address space of the process charged to the commit limit (VmFlags ac), "
-             "where smaps was read.",
-             7},
-        };
-        for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
-            for (size_t i = 0; i < n; i++) {
-                const struct proc *p = &v[i];
-                uint64_t kb;
-                if (!prom_field(p, fam[f].field, &kb))
-                    continue;
-                char pid[16];
-                snprintf(pid, sizeof pid, "%d", (int)p->pid);
-                p_family(fam[f].name, "gauge", fam[f].help);
-                p_sample(fam[f].name, (double)kb * 1024, "pid", pid, "comm", p->name, NULL);
-            }
-        }
-        for (size_t i = 0; i < n; i++) {
-            const struct proc *p = &v[i];
-            if (!p->maps_ok)
-                continue;
-            char pid[16];
-            snprintf(pid, sizeof pid, "%d", (int)p->pid);
-            p_family("thp_process_thpalloc_loaded", "gauge", "1 when libthpalloc is mapped.");
-            p_sample("thp_process_thpalloc_loaded", p->loaded, "pid", pid, "comm", p->name, NULL);
-        }
-        p_family("thp_processes", "gauge", "Processes seen (not kernel threads).");
-        p_sample("thp_processes", total, NULL);
-        p_family("thp_processes_unreadable", "gauge",
-                 "Processes whose memory could not be read (permission).");
-        p_sample("thp_processes_unreadable", unreadable, NULL);
-    } else {
-        printf("%7s %-8s %-15s %9s %9s %9s %-4s %9s\n", "PID", "USER", "COMMAND", "RSS", "ANON",
-               "HUGE", "THPA", "ARENAHUGE");
-        unsigned shown = 0;
-        for (size_t i = 0; i < n; i++) {
-            const struct proc *p = &v[i];
-            if (!p->rollup_ok)
-                continue;
-            char user[16], rss[16], anon[16], huge[16], ah[16];
-            user_name(p->ruid, user, sizeof user);
-            mib(p->rss_kb, rss, sizeof rss);
-            mib(p->anon_kb, anon, sizeof anon);
-            mib(p->huge_kb, huge, sizeof huge);
-            if (p->attr_ok)
-                mib(p->in.huge_kb, ah, sizeof ah);
-            else
-                snprintf(ah, sizeof ah, "-");
-            printf("%7d %-8s %-15.15s %9s %9s %9s %-4s %9s\n", (int)p->pid, user, p->name, rss,
-                   anon, huge,
-                   !p->maps_ok ? "?"
-                   : p->loaded ? "yes"
-                               : "no",
-                   ah);
-            shown++;
-        }
-        /* One fact a line, so that the table stays within a terminal's width. */
-        printf("%u processes shown\n", shown);
-        if (unreadable)
-            printf("%u could not be read (permission denied: run as root or with "
-                   "CAP_SYS_PTRACE)\n",
-                   unreadable);
-        if (vanished)
-            printf("%u exited while being read\n", vanished);
-        if (ts_opt.verbose && unreadable) {
-            printf("unreadable:");
-            for (size_t i = 0; i < n; i++)
-                if (!v[i].rollup_ok || proc_permission_denied(&v[i]))
-                    printf(" %d(%s)", (int)v[i].pid, v[i].name);
-            printf("\n");
-        }
-    }
-    for (size_t i = 0; i < n; i++)
-        proc_free(&v[i]);
-    free(v);
-    return 0;
 }

@@ -1,7 +1,8 @@
 /* thp-status: the system view. Every THP knob in sysfs (top level, khugepaged, per-size
  * mTHP), huge pages in use (/proc/meminfo), fault and collapse counters (/proc/vmstat),
- * the system-wide preload, the global policy, and the warnings a person needs. */
-#include "thp-status.h"
+ * the system-wide preload, the global policy, and the warnings a person needs; as text and
+ * JSON (Prometheus: thp-status-sysprom.c). */
+#include "thp-status-system.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,71 +14,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define THP_DIR "/sys/kernel/mm/transparent_hugepage"
-
-static const char *const top_knobs[] = {"enabled",       "defrag",         "shmem_enabled",
-                                        "use_zero_page", "hpage_pmd_size", "shrink_underused"};
-#define N_TOP (sizeof top_knobs / sizeof top_knobs[0])
-static const char *const khp_knobs[] = {
+const char *const top_knobs[N_TOP] = {"enabled",       "defrag",         "shmem_enabled",
+                                      "use_zero_page", "hpage_pmd_size", "shrink_underused"};
+const char *const khp_knobs[N_KHP] = {
     "defrag",         "max_ptes_none",        "max_ptes_shared",       "max_ptes_swap",
     "pages_to_scan",  "scan_sleep_millisecs", "alloc_sleep_millisecs", "full_scans",
     "pages_collapsed"};
-#define N_KHP (sizeof khp_knobs / sizeof khp_knobs[0])
-static const char *const meminfo_keys[] = {"AnonHugePages", "ShmemHugePages", "ShmemPmdMapped",
-                                           "FileHugePages", "FilePmdMapped",  "HugePages_Total",
-                                           "Hugetlb",       "MemTotal",       "AnonPages"};
-#define N_MEMINFO (sizeof meminfo_keys / sizeof meminfo_keys[0])
+const char *const meminfo_keys[N_MEMINFO] = {"AnonHugePages", "ShmemHugePages", "ShmemPmdMapped",
+                                             "FileHugePages", "FilePmdMapped",  "HugePages_Total",
+                                             "Hugetlb",       "MemTotal",       "AnonPages"};
 /* What the kernel charges to the commit limit, thpalloc's mappings included. */
-static const char *const commit_keys[] = {"CommitLimit", "Committed_AS"};
-#define N_COMMIT (sizeof commit_keys / sizeof commit_keys[0])
-
-struct knob {
-    char raw[256]; /* as read */
-    char val[64];  /* selected word or the number */
-    bool present;
-};
-
-struct mthp {
-    unsigned long size_kb;
-    struct knob enabled, shmem;
-    struct {
-        char name[40];
-        uint64_t v;
-    } stat[24];
-    int nstat;
-};
-
-struct sysview {
-    bool thp_present;
-    struct knob top[N_TOP], khp[N_KHP];
-    struct mthp *m;
-    int nm;
-    bool meminfo_ok;
-    uint64_t meminfo[N_MEMINFO];
-    bool meminfo_has[N_MEMINFO];
-    int overcommit; /* vm.overcommit_memory, -1: unreadable (overcommit_err) */
-    int overcommit_err;
-    char overcommit_path[PATH_MAX];
-    uint64_t commit[N_COMMIT];
-    bool commit_has[N_COMMIT];
-    struct {
-        char name[64];
-        uint64_t v;
-    } * vm;
-    int nvm;
-    double fallback_rate, collapse_fail_rate; /* < 0: no events yet */
-    /* preload */
-    char preload_path[PATH_MAX];
-    int preload_err; /* errno reading it; ENOENT: no file */
-    mode_t preload_mode;
-    char preload_entry[PATH_MAX]; /* the thpalloc token, "" if none */
-    bool preload_entry_exists;
-    /* policy */
-    struct cfg_settings pol;
-    size_t policy_problems;
-    char warn[16][400];
-    int nwarn;
-};
+const char *const commit_keys[N_COMMIT] = {"CommitLimit", "Committed_AS"};
 
 static void knob_read(struct knob *k, const char *path)
 {
@@ -229,8 +176,10 @@ static void read_preload(struct sysview *v)
     free(t);
 }
 
-static void warn(struct sysview *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(struct sysview *v, const char *fmt, ...)
+/* Not warn(): <err.h> has one. */
+static void add_warning(struct sysview *v, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_warning(struct sysview *v, const char *fmt, ...)
 {
     if (v->nwarn >= 16)
         return;
@@ -244,48 +193,50 @@ static void warnings(struct sysview *v)
 {
     const char *en = v->top[0].val, *df = v->top[1].val, *sh = v->top[2].val;
     if (!v->thp_present) {
-        warn(v,
-             "this kernel has no transparent huge pages (%s missing): thpalloc's THP policy "
-             "has no effect",
-             THP_DIR);
+        add_warning(v,
+                    "this kernel has no transparent huge pages (%s missing): thpalloc's THP policy "
+                    "has no effect",
+                    THP_DIR);
         return;
     }
     if (strcmp(df, "always") == 0 && strcmp(en, "never") != 0)
-        warn(v, "defrag = always: every huge-page fault may stall in direct reclaim and "
-                "compaction (latency spikes); defer+madvise or madvise is the usual choice");
+        add_warning(v, "defrag = always: every huge-page fault may stall in direct reclaim and "
+                       "compaction (latency spikes); defer+madvise or madvise is the usual choice");
     uint64_t mpn = strtoull(v->khp[1].val, NULL, 10);
     if (strcmp(en, "always") == 0 && v->khp[1].present && mpn >= 511)
-        warn(v,
-             "max_ptes_none = %" PRIu64 " with enabled = always: khugepaged re-inflates "
-             "memory that allocators purged (a 2 MiB page from a single touched 4 KiB "
-             "page); lower it (e.g. 64) or use enabled = madvise",
-             mpn);
+        add_warning(v,
+                    "max_ptes_none = %" PRIu64 " with enabled = always: khugepaged re-inflates "
+                    "memory that allocators purged (a 2 MiB page from a single touched 4 KiB "
+                    "page); lower it (e.g. 64) or use enabled = madvise",
+                    mpn);
     if (strcmp(en, "never") == 0 && (v->pol.thp == THP_MODE_LARGE || v->pol.thp == THP_MODE_ALWAYS))
-        warn(v,
-             "enabled = never: thpalloc's thp = %s gets no huge pages (MADV_HUGEPAGE is "
-             "ignored); set enabled to madvise to let it work",
-             thp_mode_name(v->pol.thp));
+        add_warning(v,
+                    "enabled = never: thpalloc's thp = %s gets no huge pages (MADV_HUGEPAGE is "
+                    "ignored); set enabled to madvise to let it work",
+                    thp_mode_name(v->pol.thp));
     if (strcmp(sh, "force") == 0)
-        warn(v, "shmem_enabled = force: every shmem/tmpfs mapping uses huge pages (a testing "
-                "setting)");
+        add_warning(v,
+                    "shmem_enabled = force: every shmem/tmpfs mapping uses huge pages (a testing "
+                    "setting)");
     if (v->fallback_rate > 0.10)
-        warn(v,
-             "%.1f %% of huge-page faults fell back to 4 KiB pages: memory is fragmented "
-             "or the memory cgroup is at its limit",
-             v->fallback_rate * 100);
+        add_warning(v,
+                    "%.1f %% of huge-page faults fell back to 4 KiB pages: memory is fragmented "
+                    "or the memory cgroup is at its limit",
+                    v->fallback_rate * 100);
     if (v->preload_entry[0] && !v->preload_entry_exists)
-        warn(v,
-             "%s names %s, which does not exist: every program prints an error at start "
-             "(reinstall thpalloc-preload or remove the entry)",
-             v->preload_path, v->preload_entry);
+        add_warning(v,
+                    "%s names %s, which does not exist: every program prints an error at start "
+                    "(reinstall thpalloc-preload or remove the entry)",
+                    v->preload_path, v->preload_entry);
     if (v->preload_err == 0 && (v->preload_mode & 0044) != 0044)
-        warn(v,
-             "%s has mode %04o: non-root programs cannot read it, so they run without "
-             "the preloaded libraries (chmod 0644)",
-             v->preload_path, (unsigned)v->preload_mode);
+        add_warning(v,
+                    "%s has mode %04o: non-root programs cannot read it, so they run without "
+                    "the preloaded libraries (chmod 0644)",
+                    v->preload_path, (unsigned)v->preload_mode);
     if (v->policy_problems)
-        warn(v, "the configuration has %zu problem%s (ignored settings): run thp-status --check",
-             v->policy_problems, v->policy_problems == 1 ? "" : "s");
+        add_warning(
+            v, "the configuration has %zu problem%s (ignored settings): run thp-status --check",
+            v->policy_problems, v->policy_problems == 1 ? "" : "s");
 }
 
 static void read_overcommit(struct sysview *v)
@@ -303,8 +254,7 @@ static void read_overcommit(struct sysview *v)
         v->overcommit = (int)m;
 }
 
-/* vm.overcommit_memory: the name, and what it means for an allocation. */
-static const char *overcommit_name(int mode, const char **what)
+const char *overcommit_name(int mode, const char **what)
 {
     static const char *const name[] = {"heuristic", "always", "strict"};
     static const char *const means[] = {"only obvious overcommits refused", "no commit check",
@@ -356,7 +306,7 @@ static void collect(struct sysview *v)
     warnings(v);
 }
 
-static void mthp_label(unsigned long kb, char *buf, size_t cap)
+void mthp_label(unsigned long kb, char *buf, size_t cap)
 {
     ts_human_bytes((uint64_t)kb * 1024, buf, cap);
 }
@@ -370,14 +320,15 @@ static void out_text(const struct sysview *v)
         if (!v->top[i].present)
             continue;
         if (strchr(v->top[i].raw, '['))
-            printf("  %-22s %-14s (%s)\n", top_knobs[i], v->top[i].val, v->top[i].raw);
+            printf("  %-22s %-14s (%s)\n", top_knobs[i], ts_text(v->top[i].val),
+                   ts_text(v->top[i].raw));
         else
-            printf("  %-22s %s\n", top_knobs[i], v->top[i].val);
+            printf("  %-22s %s\n", top_knobs[i], ts_text(v->top[i].val));
     }
     printf("khugepaged\n");
     for (size_t i = 0; i < N_KHP; i++)
         if (v->khp[i].present)
-            printf("  %-22s %s\n", khp_knobs[i], v->khp[i].val);
+            printf("  %-22s %s\n", khp_knobs[i], ts_text(v->khp[i].val));
     if (v->nm) {
         printf("Per-size THP (mTHP)\n");
         printf("  %-6s %-9s %-9s %12s %12s %10s\n", "size", "enabled", "shmem", "fault_alloc",
@@ -413,7 +364,7 @@ static void out_text(const struct sysview *v)
     if (name)
         printf("  %-22s %d (%s: %s)\n", "overcommit_memory", v->overcommit, name, what);
     else
-        printf("  %-22s unknown (%s: %s)\n", "overcommit_memory", v->overcommit_path,
+        printf("  %-22s unknown (%s: %s)\n", "overcommit_memory", ts_text(v->overcommit_path),
                strerror(v->overcommit_err));
     for (size_t i = 0; i < N_COMMIT; i++)
         if (v->commit_has[i])
@@ -431,21 +382,22 @@ static void out_text(const struct sysview *v)
         printf("  %-30s %.2f %%\n", "collapse failure rate", v->collapse_fail_rate * 100);
     printf("thpalloc\n");
     if (v->preload_entry[0])
-        printf("  %-22s yes: %s (%s)\n", "system-wide preload", v->preload_entry,
+        printf("  %-22s yes: %s (%s)\n", "system-wide preload", ts_text(v->preload_entry),
                v->preload_entry_exists ? "present" : "MISSING");
     else if (v->preload_err == ENOENT)
-        printf("  %-22s no (%s does not exist)\n", "system-wide preload", v->preload_path);
+        printf("  %-22s no (%s does not exist)\n", "system-wide preload", ts_text(v->preload_path));
     else if (v->preload_err)
-        printf("  %-22s unknown (%s: %s)\n", "system-wide preload", v->preload_path,
+        printf("  %-22s unknown (%s: %s)\n", "system-wide preload", ts_text(v->preload_path),
                strerror(v->preload_err));
     else
-        printf("  %-22s no (no thpalloc entry in %s)\n", "system-wide preload", v->preload_path);
+        printf("  %-22s no (no thpalloc entry in %s)\n", "system-wide preload",
+               ts_text(v->preload_path));
     printf("  global policy (before [program], [path] and [unit] sections)\n");
     ts_policy_text(&v->pol, "    ");
     if (v->nwarn) {
         printf("Warnings\n");
         for (int i = 0; i < v->nwarn; i++)
-            printf("  ! %s\n", v->warn[i]);
+            printf("  ! %s\n", ts_text(v->warn[i]));
     }
 }
 
@@ -540,88 +492,6 @@ static void out_json(const struct sysview *v)
     j_finish();
 }
 
-static void out_prom(const struct sysview *v)
-{
-    for (size_t i = 0; i < N_TOP; i++) {
-        if (!v->top[i].present)
-            continue;
-        if (strchr(v->top[i].raw, '[')) {
-            p_family("thp_setting_info", "gauge", "Selected value of a THP sysfs choice (1).");
-            p_sample("thp_setting_info", 1, "knob", top_knobs[i], "value", v->top[i].val, NULL);
-        }
-    }
-    for (size_t i = 0; i < N_TOP; i++)
-        if (v->top[i].present && !strchr(v->top[i].raw, '[')) {
-            p_family("thp_setting", "gauge", "Numeric THP sysfs setting.");
-            p_sample("thp_setting", strtod(v->top[i].val, NULL), "knob", top_knobs[i], NULL);
-        }
-    for (size_t i = 0; i < N_KHP; i++)
-        if (v->khp[i].present) {
-            p_family("thp_khugepaged", "gauge", "khugepaged setting or counter from sysfs.");
-            p_sample("thp_khugepaged", strtod(v->khp[i].val, NULL), "knob", khp_knobs[i], NULL);
-        }
-    for (int i = 0; i < v->nm; i++) {
-        char lbl[16];
-        mthp_label(v->m[i].size_kb, lbl, sizeof lbl);
-        if (v->m[i].enabled.present) {
-            p_family("thp_mthp_enabled_info", "gauge", "Per-size THP (mTHP) enabled setting (1).");
-            p_sample("thp_mthp_enabled_info", 1, "size", lbl, "value", v->m[i].enabled.val, NULL);
-        }
-    }
-    for (int i = 0; i < v->nm; i++) {
-        char lbl[16];
-        mthp_label(v->m[i].size_kb, lbl, sizeof lbl);
-        for (int s = 0; s < v->m[i].nstat; s++) {
-            p_family("thp_mthp_stat", "gauge", "Per-size THP statistics from sysfs stats/.");
-            p_sample("thp_mthp_stat", (double)v->m[i].stat[s].v, "size", lbl, "stat",
-                     v->m[i].stat[s].name, NULL);
-        }
-    }
-    for (size_t i = 0; i < N_MEMINFO; i++)
-        if (v->meminfo_has[i] && strcmp(meminfo_keys[i], "HugePages_Total") != 0) {
-            p_family("thp_meminfo_bytes", "gauge", "Huge-page figures from /proc/meminfo, bytes.");
-            p_sample("thp_meminfo_bytes", (double)v->meminfo[i] * 1024, "field", meminfo_keys[i],
-                     NULL);
-        }
-    if (v->overcommit >= 0) {
-        p_family("thp_overcommit_mode", "gauge",
-                 "vm.overcommit_memory: 0 heuristic, 1 always, 2 strict (CommitLimit enforced).");
-        p_sample("thp_overcommit_mode", v->overcommit, NULL);
-    }
-    static const char *const commit_family[N_COMMIT][2] = {
-        {"thp_commit_limit_bytes", "CommitLimit from /proc/meminfo, bytes."},
-        {"thp_committed_as_bytes", "Committed_AS from /proc/meminfo: memory charged, bytes."}};
-    for (size_t i = 0; i < N_COMMIT; i++)
-        if (v->commit_has[i]) {
-            p_family(commit_family[i][0], "gauge", commit_family[i][1]);
-            p_sample(commit_family[i][0], (double)v->commit[i] * 1024, NULL);
-        }
-    for (int i = 0; i < v->nvm; i++) {
-        p_family("thp_vmstat", "counter", "THP counters from /proc/vmstat.");
-        p_sample("thp_vmstat", (double)v->vm[i].v, "counter", v->vm[i].name, NULL);
-    }
-    if (v->fallback_rate >= 0) {
-        p_family("thp_fault_fallback_ratio", "gauge",
-                 "thp_fault_fallback / (thp_fault_alloc + thp_fault_fallback).");
-        p_sample("thp_fault_fallback_ratio", v->fallback_rate, NULL);
-    }
-    p_family("thp_thpalloc_preload", "gauge", "1 when /etc/ld.so.preload has a thpalloc entry.");
-    p_sample("thp_thpalloc_preload", v->preload_entry[0] ? 1 : 0, NULL);
-    for (int k = 0; k < CFG_NKEYS; k++) {
-        char val[64], where[512];
-        cfg_format_value(&v->pol, (enum cfg_key)k, val, sizeof val);
-        ts_where_text(&v->pol.where[k], where, sizeof where);
-        p_family("thp_thpalloc_policy_info", "gauge", "The global thpalloc policy (1).");
-        p_sample("thp_thpalloc_policy_info", 1, "key", cfg_key_name((enum cfg_key)k), "value", val,
-                 "origin", where, NULL);
-    }
-    p_family("thp_thpalloc_config_problems", "gauge",
-             "Problems found in the thpalloc configuration.");
-    p_sample("thp_thpalloc_config_problems", (double)v->policy_problems, NULL);
-    p_family("thp_warnings", "gauge", "Warnings thp-status prints for this system.");
-    p_sample("thp_warnings", v->nwarn, NULL);
-}
-
 int ts_system(void)
 {
     struct sysview *v = calloc(1, sizeof *v);
@@ -633,7 +503,7 @@ int ts_system(void)
     if (ts_opt.format == TS_JSON)
         out_json(v);
     else if (ts_opt.format == TS_PROM)
-        out_prom(v);
+        sys_prom(v);
     else
         out_text(v);
     free(v->m);

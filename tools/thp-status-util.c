@@ -229,46 +229,28 @@ static int j_depth;
 static bool j_need_comma[J_MAX_DEPTH];
 static char j_closer[J_MAX_DEPTH]; /* '}' or ']' for each open level */
 
+/* Valid JSON for any bytes: what is not UTF-8 becomes U+FFFD (JSON text is Unicode). */
 static void j_string_out(const char *s)
 {
     putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"':
-            fputs("\\\"", stdout);
-            break;
-        case '\\':
-            fputs("\\\\", stdout);
-            break;
-        case '\n':
+    while (*s) {
+        uint32_t cp;
+        size_t skip, len = ts_utf8(s, &cp, &skip);
+        if (!len)
+            fputs("\\ufffd", stdout);
+        else if (cp == '"' || cp == '\\')
+            printf("\\%c", (char)cp);
+        else if (cp == '\n')
             fputs("\\n", stdout);
-            break;
-        case '\t':
+        else if (cp == '\t')
             fputs("\\t", stdout);
-            break;
-        case '\r':
+        else if (cp == '\r')
             fputs("\\r", stdout);
-            break;
-        default:
-            if (*p < 0x20 || *p == 0x7f)
-                printf("\\u%04x", *p);
-            else if (*p >= 0x80) {
-                /* Keep valid UTF-8 sequences, escape stray bytes as U+FFFD-free \u00XX. */
-                int n = (*p & 0xe0) == 0xc0   ? 1
-                        : (*p & 0xf0) == 0xe0 ? 2
-                        : (*p & 0xf8) == 0xf0 ? 3
-                                              : -1;
-                bool ok = n > 0;
-                for (int i = 1; ok && i <= n; i++)
-                    ok = (p[i] & 0xc0) == 0x80;
-                if (ok) {
-                    fwrite(p, 1, (size_t)n + 1, stdout);
-                    p += n;
-                } else
-                    printf("\\u%04x", *p);
-            } else
-                putchar(*p);
-        }
+        else if (cp < 0x20 || cp == 0x7f)
+            printf("\\u%04x", (unsigned)cp);
+        else
+            fwrite(s, 1, len, stdout);
+        s += len ? len : skip;
     }
     putchar('"');
 }
@@ -375,17 +357,22 @@ void p_family(const char *name, const char *type, const char *help)
     printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The exposition format escapes \\, \" and newline, and wants UTF-8: the other control
+ * characters and what is not UTF-8 become U+FFFD. */
 static void p_label_value(const char *v)
 {
-    for (; *v; v++) {
-        if (*v == '\\')
-            fputs("\\\\", stdout);
-        else if (*v == '"')
-            fputs("\\\"", stdout);
-        else if (*v == '\n')
+    while (*v) {
+        uint32_t cp;
+        size_t skip, len = ts_utf8(v, &cp, &skip);
+        if (len && (cp == '\\' || cp == '"'))
+            printf("\\%c", (char)cp);
+        else if (len && cp == '\n')
             fputs("\\n", stdout);
+        else if (!len || cp < 0x20 || cp == 0x7f)
+            fputs("\xef\xbf\xbd", stdout);
         else
-            putchar(*v);
+            fwrite(v, 1, len, stdout);
+        v += len ? len : skip;
     }
 }
 

@@ -19,6 +19,7 @@ static void usage(FILE *out)
           " thp-status [options] --check [FILE...]    validate the thpalloc configuration\n"
           " thp-status [options] --explain PROGRAM [--unit UNIT]\n"
           "                                           the policy PROGRAM would get\n"
+          " thp-status [options] --unit UNIT         the policy of systemd unit UNIT\n"
           " thp-status --check-value KEY=VALUE        check one value (thpalloc-run does)\n"
           "\nShow what transparent huge pages do on this system and in each process,\n"
           "and what thpalloc does and why.\n"
@@ -26,13 +27,16 @@ static void usage(FILE *out)
           " -a, --all              every process, sorted by AnonHugePages\n"
           " -c, --check            validate the configuration (default: the system's)\n"
           " -e, --explain PROGRAM  the policy PROGRAM (a name or a path) would get\n"
-          " -u, --unit UNIT        with --explain: as if running in systemd unit UNIT\n"
+          " -u, --unit UNIT        with --explain: as if running in systemd unit UNIT;\n"
+          "                        alone: the policy of any program in that unit\n"
           "     --check-value KEY=VALUE\n"
           "                        VALUE as the library reads THPALLOC_KEY: prints that\n"
           "                        assignment (exit 0) or what is wrong (exit 1)\n"
           "     --environment      with --explain: apply this shell's THPALLOC_* variables\n"
           " -j, --json             JSON output (schema \"" TS_SCHEMA "\", see thp-status(8))\n"
-          " -p, --prometheus       Prometheus text format (system view and --all)\n"
+          " -p, --prometheus       Prometheus text format (system view and --all:\n"
+          "                        per systemd service, and totals)\n"
+          "     --per-process      with --all --prometheus: series per process too\n"
           " -r, --root DIR         read etc/thpalloc.conf, etc/thpalloc.d and\n"
           "                        etc/ld.so.preload under DIR instead of /\n"
           " -v, --verbose          more detail (--all: list unreadable processes)\n"
@@ -50,7 +54,7 @@ static void bad_usage(const char *fmt, const char *arg)
     exit(2);
 }
 
-enum { OPT_ENV = 256, OPT_CHECK_VALUE };
+enum { OPT_ENV = 256, OPT_CHECK_VALUE, OPT_PER_PROCESS };
 
 int main(int argc, char **argv)
 {
@@ -66,6 +70,7 @@ int main(int argc, char **argv)
         {"check-value", required_argument, NULL, OPT_CHECK_VALUE},
         {"json", no_argument, NULL, 'j'},
         {"prometheus", no_argument, NULL, 'p'},
+        {"per-process", no_argument, NULL, OPT_PER_PROCESS},
         {"root", required_argument, NULL, 'r'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -102,6 +107,9 @@ int main(int argc, char **argv)
         case 'p':
             prom = true;
             break;
+        case OPT_PER_PROCESS:
+            ts_opt.per_process = true;
+            break;
         case 'r':
             ts_opt.root = optarg;
             break;
@@ -135,12 +143,15 @@ int main(int argc, char **argv)
         bad_usage("%s", "--check-value takes no other option or argument");
     if (json && prom)
         bad_usage("%s", "--json and --prometheus cannot be combined");
-    if ((unit || with_env) && !explain)
-        bad_usage("%s", "--unit and --environment go with --explain");
+    /* --unit alone explains the policy of that unit (any program in it). */
+    if ((unit || with_env) && !explain && (modes || nargs > 0 || !unit))
+        bad_usage("%s", "--unit and --environment go with --explain (or --unit alone)");
     if ((all || explain) && nargs > 0)
         bad_usage("unexpected argument '%s'", args[0]);
-    if (prom && (check || explain || nargs > 0))
+    if (prom && (check || explain || unit || nargs > 0))
         bad_usage("%s", "--prometheus is for the system view and --all");
+    if (ts_opt.per_process && !(all && prom))
+        bad_usage("%s", "--per-process goes with --all --prometheus");
     if (!check)
         for (int i = 0; i < nargs; i++) {
             char *end;
@@ -161,7 +172,7 @@ int main(int argc, char **argv)
         rc = ts_check_value(check_value);
     else if (check)
         rc = ts_check(args, nargs);
-    else if (explain)
+    else if (explain || unit)
         rc = ts_explain(explain, unit, with_env);
     else if (all)
         rc = ts_all();

@@ -2,9 +2,15 @@
  *
  *   thp-status.c         options, dispatch, exit status
  *   thp-status-util.c    reading /proc and /sys, JSON and Prometheus writers, formatting
+ *   thp-status-open.c    opening files other users control, inside a process's root
+ *   thp-status-esc.c     text other users chose, made safe for a terminal (and strict UTF-8)
  *   thp-status-system.c  the system view (sysfs, meminfo, vmstat, ld.so.preload, policy)
- *   thp-status-proc.c    reading one process (smaps, ELF .dynsym, process_vm_readv, policy)
- *   thp-status-procview.c  the process view and --all: text, JSON, Prometheus
+ *   thp-status-sysprom.c the system view in Prometheus's format
+ *   thp-status-proc.c    reading one process (status, maps, smaps, environment)
+ *   thp-status-introspect.c  thpalloc's arena table in it (ELF .dynsym, process_vm_readv)
+ *   thp-status-procpolicy.c  one process's policy, from the files of its root it may read
+ *   thp-status-procview.c  the process view: text, JSON
+ *   thp-status-all.c     --all: collection, then text, JSON, Prometheus
  *   thp-status-policy.c  --check, --explain and the policy tables shared by the views
  *   thp-status-caps.c    libcap: keep only what reading other processes needs
  */
@@ -27,6 +33,7 @@ struct ts_options {
     enum ts_format format;
     const char *root; /* "" or a directory that stands for / when reading etc/ files */
     bool verbose;
+    bool per_process; /* --all --prometheus: series per process too */
 };
 extern struct ts_options ts_opt;
 
@@ -57,6 +64,22 @@ bool ts_kv_space(const char *text, const char *key, uint64_t *out);
 /* 2097152 -> "2M", 4096 -> "4K" */
 void ts_human_bytes(uint64_t bytes, char *buf, size_t cap);
 const char *ts_errname(int err);
+
+/* Opens path inside the directory rootfd as if it were / (symbolic links and ".." stay
+ * inside it; without openat2 they are refused), and only a directory (dir) or a regular
+ * file: never a FIFO or a device. Returns a descriptor for reading and fills *st, or -1
+ * with *why saying why (static text). */
+struct stat;
+int ts_open_in_root(int rootfd, const char *path, bool dir, struct stat *st, const char **why);
+
+/* The valid UTF-8 sequence at s: its length (1 to 4) and code point; 0 when s starts an
+ * invalid one, which covers *skip bytes (its longest valid start, at least 1: one U+FFFD). */
+size_t ts_utf8(const char *s, uint32_t *cp, size_t *skip);
+/* s for a terminal: control characters (C0, DEL, C1), bidirectional controls and bytes that
+ * are not UTF-8 as \xHH, a backslash as \\. In one of 8 buffers used in turn (so that a
+ * printf can take several); ts_text_max at most max bytes, cut between characters. */
+const char *ts_text(const char *s);
+const char *ts_text_max(const char *s, size_t max);
 
 /* JSON writer to stdout: key is NULL inside arrays. */
 void j_obj(const char *key);
@@ -98,6 +121,7 @@ void ts_policy_json(const char *key, const struct cfg_settings *s);
 void ts_where_text(const struct cfg_where *w, char *buf, size_t cap);
 
 int ts_check(char **files, int nfiles);
+/* program NULL: --unit alone, any program of the unit. */
 int ts_explain(const char *program, const char *unit, bool with_env);
 int ts_check_value(const char *assignment);
 
@@ -124,7 +148,8 @@ struct ts_caps {
 };
 extern struct ts_caps ts_caps;
 void ts_caps_drop(void);
-/* What would allow reading a process that refused us with err. */
+/* What would allow reading a process that refused us with err (owner (uid_t)-1: processes
+ * of other users in general, for --all). */
 void ts_caps_advice(int err, uid_t owner, char *buf, size_t cap);
 
 #endif

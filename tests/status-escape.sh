@@ -1,0 +1,125 @@
+#!/bin/sh
+# thp-status prints what other users chose (process names, executable and library paths,
+# drop-in file names and contents, ld.so.preload entries): none of it may drive root's
+# terminal, forge lines or break the JSON or Prometheus output. Processes made here:
+#   A  named (PR_SET_NAME, through /proc/self/comm) "\e[2J\e[31mX";
+#   B  named with bytes that are not UTF-8: a surrogate (ED A0 80), an overlong NUL (C0 80),
+#      F5 F6 F7;
+#   C  an executable "sl\e]0;t\aeep" in a directory "evil\n\e[31mdir";
+#   D  under a copy of libthpalloc in a directory "lib\e[2J\ndir";
+# and a --root tree with such a preload entry and drop-in. The text views escape them
+# (\xHH, as the test checks byte for byte), --json is strict JSON (python3 -m json.tool)
+# with U+FFFD for what is not UTF-8, Prometheus passes promtool.
+. "$TESTS_SRCDIR/status-lib.sh"
+
+if [ ! -r "${THPALLOC_LIB:-}" ] || [ ! -x /usr/bin/python3 ]; then
+    skip "hostile names" "needs THPALLOC_LIB and /usr/bin/python3"
+    done_testing
+fi
+# named HEX: a process whose name is the bytes HEX; sets NPID.
+named() {
+    /usr/bin/python3 -c 'import sys, time
+open("/proc/self/comm", "wb").write(bytes.fromhex(sys.argv[1]))
+print("ready", flush=True)
+time.sleep(600)' "$1" >"$SCRATCH/named.$1" 2>&1 &
+    NPID=$!
+    CLEANUP_PIDS="$CLEANUP_PIDS $NPID"
+    i=0
+    while ! grep -q ready "$SCRATCH/named.$1" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+}
+named 1b5b324a1b5b33316d58
+A=$NPID
+named eda080c080f5f6f7
+B=$NPID
+EVIL=$SCRATCH/$(printf 'evil\n\033[31mdir')
+EXE=$EVIL/$(printf 'sl\033]0;t\007eep')
+mkdir -p "$EVIL"
+cp /bin/sleep "$EXE"
+"$EXE" 600 &
+C=$!
+CLEANUP_PIDS="$CLEANUP_PIDS $C"
+LIBD=$SCRATCH/$(printf 'lib\033[2J\ndir')
+mkdir -p "$LIBD"
+cp "$THPALLOC_LIB" "$LIBD/libthpalloc.so.1"
+if ! HOLDER_PRELOAD=$LIBD/libthpalloc.so.1 start_holder 1; then
+    ok 1 "status-holder runs under a copy of the library in an odd directory"
+    done_testing
+fi
+D=$HOLDER_PID
+diag "A $A, B $B, C $C, D $D"
+
+set -- $TOOLS
+SYSCONF=$("$1" --check --json | "$PYTHON" -c 'import json,sys,os; print(os.path.dirname(json.load(sys.stdin)["check"]["files"][0]))')
+ROOT=$SCRATCH/root
+mkdir -p "$ROOT/etc" "$ROOT$SYSCONF/thpalloc.d"
+printf '/usr/lib/\033[2J/libthpalloc.so.1\n' >"$ROOT/etc/ld.so.preload"
+DROPIN=$ROOT$SYSCONF/thpalloc.d/$(printf '20-\033[31m.conf')
+printf '[global]\npurge = free\n\033[2J = 1\n' >"$DROPIN"
+chmod -R go-w "$ROOT"
+
+# What the text views must show instead of the raw bytes.
+E_A='\x1b[2J\x1b[31mX'
+E_B='\xed\xa0\x80\xc0\x80\xf5\xf6\xf7'
+E_EXE="$SCRATCH/evil\\x0a\\x1b[31mdir/sl\\x1b]0;t\\x07eep"
+E_LIB="$SCRATCH/lib\\x1b[2J\\x0adir/libthpalloc.so.1"
+E_DROPIN="$ROOT$SYSCONF/thpalloc.d/20-\\x1b[31m.conf"
+
+for T in $TOOLS; do
+    t=$(basename "$T")
+    # Text views: nothing raw, and each name escaped as ps would.
+    bad=
+    n=0
+    for args in "$A $B $C $D" "--all" "--all -v" "--root $ROOT" "--root $ROOT --check" "--root $ROOT $A"; do
+        # shellcheck disable=SC2086
+        run "$T" $args
+        r=$(text_clean "$OUT")
+        [ -z "$r" ] || bad="$bad '$args': $r;"
+        n=$((n + 1))
+        cp "$OUT" "$SCRATCH/text.$n"
+    done
+    ok $([ -z "$bad" ]; echo $?) "$t: no raw control character or invalid UTF-8 in any text view${bad:+ (wrong:$bad)}"
+    ok $(grep -qxF "PID $A  $E_A" "$SCRATCH/text.1" && grep -qxF "PID $B  $E_B" "$SCRATCH/text.1"; echo $?) \
+        "$t: PID view: the names escaped byte for byte"
+    ok $(grep -qxF "  executable       $E_EXE" "$SCRATCH/text.1"; echo $?) "$t: PID view: the executable's path escaped"
+    ok $(grep -qxF "  thpalloc         loaded: $E_LIB" "$SCRATCH/text.1" \
+        && [ "$(grep -c '^    state          in charge$' "$SCRATCH/text.1")" = 1 ]; echo $?) \
+        "$t: PID view: the library path escaped (maps writes its newline as octal 012), and its table read"
+    ok $(grep -qE "^ *$A +[^ ]+ +$(printf '%.15s' "$E_A" | sed 's/[][\\]/\\&/g') +[0-9]" "$SCRATCH/text.2"; echo $?) \
+        "$t: --all: the name escaped, cut to 15 characters between escapes"
+    ok $(grep -qxF "  system-wide preload    yes: /usr/lib/\\x1b[2J/libthpalloc.so.1 (MISSING)" "$SCRATCH/text.4"; echo $?) \
+        "$t: system view: the preload entry escaped"
+    ok $(grep -qF "$E_DROPIN:3: unknown key \"\\x1b[2J\"" "$SCRATCH/text.5"; echo $?) \
+        "$t: --check: the drop-in's name and the key in it escaped"
+    ok $(grep -qxF "    purge          free      $E_DROPIN:2 [global]" "$SCRATCH/text.6"; echo $?) \
+        "$t: PID view: the drop-in's name escaped in the policy"
+
+    # JSON: strict, and the names as they are (U+FFFD for what is not UTF-8).
+    bad=
+    for args in "--json $A $B $C $D" "--all --json" "--root $ROOT --json" "--root $ROOT --check --json"; do
+        # shellcheck disable=SC2086
+        run "$T" $args
+        "$PYTHON" -m json.tool "$OUT" >/dev/null 2>"$SCRATCH/jt.err" || bad="$bad '$args': $(head -c 200 "$SCRATCH/jt.err")"
+    done
+    ok $([ -z "$bad" ]; echo $?) "$t: every JSON output passes python3 -m json.tool${bad:+ (wrong:$bad)}"
+    run "$T" --json "$A" "$B" "$C" "$D"
+    got=$("$PYTHON" - "$OUT" "$EXE" "$LIBD/libthpalloc.so.1" <<'PY'
+import json, os, sys
+p = json.load(open(sys.argv[1], encoding="utf-8"))["processes"]
+want = [b"\x1b[2J\x1b[31mX".decode(), b"\xed\xa0\x80\xc0\x80\xf5\xf6\xf7".decode("utf-8", "replace")]
+print(p[0]["name"] == want[0], p[1]["name"] == want[1], p[2]["exe"] == sys.argv[2],
+      p[3]["thpalloc"]["library"] == sys.argv[3])
+PY
+)
+    is "$got" "True True True True" "$t: JSON: names, executable and library path as they are, U+FFFD for each invalid part"
+
+    # Prometheus: promtool accepts it; the label values are UTF-8 with U+FFFD for controls.
+    run "$T" --all --prometheus --per-process
+    cp "$OUT" "$SCRATCH/prom"
+    promtool_check "$SCRATCH/prom" "$t: --all --prometheus --per-process with these processes"
+    r=$(text_clean "$SCRATCH/prom")
+    ok $([ -z "$r" ] && grep -qF "comm=\"$(printf '\357\277\275[2J\357\277\275[31mX')\"" "$SCRATCH/prom" \
+        && grep -qF "comm=\"$(printf '\357\277\275%.0s' 1 2 3 4 5 6 7 8)\"" "$SCRATCH/prom"; echo $?) \
+        "$t: --prometheus: the comm labels UTF-8, controls as U+FFFD${r:+ ($r)}"
+    sanitizer_clean "$t"
+done
+done_testing

@@ -1,0 +1,141 @@
+#!/bin/sh
+# thp-status against processes that lie or set traps, as any user can make them:
+#   - the library file a process mapped is replaced (a FIFO, a symbolic link to a FIFO or
+#     to a device node, another copy): the PID view, --all, --all --json and
+#     --all --prometheus finish, open nothing but the file the process mapped, and say why
+#     the arena table is unavailable;
+#   - a process whose introspection block lies (tests/status-bogus: its own exported block,
+#     run as a file named libthpalloc.so.1, or the real library's block overwritten): range
+#     sizes that wrap, a count beyond the table, a range where nothing is mapped, fields out
+#     of range, overlapping ranges: "implausible introspection data" and why, in text and
+#     JSON, instead of the figures; a block that tells the truth is still believed.
+# Both builds (plain, ASan+UBSan); every run under timeout.
+. "$TESTS_SRCDIR/status-lib.sh"
+
+if [ ! -r "${THPALLOC_LIB:-}" ]; then
+    skip "hostile processes" "THPALLOC_LIB not built"
+    done_testing
+fi
+LIMIT=${STATUS_LIMIT:-30}
+
+# A copy of the library that a holder maps, replaced below while the holder runs.
+LIBDIR=$SCRATCH/libcopy
+mkdir -p "$LIBDIR"
+COPY=$LIBDIR/libthpalloc.so.1
+mkfifo "$SCRATCH/fifo"
+
+# replace KIND: puts something else where the holder's library was.
+replace() {
+    rm -f "$COPY"
+    case $1 in
+    fifo) mkfifo "$COPY" ;;
+    link-fifo) ln -s "$SCRATCH/fifo" "$COPY" ;;
+    link-device) ln -s /dev/zero "$COPY" ;;
+    copy) cp "$THPALLOC_LIB" "$COPY" ;;
+    esac
+}
+# The line the PID view prints for each (the path in maps has " (deleted)" after it).
+why() {
+    case $1 in
+    fifo | link-fifo | link-device) echo "$COPY is not a regular file now: not opened (the library was replaced since the process loaded it)" ;;
+    copy) echo "$COPY is another file now: not read (the library was replaced since the process loaded it)" ;;
+    esac
+}
+
+# bogus self|lib MODE: a status-bogus lying in MODE; sets BPID.
+BOGUS_EXE=$SCRATCH/bogus/libthpalloc.so.1
+mkdir -p "$SCRATCH/bogus"
+cp "$TESTS_BUILDDIR/status-bogus" "$BOGUS_EXE"
+bogus() {
+    f=$SCRATCH/bogus.$1.$2
+    if [ "$1" = self ]; then
+        "$BOGUS_EXE" self "$2" >"$f" 2>&1 &
+    else
+        LD_PRELOAD=$THPALLOC_LIB "$TESTS_BUILDDIR/status-bogus" lib "$2" >"$f" 2>&1 &
+    fi
+    BPID=$!
+    CLEANUP_PIDS="$CLEANUP_PIDS $BPID"
+    i=0
+    while ! grep -q '^ready' "$f" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 200 ] || ! kill -0 "$BPID" 2>/dev/null && { sed 's/^/#   /' "$f"; return 1; }
+        sleep 0.05
+    done
+}
+# What thp-status finds wrong with each lie.
+lie() {
+    case $1 in
+    sizes) echo "range 0 is not an address range of a process" ;;
+    count) echo "1099511627776 ranges (the table has 1024)" ;;
+    outside) echo "range 0 is not mapped in the process" ;;
+    fields) echo "state 7 (0, 1 or 2)" ;;
+    overlap) echo "ranges 0 and 1 overlap" ;;
+    esac
+}
+
+for T in $TOOLS; do
+    t=$(basename "$T")
+    rm -f "$COPY"
+    cp "$THPALLOC_LIB" "$COPY"
+    if ! HOLDER_PRELOAD=$COPY start_holder 1; then
+        ok 1 "$t: status-holder runs under a copy of the library"
+        continue
+    fi
+    H=$HOLDER_PID
+    # Untouched, the copy is read, with openat2 or without (component by component).
+    for no2 in 0 1; do
+        THP_STATUS_TEST_NO_OPENAT2=$no2 run timeout $LIMIT "$T" "$H"
+        ok $([ "$RC" -eq 0 ] && grep -qxF "  thpalloc         loaded: $COPY" "$OUT" \
+            && grep -qx '    state          in charge' "$OUT"; echo $?) \
+            "$t: the copy in place (THP_STATUS_TEST_NO_OPENAT2=$no2): its table is read (rc $RC)"
+    done
+    for kind in fifo link-fifo link-device copy; do
+        replace $kind
+        run timeout $LIMIT "$T" "$H"
+        ok $([ "$RC" -eq 0 ] && grep -qxF "    arena table    unavailable: $(why $kind)" "$OUT"; echo $?) \
+            "$t: the library replaced by a $kind: the PID view says why the table is unavailable (rc $RC)"
+        [ "$RC" -eq 0 ] || sed -n 's/^/#   /; /arena table/p' "$OUT"
+        bad=
+        for args in "--all" "--all --json" "--all --prometheus"; do
+            # shellcheck disable=SC2086
+            run timeout $LIMIT "$T" $args
+            [ "$RC" -eq 0 ] || bad="$bad '$args' rc $RC"
+        done
+        ok $([ -z "$bad" ]; echo $?) "$t: the library replaced by a $kind: --all, --json, --prometheus finish${bad:+ (wrong:$bad)}"
+    done
+    # Without openat2, a link is not followed at all.
+    replace link-device
+    THP_STATUS_TEST_NO_OPENAT2=1 run timeout $LIMIT "$T" "$H"
+    ok $([ "$RC" -eq 0 ] && grep -qxF "    arena table    unavailable: cannot open $COPY: a symbolic link (not followed: this kernel has no openat2)" "$OUT"; echo $?) \
+        "$t: without openat2, a link where the library was is not followed (rc $RC)"
+    kill "$H"
+    wait "$H" 2>/dev/null
+
+    # Lying introspection blocks.
+    for how in self lib; do
+        for mode in sizes count outside fields overlap valid; do
+            [ $how = lib ] && [ $mode = valid ] && continue
+            if ! bogus $how $mode; then
+                ok 1 "$t: status-bogus $how $mode starts"
+                continue
+            fi
+            run timeout $LIMIT "$T" "$BPID"
+            if [ $mode = valid ]; then
+                ok $([ "$RC" -eq 0 ] && grep -qx '    arenas         1 range, 4 MiB reserved' "$OUT"; echo $?) \
+                    "$t: a block that tells the truth is believed (1 range, 4 MiB) (rc $RC)"
+            else
+                ok $([ "$RC" -eq 0 ] && grep -qxF "    arena table    unavailable: implausible introspection data: $(lie $mode)" "$OUT" \
+                    && ! grep -q '^    arenas ' "$OUT"; echo $?) \
+                    "$t: $how, $mode: implausible introspection data, said why (rc $RC)"
+                [ "$RC" -eq 0 ] || sed -n 's/^/#   /; /arena/p' "$OUT"
+                run timeout $LIMIT "$T" --json "$BPID"
+                is "$(json "$OUT" "d['processes'][0]['thpalloc']['introspect'], d['processes'][0]['thpalloc']['introspect_error']")" \
+                    "(None, 'implausible introspection data: $(lie $mode)')" "$t: $how, $mode: JSON"
+            fi
+            kill "$BPID"
+            wait "$BPID" 2>/dev/null
+        done
+    done
+    sanitizer_clean "$t"
+done
+done_testing

@@ -1,0 +1,390 @@
+/* thp-status --all: every process, read by thp-status-proc.c (collection), then one of
+ * three renderers: the text table, JSON, Prometheus. */
+#include "thp-status-proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* What --all collected: the processes shown (sorted) and the counts of the rest. */
+struct all {
+    struct proc *v;
+    size_t n;
+    unsigned unreadable, vanished, kthreads, total;
+};
+
+static int cmp_huge(const void *a, const void *b)
+{
+    const struct proc *x = a, *y = b;
+    if (x->huge_kb != y->huge_kb)
+        return x->huge_kb > y->huge_kb ? -1 : 1;
+    if (x->rss_kb != y->rss_kb)
+        return x->rss_kb > y->rss_kb ? -1 : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static int all_collect(struct all *a)
+{
+    memset(a, 0, sizeof *a);
+    DIR *d = opendir("/proc");
+    if (!d) {
+        fprintf(stderr, "thp-status: /proc: %s\n", strerror(errno));
+        return 1;
+    }
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        if (a->n == cap) {
+            size_t nc = cap ? cap * 2 : 256;
+            struct proc *nv = realloc(a->v, nc * sizeof *nv);
+            if (!nv)
+                break;
+            a->v = nv;
+            cap = nc;
+        }
+        struct proc *p = &a->v[a->n];
+        proc_collect(p, (pid_t)pid, false);
+        if (p->dirfd >= 0) {
+            close(p->dirfd);
+            p->dirfd = -1;
+        }
+        if (!p->exists)
+            continue;
+        if (p->kthread) {
+            a->kthreads++;
+            proc_free(p);
+            continue;
+        }
+        a->total++;
+        if (p->vanished && !p->rollup_ok) {
+            a->vanished++;
+            proc_free(p);
+            continue;
+        }
+        if (!p->rollup_ok || proc_permission_denied(p))
+            a->unreadable++;
+        a->n++;
+    }
+    closedir(d);
+    if (a->n > 1)
+        qsort(a->v, a->n, sizeof *a->v, cmp_huge);
+    return 0;
+}
+
+/* ---- text ------------------------------------------------------------------------------ */
+
+static void user_name(uid_t uid, char *buf, size_t cap)
+{
+    struct passwd *pw = getpwuid(uid);
+    if (pw && strlen(pw->pw_name) < 9)
+        snprintf(buf, cap, "%s", pw->pw_name);
+    else
+        snprintf(buf, cap, "%u", (unsigned)uid);
+}
+
+static void mib(uint64_t kb, char *buf, size_t cap)
+{
+    if (kb >= 10 * 1024 * 1024)
+        snprintf(buf, cap, "%.1fG", (double)kb / (1024.0 * 1024));
+    else
+        snprintf(buf, cap, "%.1fM", (double)kb / 1024.0);
+}
+
+/* text on lines of at most width columns (words longer than that stand alone) */
+static void print_wrapped(const char *text, const char *indent, size_t width)
+{
+    size_t room = width - strlen(indent);
+    while (*text) {
+        size_t n = strlen(text), cut = n;
+        if (n > room) {
+            cut = room;
+            while (cut > 0 && text[cut] != ' ')
+                cut--;
+            if (cut == 0)
+                cut = strcspn(text, " ");
+        }
+        printf("%s%.*s\n", indent, (int)cut, text);
+        text += cut;
+        text += strspn(text, " ");
+    }
+}
+
+/* thpalloc in the process: in charge (yes), dormant (another allocator owns malloc),
+ * loaded in another state or with its table unreadable, not loaded, or unknown. */
+static const char *thpalloc_column(const struct proc *p)
+{
+    if (!p->maps_ok)
+        return "?";
+    if (!p->loaded)
+        return "no";
+    if (p->intro_ok && p->intro->active == 1)
+        return "yes";
+    return p->intro_ok && p->intro->active == 0 ? "dormant" : "loaded";
+}
+
+static void all_text(const struct all *a)
+{
+    printf("%7s %-8s %-15s %9s %9s %9s %-7s %9s\n", "PID", "USER", "COMMAND", "RSS", "ANON", "HUGE",
+           "THPA", "ARENAHUGE");
+    unsigned shown = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct proc *p = &a->v[i];
+        if (!p->rollup_ok)
+            continue;
+        char user[16], rss[16], anon[16], huge[16], ah[16];
+        user_name(p->ruid, user, sizeof user);
+        mib(p->rss_kb, rss, sizeof rss);
+        mib(p->anon_kb, anon, sizeof anon);
+        mib(p->huge_kb, huge, sizeof huge);
+        if (p->attr_ok)
+            mib(p->in.huge_kb, ah, sizeof ah);
+        else
+            snprintf(ah, sizeof ah, "-");
+        printf("%7d %-8s %-15s %9s %9s %9s %-7s %9s\n", (int)p->pid, user, ts_text_max(p->name, 15),
+               rss, anon, huge, thpalloc_column(p), ah);
+        shown++;
+    }
+    /* One fact a line, so that the table stays within a terminal's width. */
+    printf("%u processes shown\n", shown);
+    if (a->unreadable) {
+        /* the cause as the PID view gives it, for processes of other users in general */
+        char why[400] = "see thp-status PID";
+        for (size_t i = 0; i < a->n; i++)
+            if (proc_permission_denied(&a->v[i]))
+                ts_caps_advice(EACCES, (uid_t)-1, why, sizeof why);
+        printf("%u could not be read:\n", a->unreadable);
+        print_wrapped(why, "  ", 90);
+    }
+    if (a->vanished)
+        printf("%u exited while being read\n", a->vanished);
+    if (ts_opt.verbose && a->unreadable) {
+        printf("unreadable:");
+        for (size_t i = 0; i < a->n; i++)
+            if (!a->v[i].rollup_ok || proc_permission_denied(&a->v[i]))
+                printf(" %d(%s)", (int)a->v[i].pid, ts_text(a->v[i].name));
+        printf("\n");
+    }
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static void all_json(const struct all *a)
+{
+    j_obj(NULL);
+    j_str("schema", TS_SCHEMA);
+    j_arr("processes");
+    for (size_t i = 0; i < a->n; i++)
+        proc_json(&a->v[i], false);
+    j_end();
+    j_int("total", a->total);
+    j_int("unreadable", a->unreadable);
+    j_int("exited_during_read", a->vanished);
+    j_int("kernel_threads", a->kthreads);
+    j_end();
+    j_finish();
+}
+
+/* ---- Prometheus ------------------------------------------------------------------------ */
+
+/* The figures summed by the Prometheus view, in kB: false where p lacks figure f. */
+enum {
+    F_RSS,
+    F_ANON,
+    F_HUGE,
+    F_ARENA_RSS,
+    F_ARENA_HUGE,
+    F_ARENA_RESERVED,
+    F_ARENA_CHARGED,
+    F_CHARGED,
+    NF
+};
+static bool prom_field(const struct proc *p, int f, uint64_t *kb)
+{
+    if (!p->rollup_ok || (f >= F_ARENA_RSS && f <= F_ARENA_CHARGED && !p->attr_ok) ||
+        (f == F_CHARGED && !p->space_ok))
+        return false;
+    const uint64_t v[NF] = {p->rss_kb,     p->anon_kb,    p->huge_kb,       p->in.rss_kb,
+                            p->in.huge_kb, p->in.size_kb, p->in.charged_kb, p->charged_kb};
+    *kb = v[f];
+    return true;
+}
+
+static const char *const fnames[NF] = {"rss_bytes",
+                                       "anon_bytes",
+                                       "anon_huge_bytes",
+                                       "thpalloc_arena_rss_bytes",
+                                       "thpalloc_arena_huge_bytes",
+                                       "thpalloc_arena_reserved_bytes",
+                                       "thpalloc_arena_charged_bytes",
+                                       "charged_bytes"};
+static const char *const fhelp[NF] = {
+    "Resident memory (smaps_rollup Rss).",
+    "Anonymous memory (smaps_rollup Anonymous).",
+    "Anonymous huge pages (smaps_rollup AnonHugePages).",
+    "Resident memory in thpalloc's arenas.",
+    "Huge pages in thpalloc's arenas.",
+    "Address space of thpalloc's arenas (smaps Size).",
+    "Part of thpalloc's arenas charged to the commit limit (VmFlags ac).",
+    "Address space charged to the commit limit (VmFlags ac), where smaps was read."};
+
+/* thpalloc's state for the series: active, dormant, unknown; -1 when not loaded. */
+static const char *const states[3] = {"active", "dormant", "unknown"};
+static int thpalloc_state(const struct proc *p)
+{
+    if (!p->maps_ok || !p->loaded)
+        return -1;
+    return p->intro_ok && p->intro->active <= 1 ? (int)(1 - p->intro->active) : 2;
+}
+
+/* The systemd service a process belongs to: the aggregation's key, bounded by what root
+ * configured (scopes, sessions and processes outside systemd are "(none)"). */
+static const char *group_of(const struct proc *p)
+{
+    size_t n = strlen(p->unit);
+    return n > 8 && !strcmp(p->unit + n - 8, ".service") ? p->unit : "(none)";
+}
+
+struct group {
+    const char *unit;
+    unsigned procs, thpa[3];
+    bool has[NF];
+    uint64_t kb[NF];
+};
+
+static int cmp_group(const void *a, const void *b)
+{
+    return strcmp(((const struct group *)a)->unit, ((const struct group *)b)->unit);
+}
+
+/* Per service, then the totals: series whose number the administrator's units bound. */
+static void prom_groups(const struct all *a)
+{
+    struct group *g = NULL, total = {.unit = ""};
+    size_t ng = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct proc *p = &a->v[i];
+        const char *u = group_of(p);
+        size_t k = 0;
+        while (k < ng && strcmp(g[k].unit, u) != 0)
+            k++;
+        if (k == ng) {
+            struct group *ngv = realloc(g, (ng + 1) * sizeof *ngv);
+            if (!ngv)
+                continue;
+            g = ngv;
+            g[ng++] = (struct group){.unit = u};
+        }
+        struct group *sums[2] = {&g[k], &total};
+        int st = thpalloc_state(p);
+        for (int s = 0; s < 2; s++) {
+            sums[s]->procs++;
+            if (st >= 0)
+                sums[s]->thpa[st]++;
+            for (int f = 0; f < NF; f++) {
+                uint64_t kb;
+                if (prom_field(p, f, &kb)) {
+                    sums[s]->kb[f] += kb;
+                    sums[s]->has[f] = true;
+                }
+            }
+        }
+    }
+    if (ng > 1)
+        qsort(g, ng, sizeof *g, cmp_group);
+    char name[96], help[160];
+    snprintf(name, sizeof name, "thp_unit_processes");
+    p_family(name, "gauge", "Processes of a systemd service (unit \"(none)\": of none).");
+    for (size_t k = 0; k < ng; k++)
+        p_sample(name, g[k].procs, "unit", g[k].unit, NULL);
+    for (int f = 0; f < F_CHARGED; f++) {
+        snprintf(name, sizeof name, "thp_unit_%s", fnames[f]);
+        snprintf(help, sizeof help, "%s Sum over a systemd service's processes.", fhelp[f]);
+        for (size_t k = 0; k < ng; k++)
+            if (g[k].has[f]) {
+                p_family(name, "gauge", help);
+                p_sample(name, (double)g[k].kb[f] * 1024, "unit", g[k].unit, NULL);
+            }
+    }
+    for (size_t k = 0; k < ng; k++)
+        for (int st = 0; st < 3; st++)
+            if (g[k].thpa[st]) {
+                p_family("thp_unit_thpalloc_processes", "gauge",
+                         "Processes of a systemd service with thpalloc loaded, by its state.");
+                p_sample("thp_unit_thpalloc_processes", g[k].thpa[st], "unit", g[k].unit, "state",
+                         states[st], NULL);
+            }
+    p_family("thp_thpalloc_processes", "gauge", "Processes with thpalloc loaded, by its state.");
+    for (int st = 0; st < 3; st++)
+        p_sample("thp_thpalloc_processes", total.thpa[st], "state", states[st], NULL);
+    for (int f = F_ARENA_RSS; f <= F_ARENA_CHARGED; f++) {
+        snprintf(name, sizeof name, "thp_%s", fnames[f]);
+        snprintf(help, sizeof help, "%s Sum over every process.", fhelp[f]);
+        p_family(name, "gauge", help);
+        p_sample(name, (double)total.kb[f] * 1024, NULL);
+    }
+    free(g);
+}
+
+/* --per-process: one series a process and figure (a pid label: for a few hosts only). */
+static void prom_processes(const struct all *a)
+{
+    char name[96], pid[16];
+    for (int f = 0; f < NF; f++) {
+        snprintf(name, sizeof name, "thp_process_%s", fnames[f]);
+        for (size_t i = 0; i < a->n; i++) {
+            const struct proc *p = &a->v[i];
+            uint64_t kb;
+            if (!prom_field(p, f, &kb))
+                continue;
+            snprintf(pid, sizeof pid, "%d", (int)p->pid);
+            p_family(name, "gauge", fhelp[f]);
+            p_sample(name, (double)kb * 1024, "pid", pid, "comm", p->name, "unit", group_of(p),
+                     NULL);
+        }
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        const struct proc *p = &a->v[i];
+        if (!p->maps_ok)
+            continue;
+        snprintf(pid, sizeof pid, "%d", (int)p->pid);
+        p_family("thp_process_thpalloc_loaded", "gauge", "1 when libthpalloc is mapped.");
+        p_sample("thp_process_thpalloc_loaded", p->loaded, "pid", pid, "comm", p->name, "unit",
+                 group_of(p), NULL);
+    }
+}
+
+static void all_prom(const struct all *a)
+{
+    p_family("thp_processes", "gauge", "Processes seen (not kernel threads).");
+    p_sample("thp_processes", a->total, NULL);
+    p_family("thp_processes_unreadable", "gauge",
+             "Processes whose memory could not be read (permission).");
+    p_sample("thp_processes_unreadable", a->unreadable, NULL);
+    prom_groups(a);
+    if (ts_opt.per_process)
+        prom_processes(a);
+}
+
+int ts_all(void)
+{
+    struct all a;
+    if (all_collect(&a) != 0)
+        return 1;
+    if (ts_opt.format == TS_JSON)
+        all_json(&a);
+    else if (ts_opt.format == TS_PROM)
+        all_prom(&a);
+    else
+        all_text(&a);
+    for (size_t i = 0; i < a.n; i++)
+        proc_free(&a.v[i]);
+    free(a.v);
+    return 0;
+}

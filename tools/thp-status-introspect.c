@@ -1,0 +1,327 @@
+/* thp-status: thpalloc's arena table in another process.
+ *
+ * The library exports `thpalloc_introspect` (lib/thpalloc.h). We find the library in
+ * /proc/PID/maps, the symbol's offset in the .dynsym of the mapped file (opened only if it
+ * is still the file the process mapped), and read the table with process_vm_readv. The
+ * table is the process's own memory, which any code in it can write: what is read is
+ * checked (fields within their ranges, a count the table can hold, ranges that are page
+ * aligned, inside the process's mappings and apart from each other) before a figure of it
+ * is believed; otherwise "implausible introspection data" and why. */
+#include "thp-status-proc.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/magic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* ---- ELF: the offset of thpalloc_introspect in the library file ---------------------- */
+
+static bool pread_all(int fd, void *buf, size_t n, off_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
+/* Returns the symbol's value minus the first PT_LOAD's page-aligned vaddr (the offset
+ * from the load base), or 0 with msg set. */
+static uint64_t elf_symbol_offset(int fd, const char *name, char *msg, size_t cap)
+{
+    Elf64_Ehdr eh;
+    if (!pread_all(fd, &eh, sizeof eh, 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        snprintf(msg, cap, "not an ELF file");
+        return 0;
+    }
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+        eh.e_phentsize != sizeof(Elf64_Phdr)) {
+        snprintf(msg, cap, "not a 64-bit ELF library (32-bit processes are not supported)");
+        return 0;
+    }
+    uint64_t first_load = UINT64_MAX;
+    for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
+        Elf64_Phdr ph;
+        if (!pread_all(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)))
+            break;
+        if (ph.p_type == PT_LOAD) {
+            first_load = ph.p_vaddr & ~(uint64_t)4095;
+            break;
+        }
+    }
+    if (first_load == UINT64_MAX || eh.e_shnum == 0 || eh.e_shnum > 4096) {
+        snprintf(msg, cap, "no section headers or program headers to find the symbol in");
+        return 0;
+    }
+    Elf64_Shdr *sh = calloc(eh.e_shnum, sizeof *sh);
+    if (!sh || !pread_all(fd, sh, eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff)) {
+        free(sh);
+        snprintf(msg, cap, "cannot read the section headers");
+        return 0;
+    }
+    uint64_t result = 0;
+    snprintf(msg, cap, "the library has no symbol %s (an older thpalloc?)", name);
+    for (unsigned i = 0; i < eh.e_shnum && !result; i++) {
+        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh.e_shnum ||
+            sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_size > (64u << 20))
+            continue;
+        const Elf64_Shdr *ss = &sh[sh[i].sh_link];
+        if (ss->sh_size > (64u << 20))
+            continue;
+        Elf64_Sym *syms = malloc(sh[i].sh_size ? sh[i].sh_size : 1);
+        char *str = malloc(ss->sh_size + 1);
+        if (syms && str && pread_all(fd, syms, sh[i].sh_size, (off_t)sh[i].sh_offset) &&
+            pread_all(fd, str, ss->sh_size, (off_t)ss->sh_offset)) {
+            str[ss->sh_size] = '\0';
+            size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
+            for (size_t k = 0; k < n; k++) {
+                if (syms[k].st_name >= ss->sh_size || syms[k].st_shndx == SHN_UNDEF)
+                    continue;
+                if (ELF64_ST_TYPE(syms[k].st_info) != STT_OBJECT)
+                    continue;
+                if (strcmp(str + syms[k].st_name, name) == 0) {
+                    result = syms[k].st_value - first_load;
+                    if (!result)
+                        snprintf(msg, cap, "symbol %s at offset 0", name);
+                    break;
+                }
+            }
+        }
+        free(syms);
+        free(str);
+    }
+    free(sh);
+    return result;
+}
+
+/* The same file as the one in maps: the inode, and the device unless the file system shows
+ * another one to stat than to maps (btrfs subvolumes, overlayfs). */
+static bool same_file(const struct proc *p, int fd, const struct stat *st)
+{
+    if (st->st_ino != p->lib_ino)
+        return false;
+    struct statfs sf;
+    return st->st_dev == p->lib_dev ||
+           (fstatfs(fd, &sf) == 0 &&
+            (sf.f_type == BTRFS_SUPER_MAGIC || sf.f_type == OVERLAYFS_SUPER_MAGIC));
+}
+
+/* The file the process mapped, found by its path in maps (through the process's root, for
+ * another mount namespace, then through ours) and opened only if it is still that file:
+ * its owner may have put a FIFO, a link to a device or another file there since. */
+static int open_library(struct proc *p)
+{
+    char clean[PATH_MAX];
+    snprintf(clean, sizeof clean, "%s", p->lib_path);
+    char *del = strstr(clean, " (deleted)");
+    if (del)
+        *del = '\0';
+    int roots[2] = {openat(p->dirfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC),
+                    open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)};
+    const char *why = NULL; /* what is at the path instead, or why it cannot be opened */
+    bool replaced = false;
+    int fd = -1;
+    for (int i = 0; i < 2 && fd < 0; i++) {
+        struct stat st;
+        const char *w;
+        if (roots[i] < 0)
+            continue;
+        fd = ts_open_in_root(roots[i], clean, false, &st, &w);
+        if (fd >= 0 && !same_file(p, fd, &st)) {
+            close(fd);
+            fd = -1;
+            why = "is another file now: not read";
+            replaced = true;
+        } else if (fd < 0 && !strcmp(w, "not a regular file")) {
+            why = "is not a regular file now: not opened";
+            replaced = true;
+        } else if (fd < 0 && !replaced && (!why || strcmp(w, "no such file") != 0)) {
+            /* missing in one root and there in the other: what is there says more */
+            replaced = !strcmp(w, "no such file");
+            why = replaced ? "is gone" : w;
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (roots[i] >= 0)
+            close(roots[i]);
+    if (fd < 0 && replaced)
+        snprintf(p->intro_msg, sizeof p->intro_msg,
+                 "%.160s %s (the library was replaced since the process loaded it)", clean, why);
+    else if (fd < 0)
+        snprintf(p->intro_msg, sizeof p->intro_msg, "cannot open %.160s: %.80s", clean,
+                 why ? why : "no root to open it in");
+    return fd;
+}
+
+/* Above any user address space (57-bit with 5-level page tables). */
+#define ADDR_LIMIT ((uint64_t)1 << 57)
+
+/* Whether [b, e) lies in the process's mappings, with no hole. */
+static bool mapped(const struct proc *p, uint64_t b, uint64_t e)
+{
+    size_t lo = 0, hi = p->nmaps;
+    while (lo < hi) { /* the first mapping that ends after b */
+        size_t mid = (lo + hi) / 2;
+        if (p->maps[mid].end <= b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == p->nmaps || p->maps[lo].start > b)
+        return false;
+    uint64_t covered = p->maps[lo].end;
+    for (size_t i = lo + 1; covered < e && i < p->nmaps && p->maps[i].start == covered; i++)
+        covered = p->maps[i].end;
+    return covered >= e;
+}
+
+/* What is wrong with the table read (have: the ranges its size holds), or NULL. Sets
+ * *unmapped when it is only a range outside the mappings (they may just have changed). */
+static const char *implausible(const struct proc *p, const struct thpalloc_introspect *t,
+                               uint64_t have, bool *unmapped, char *buf, size_t cap)
+{
+    *unmapped = false;
+    if (t->size > (1u << 24))
+        snprintf(buf, cap, "block size %" PRIu32, t->size);
+    else if (t->active > 2)
+        snprintf(buf, cap, "state %" PRIu32 " (0, 1 or 2)", t->active);
+    else if (t->thp_mode < 0 || t->thp_mode > 3)
+        snprintf(buf, cap, "thp mode %" PRId32 " (0 to 3)", t->thp_mode);
+    else if (t->purge > 1 || t->policy_loaded > 1)
+        snprintf(buf, cap, "purge %" PRIu32 ", policy_loaded %" PRIu32 " (0 or 1)", t->purge,
+                 t->policy_loaded);
+    else if (t->thp_threshold >= ADDR_LIMIT || t->arena_size >= ADDR_LIMIT)
+        snprintf(buf, cap, "thp_threshold %" PRIu64 ", arena_size %" PRIu64 " bytes",
+                 t->thp_threshold, t->arena_size);
+    else if (t->purge_delay_ms < -1 || t->purge_delay_ms > (int64_t)1 << 40)
+        snprintf(buf, cap, "purge delay %" PRId64 " ms", t->purge_delay_ms);
+    else if (t->ranges_used > THPALLOC_RANGES_MAX)
+        snprintf(buf, cap, "%" PRIu64 " ranges (the table has %d)", t->ranges_used,
+                 THPALLOC_RANGES_MAX);
+    else if (t->ranges_used > have)
+        snprintf(buf, cap, "%" PRIu64 " ranges in a block of %" PRIu32 " bytes", t->ranges_used,
+                 t->size);
+    else
+        buf[0] = '\0';
+    if (buf[0])
+        return buf;
+    for (uint64_t i = 0; i < t->ranges_used; i++) {
+        uint64_t b = t->range[i].base, s = t->range[i].size;
+        if (!s)
+            continue;
+        if (b % 4096 || s % 4096 || s >= ADDR_LIMIT || b >= ADDR_LIMIT - s) {
+            snprintf(buf, cap, "range %" PRIu64 " is not an address range of a process", i);
+            return buf;
+        }
+        for (uint64_t j = 0; j < i; j++) {
+            uint64_t b2 = t->range[j].base, s2 = t->range[j].size;
+            if (s2 && b < b2 + s2 && b2 < b + s) {
+                snprintf(buf, cap, "ranges %" PRIu64 " and %" PRIu64 " overlap", j, i);
+                return buf;
+            }
+        }
+        if (!mapped(p, b, b + s)) {
+            *unmapped = true;
+            snprintf(buf, cap, "range %" PRIu64 " is not mapped in the process", i);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+/* Reads the table at addr into t; false with p->intro_msg set. */
+static bool read_table(struct proc *p, uint64_t addr, struct thpalloc_introspect *t, size_t *got)
+{
+    memset(t, 0, sizeof *t);
+    size_t head = offsetof(struct thpalloc_introspect, range);
+    struct iovec local = {t, head}, remote = {(void *)(uintptr_t)addr, head};
+    ssize_t n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
+    if (n != (ssize_t)head) {
+        int e = n < 0 ? errno : EIO;
+        char why[300];
+        ts_caps_advice(e, p->ruid, why, sizeof why);
+        snprintf(p->intro_msg, sizeof p->intro_msg, "process_vm_readv: %.220s", why);
+        if (e == ESRCH)
+            p->vanished = true;
+        return false;
+    }
+    if (t->magic != THPALLOC_INTROSPECT_MAGIC || t->version < 1 || t->size < head) {
+        snprintf(p->intro_msg, sizeof p->intro_msg,
+                 "no valid introspection block at the symbol's address (magic %#" PRIx64 ")",
+                 t->magic);
+        return false;
+    }
+    size_t want = t->size < sizeof *t ? t->size : sizeof *t;
+    local.iov_len = remote.iov_len = want;
+    n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
+    if (n != (ssize_t)want) {
+        snprintf(p->intro_msg, sizeof p->intro_msg, "process_vm_readv: %s",
+                 strerror(n < 0 ? errno : EIO));
+        return false;
+    }
+    *got = want;
+    return true;
+}
+
+void proc_read_introspect(struct proc *p)
+{
+    int fd = open_library(p);
+    if (fd < 0)
+        return;
+    char msg[200];
+    uint64_t off = elf_symbol_offset(fd, "thpalloc_introspect", msg, sizeof msg);
+    close(fd);
+    if (!off) {
+        snprintf(p->intro_msg, sizeof p->intro_msg, "%s", msg);
+        return;
+    }
+    struct thpalloc_introspect *t = malloc(sizeof *t);
+    if (!t) {
+        snprintf(p->intro_msg, sizeof p->intro_msg, "out of memory");
+        return;
+    }
+    ts_test_pause("introspect");
+    const size_t head = offsetof(struct thpalloc_introspect, range);
+    const char *bad = NULL;
+    char why[160];
+    /* A range outside the mappings read before may be an arena made since: once more. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        size_t got;
+        bool unmapped;
+        if (attempt)
+            proc_read_maps(p);
+        if (!read_table(p, p->lib_start + off, t, &got)) {
+            free(t);
+            return;
+        }
+        bad = implausible(p, t, (got - head) / sizeof(struct thpalloc_range), &unmapped, why,
+                          sizeof why);
+        if (!bad || !unmapped)
+            break;
+    }
+    if (bad) {
+        snprintf(p->intro_msg, sizeof p->intro_msg, "implausible introspection data: %s", bad);
+        free(t);
+        return;
+    }
+    for (uint64_t i = 0; i < t->ranges_used; i++)
+        if (t->range[i].size) {
+            p->reserved_bytes += t->range[i].size;
+            p->nranges++;
+        }
+    p->intro = t;
+    p->intro_ok = true;
+}

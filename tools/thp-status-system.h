@@ -1,0 +1,77 @@
+/* thp-status: what the system view reads (thp-status-system.c) and prints there (text,
+ * JSON) and in thp-status-sysprom.c (Prometheus). */
+#ifndef THP_STATUS_SYSTEM_H
+#define THP_STATUS_SYSTEM_H
+
+#include <limits.h>
+#include <sys/types.h>
+
+#include "thp-status.h"
+
+#define THP_DIR "/sys/kernel/mm/transparent_hugepage"
+
+#define N_TOP 6
+extern const char *const top_knobs[N_TOP];
+#define N_KHP 9
+extern const char *const khp_knobs[N_KHP];
+#define N_MEMINFO 9
+extern const char *const meminfo_keys[N_MEMINFO];
+/* What the kernel charges to the commit limit, thpalloc's mappings included. */
+#define N_COMMIT 2
+extern const char *const commit_keys[N_COMMIT];
+
+struct knob {
+    char raw[256]; /* as read */
+    char val[64];  /* selected word or the number */
+    bool present;
+};
+
+struct mthp {
+    unsigned long size_kb;
+    struct knob enabled, shmem;
+    struct {
+        char name[40];
+        uint64_t v;
+    } stat[24];
+    int nstat;
+};
+
+struct sysview {
+    bool thp_present;
+    struct knob top[N_TOP], khp[N_KHP];
+    struct mthp *m;
+    int nm;
+    bool meminfo_ok;
+    uint64_t meminfo[N_MEMINFO];
+    bool meminfo_has[N_MEMINFO];
+    int overcommit; /* vm.overcommit_memory, -1: unreadable (overcommit_err) */
+    int overcommit_err;
+    char overcommit_path[PATH_MAX];
+    uint64_t commit[N_COMMIT];
+    bool commit_has[N_COMMIT];
+    struct {
+        char name[64];
+        uint64_t v;
+    } * vm;
+    int nvm;
+    double fallback_rate, collapse_fail_rate; /* < 0: no events yet */
+    /* preload */
+    char preload_path[PATH_MAX];
+    int preload_err; /* errno reading it; ENOENT: no file */
+    mode_t preload_mode;
+    char preload_entry[PATH_MAX]; /* the thpalloc token, "" if none */
+    bool preload_entry_exists;
+    /* policy */
+    struct cfg_settings pol;
+    size_t policy_problems;
+    char warn[16][400];
+    int nwarn;
+};
+
+/* "2M" for a per-size THP directory of 2048 kB */
+void mthp_label(unsigned long kb, char *buf, size_t cap);
+/* vm.overcommit_memory's name, and what it means for an allocation; NULL when unknown. */
+const char *overcommit_name(int mode, const char **what);
+void sys_prom(const struct sysview *v);
+
+#endif
