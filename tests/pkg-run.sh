@@ -34,6 +34,16 @@ E=$("$RUN" --help | sed -n 's/^Runs COMMAND with thpalloc preloaded (\(.*\))\.$/
 [ -n "$E" ]
 ok $? "--help names the library ($E)"
 
+# --version: the version configure has (AC_INIT), substituted into the script.
+if [ -n "${THPALLOC_VERSION-}" ]; then
+    out=$("$RUN" --version 2>&1)
+    rc=$?
+    [ "$rc" -eq 0 ] && [ "$out" = "thpalloc-run from thpalloc $THPALLOC_VERSION" ]
+    ok $? "--version: 'thpalloc-run from thpalloc $THPALLOC_VERSION', exit 0 ($out, rc=$rc)"
+else
+    ok 0 "# SKIP THPALLOC_VERSION is not set (run by make check)"
+fi
+
 # envof ARGS...: the environment `env` sees under thpalloc-run ARGS... env
 envof() { "$RUN" "$@" env 2>/dev/null; }
 has() { # has LINE ARGS...: envof ARGS has exactly LINE
