@@ -236,6 +236,15 @@ if [ -d "$chroot_dir/proc/self" ]; then
     [ "$(cat "$work/out")" -gt 0 ] 2>/dev/null
     ok $? "/proc/self/maps of a shell in the chroot shows libthpalloc.so.1"
 fi
+[ -x "$chroot_dir/usr/bin/thp-status" ] && [ ! -e "$chroot_dir/usr/sbin/thp-status" ]
+ok $? "thp-status is in /usr/bin (for every user), not /usr/sbin"
+# A user's PATH has no sbin: thp-status and thpalloc-run's value check (thp-status
+# --check-value) work with it.
+chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/bin:/bin LC_ALL=C thp-status --check >"$work/out" 2>&1
+ok $? "thp-status --check with a user's PATH (/usr/bin:/bin)"
+chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/bin:/bin LC_ALL=C thpalloc-run --thp never \
+    /bin/sh -c 'echo "$THPALLOC_THP"' >"$work/out" 2>&1 && [ "$(cat "$work/out")" = never ]
+ok $? "thpalloc-run --thp never with a user's PATH: THPALLOC_THP=never ($(head -1 "$work/out"))"
 t thp-status
 ok $? "thp-status runs in the chroot"
 t thp-status --check

@@ -43,6 +43,14 @@ if [ -n "${THPALLOC_VERSION-}" ]; then
 else
     ok 0 "# SKIP THPALLOC_VERSION is not set (run by make check)"
 fi
+# The installed thp-status it checks values with: the one in bindir, beside it.
+if [ -n "${THPALLOC_BINDIR-}" ]; then
+    checker=$(sed -n "s/^checker='\(.*\)'\$/\1/p" "$RUN")
+    [ "$checker" = "$THPALLOC_BINDIR/thp-status" ]
+    ok $? "the installed checker is \$(bindir)/thp-status ($checker)"
+else
+    ok 0 "# SKIP THPALLOC_BINDIR is not set (run by make check)"
+fi
 
 # envof ARGS...: the environment `env` sees under thpalloc-run ARGS... env
 envof() { "$RUN" "$@" env 2>/dev/null; }
