@@ -57,5 +57,15 @@ for p in "${pages[@]}"; do
         ok $? "lexgrog $name: a whatis entry"
     fi
 done
+# thpalloc(7) at 80 columns: MODES without the gaps of a line stretched around a word too
+# long for it (four blanks or more between two words), and an EXAMPLES section.
+if command -v man >/dev/null 2>&1; then
+    text=$(LC_ALL=C MANWIDTH=80 man -l -E ascii "$MAN/thpalloc.7" 2>/dev/null)
+    gaps=$(sed -n '/^MODES/,/^[A-Z]/p' <<<"$text" | grep -E '[^ ]    +[^ ]')
+    [ -z "$gaps" ]
+    ok $? "thpalloc.7: MODES at 80 columns has no stretched line${gaps:+ ($gaps)}"
+    grep -q '^EXAMPLES$' <<<"$text"
+    ok $? "thpalloc.7 has EXAMPLES"
+fi
 echo "1..$n"
 [ "$failed" -eq 0 ]
