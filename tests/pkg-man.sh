@@ -66,6 +66,12 @@ if command -v man >/dev/null 2>&1; then
     ok $? "thpalloc.7: MODES at 80 columns has no stretched line${gaps:+ ($gaps)}"
     grep -q '^EXAMPLES$' <<<"$text"
     ok $? "thpalloc.7 has EXAMPLES"
+    # thpalloc(3) is in libthpalloc-dev, not beside them: the pages that cite it say so.
+    for p in thpalloc.7 thpalloc.conf.5; do
+        LC_ALL=C MANWIDTH=200 man -l -E ascii "$MAN/$p" 2>/dev/null | sed -n '/^SEE ALSO/,$p' |
+            tr -s ' \n' ' ' | grep -q 'thpalloc(3) (the extension API, in the libthpalloc-dev package)'
+        ok $? "$p: SEE ALSO says thpalloc(3) is in libthpalloc-dev"
+    done
 fi
 echo "1..$n"
 [ "$failed" -eq 0 ]
