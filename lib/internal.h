@@ -285,6 +285,7 @@ extern HIDDEN struct policy policy_in_force;
 HIDDEN void policy_ensure_loaded(void);
 HIDDEN void policy_say_passthrough(size_t pagesize);
 HIDDEN void introspect_set_active(bool active);
+HIDDEN bool introspect_in_charge(void); /* introspect_set_active(true) was called */
 HIDDEN void introspect_add_range(void *base, size_t size);
 HIDDEN void introspect_remove_range(void *base);
 HIDDEN void policy_fork_prepare(void);
