@@ -247,6 +247,12 @@ chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/bin:/bin LC_ALL=C thpalloc-run --
 ok $? "thpalloc-run --thp never with a user's PATH: THPALLOC_THP=never ($(head -1 "$work/out"))"
 t thp-status
 ok $? "thp-status runs in the chroot"
+for c in thp-status thpalloc-run thpalloc-preload; do
+    f=/usr/share/bash-completion/completions/$c
+    in_chroot bash --norc -c ". $f && complete -p $c" >"$work/out" 2>&1
+    grep -q " $c\$" "$work/out"
+    ok $? "$f is installed and registers the completion of $c"
+done
 t thp-status --check
 ok $? "thp-status --check: the shipped policy is valid"
 
