@@ -109,6 +109,11 @@ if command -v lintian >/dev/null 2>&1; then
     sed 's/^/# lintian: /' "$work/lintian.log"
     ! grep -qE '^[EW]: ' "$work/lintian.log"
     ok $? "lintian: no error and no warning"
+    # Informational tags too: an overridden one says why in debian/*.lintian-overrides.
+    lintian -I --tag-display-limit 0 "$changes" 2>&1 | grep '^I: ' | sed 's/^/# lintian -I: /' |
+        tee "$work/lintian-i.log"
+    [ ! -s "$work/lintian-i.log" ]
+    ok $? "lintian -I: no informational tag either (hardening-no-fortify-functions overridden, with the reason)"
 else
     ok 1 "lintian is not installed (tools/install-build-deps)"
 fi
