@@ -108,7 +108,7 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
     chunk_t *c = registry_lookup(p);
     if (unlikely(!c)) {
         if (p)
-            __libc_free(p); /* not ours: glibc's own, or from before we were in charge */
+            foreign_free(p); /* not ours: glibc's own, or from before we were in charge */
         return;
     }
     /* Chunks are 2 MiB-aligned; a large block's PAGE_SHIFT_NONE makes its index 0. */
@@ -262,7 +262,7 @@ API void *realloc(void *p, size_t size)
     }
     chunk_t *c = registry_lookup(p);
     if (!c)
-        return __libc_realloc(p, size);
+        return foreign_realloc(p, size);
     size_t old = usable_size(c, p, "realloc(): invalid pointer");
     /* Large blocks grow and shrink where they stand when they can (no copy, and no hole
      * left behind for a growing buffer to step over). */
@@ -348,6 +348,20 @@ API void *pvalloc(size_t size)
  * allocate. The header layout (size word before the block; IS_MMAPPED = 2, PREV_INUSE = 1 in
  * the next chunk) has not changed since glibc 2.0; tests/foreign.sh compares the result with
  * glibc's function for every kind of glibc block. */
+void foreign_free(void *p)
+{
+    if (!__libc_free)
+        lib_fatal("free(): invalid pointer", p);
+    __libc_free(p);
+}
+
+void *foreign_realloc(void *p, size_t size)
+{
+    if (!__libc_realloc)
+        lib_fatal("realloc(): invalid pointer", p);
+    return __libc_realloc(p, size);
+}
+
 size_t foreign_usable_size(void *p)
 {
     const size_t *size_word = (const size_t *)p - 1;

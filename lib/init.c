@@ -93,6 +93,10 @@ void lib_init(void)
     block_secret_init(); /* before the first block exists */
     size_t pagesize = os_page_size();
     passthrough = pagesize != OS_PAGE_SIZE;
+    if (passthrough && !__libc_malloc)
+        lib_fatal("the kernel's page size is not 4 KiB, and a static program has no other "
+                  "malloc to run on",
+                  NULL);
     if (passthrough)
         policy_say_passthrough(pagesize);
     dormant = passthrough || other_allocator_in_charge();

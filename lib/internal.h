@@ -285,6 +285,7 @@ extern HIDDEN struct policy policy_in_force;
 HIDDEN void policy_ensure_loaded(void);
 HIDDEN void policy_say_passthrough(size_t pagesize);
 HIDDEN void introspect_set_active(bool active);
+HIDDEN bool introspect_in_charge(void); /* introspect_set_active(true) was called */
 HIDDEN void introspect_add_range(void *base, size_t size);
 HIDDEN void introspect_remove_range(void *base);
 HIDDEN void policy_fork_prepare(void);
@@ -517,14 +518,20 @@ HIDDEN void *passthrough_next(const char *name);
 extern HIDDEN bool passthrough;
 HIDDEN void lib_fatal(const char *msg, const void *p) __attribute__((noreturn, cold));
 
-/* foreign pointers: glibc's own functions */
-extern void __libc_free(void *);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void *__libc_valloc(size_t);
-extern void *__libc_pvalloc(size_t);
+/* foreign pointers: glibc's own functions. Weak: a static program linked with
+ * libthpalloc.a must not pull glibc's malloc.o out of libc.a (its malloc would collide with
+ * ours); there they are null, and a static program has no foreign pointer and cannot pass
+ * through (lib_init refuses to). In a shared object they bind to libc.so's as before. */
+extern void __libc_free(void *) __attribute__((weak));
+extern void *__libc_realloc(void *, size_t) __attribute__((weak));
+extern void *__libc_malloc(size_t) __attribute__((weak));
+extern void *__libc_calloc(size_t, size_t) __attribute__((weak));
+extern void *__libc_memalign(size_t, size_t) __attribute__((weak));
+extern void *__libc_valloc(size_t) __attribute__((weak));
+extern void *__libc_pvalloc(size_t) __attribute__((weak));
+/* free and realloc of a pointer that is not ours: glibc's, or fatal where there is none. */
+HIDDEN void foreign_free(void *p) __attribute__((cold));
+HIDDEN void *foreign_realloc(void *p, size_t size) __attribute__((cold));
 HIDDEN size_t foreign_usable_size(void *p);
 
 /* statistics */

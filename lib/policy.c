@@ -14,7 +14,12 @@
 
 extern char **environ;
 
-API struct thpalloc_introspect thpalloc_introspect = {
+/* The table thp-status reads at the address of the exported name thpalloc_introspect, an
+ * alias (below) that no header declares. The library writes it through this local name: were
+ * a program to declare the exported name itself and read it, its copy relocation would bind
+ * every reference to that name, the library's own included, to the program's copy, and
+ * thp-status, which reads the library's object, would see a table never written. */
+static struct thpalloc_introspect introspect_state = {
     .magic = THPALLOC_INTROSPECT_MAGIC,
     .version = 1,
     .size = sizeof(struct thpalloc_introspect),
@@ -25,6 +30,8 @@ API struct thpalloc_introspect thpalloc_introspect = {
     .purge_delay_ms = CFG_DEFAULT_PURGE_DELAY_MS,
     .purge = CFG_DEFAULT_PURGE,
 };
+extern API struct thpalloc_introspect thpalloc_introspect
+    __attribute__((alias("introspect_state")));
 
 /* The policy in force, read by every layer; written once, here, when it is resolved. */
 struct policy policy_in_force = {
@@ -115,12 +122,12 @@ void policy_ensure_loaded(void)
     policy_in_force.purge_delay_ms = settings.purge_delay_ms;
     policy_in_force.purge = settings.purge;
     policy_in_force.stats_at_exit = settings.stats_at_exit;
-    thpalloc_introspect.thp_mode = (int32_t)settings.thp;
-    thpalloc_introspect.thp_threshold = settings.thp_threshold;
-    thpalloc_introspect.arena_size = settings.arena_size;
-    thpalloc_introspect.purge_delay_ms = settings.purge_delay_ms;
-    thpalloc_introspect.purge = (uint32_t)settings.purge;
-    thpalloc_introspect.policy_loaded = 1;
+    introspect_state.thp_mode = (int32_t)settings.thp;
+    introspect_state.thp_threshold = settings.thp_threshold;
+    introspect_state.arena_size = settings.arena_size;
+    introspect_state.purge_delay_ms = settings.purge_delay_ms;
+    introspect_state.purge = (uint32_t)settings.purge;
+    introspect_state.policy_loaded = 1;
     atomic_store_explicit(&load_state, 2, memory_order_release);
     if (verbose)
         say_policy();
@@ -129,13 +136,18 @@ void policy_ensure_loaded(void)
 
 void introspect_set_active(bool active)
 {
-    thpalloc_introspect.active = active ? 1 : 0;
+    introspect_state.active = active ? 1 : 0;
+}
+
+bool introspect_in_charge(void)
+{
+    return introspect_state.active == 1;
 }
 
 void introspect_add_range(void *base, size_t size)
 {
     pthread_mutex_lock(&ranges_lock);
-    struct thpalloc_introspect *t = &thpalloc_introspect;
+    struct thpalloc_introspect *t = &introspect_state;
     uint64_t i;
     for (i = 0; i < t->ranges_used; i++)
         if (t->range[i].size == 0)
@@ -154,7 +166,7 @@ void introspect_add_range(void *base, size_t size)
 void introspect_remove_range(void *base)
 {
     pthread_mutex_lock(&ranges_lock);
-    struct thpalloc_introspect *t = &thpalloc_introspect;
+    struct thpalloc_introspect *t = &introspect_state;
     for (uint64_t i = 0; i < t->ranges_used; i++)
         if (t->range[i].base == (uintptr_t)base && t->range[i].size) {
             t->range[i].size = 0;

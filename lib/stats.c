@@ -119,7 +119,7 @@ static void put_field(const char *name, uint64_t bytes)
 
 __attribute__((destructor)) static void stats_at_exit(void)
 {
-    if (!policy_in_force.stats_at_exit || thpalloc_introspect.active != 1)
+    if (!policy_in_force.stats_at_exit || !introspect_in_charge())
         return;
     struct thpalloc_stats s;
     stats_collect(&s);

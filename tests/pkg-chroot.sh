@@ -109,6 +109,11 @@ if command -v lintian >/dev/null 2>&1; then
     sed 's/^/# lintian: /' "$work/lintian.log"
     ! grep -qE '^[EW]: ' "$work/lintian.log"
     ok $? "lintian: no error and no warning"
+    # Informational tags too: an overridden one says why in debian/*.lintian-overrides.
+    lintian -I --tag-display-limit 0 "$changes" 2>&1 | grep '^I: ' | sed 's/^/# lintian -I: /' |
+        tee "$work/lintian-i.log"
+    [ ! -s "$work/lintian-i.log" ]
+    ok $? "lintian -I: no informational tag either (hardening-no-fortify-functions overridden, with the reason)"
 else
     ok 1 "lintian is not installed (tools/install-build-deps)"
 fi
@@ -236,8 +241,23 @@ if [ -d "$chroot_dir/proc/self" ]; then
     [ "$(cat "$work/out")" -gt 0 ] 2>/dev/null
     ok $? "/proc/self/maps of a shell in the chroot shows libthpalloc.so.1"
 fi
+[ -x "$chroot_dir/usr/bin/thp-status" ] && [ ! -e "$chroot_dir/usr/sbin/thp-status" ]
+ok $? "thp-status is in /usr/bin (for every user), not /usr/sbin"
+# A user's PATH has no sbin: thp-status and thpalloc-run's value check (thp-status
+# --check-value) work with it.
+chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/bin:/bin LC_ALL=C thp-status --check >"$work/out" 2>&1
+ok $? "thp-status --check with a user's PATH (/usr/bin:/bin)"
+chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/bin:/bin LC_ALL=C thpalloc-run --thp never \
+    /bin/sh -c 'echo "$THPALLOC_THP"' >"$work/out" 2>&1 && [ "$(cat "$work/out")" = never ]
+ok $? "thpalloc-run --thp never with a user's PATH: THPALLOC_THP=never ($(head -1 "$work/out"))"
 t thp-status
 ok $? "thp-status runs in the chroot"
+for c in thp-status thpalloc-run thpalloc-preload; do
+    f=/usr/share/bash-completion/completions/$c
+    in_chroot bash --norc -c ". $f && complete -p $c" >"$work/out" 2>&1
+    grep -q " $c\$" "$work/out"
+    ok $? "$f is installed and registers the completion of $c"
+done
 t thp-status --check
 ok $? "thp-status --check: the shipped policy is valid"
 

@@ -34,6 +34,24 @@ E=$("$RUN" --help | sed -n 's/^Runs COMMAND with thpalloc preloaded (\(.*\))\.$/
 [ -n "$E" ]
 ok $? "--help names the library ($E)"
 
+# --version: the version configure has (AC_INIT), substituted into the script.
+if [ -n "${THPALLOC_VERSION-}" ]; then
+    out=$("$RUN" --version 2>&1)
+    rc=$?
+    [ "$rc" -eq 0 ] && [ "$out" = "thpalloc-run from thpalloc $THPALLOC_VERSION" ]
+    ok $? "--version: 'thpalloc-run from thpalloc $THPALLOC_VERSION', exit 0 ($out, rc=$rc)"
+else
+    ok 0 "# SKIP THPALLOC_VERSION is not set (run by make check)"
+fi
+# The installed thp-status it checks values with: the one in bindir, beside it.
+if [ -n "${THPALLOC_BINDIR-}" ]; then
+    checker=$(sed -n "s/^checker='\(.*\)'\$/\1/p" "$RUN")
+    [ "$checker" = "$THPALLOC_BINDIR/thp-status" ]
+    ok $? "the installed checker is \$(bindir)/thp-status ($checker)"
+else
+    ok 0 "# SKIP THPALLOC_BINDIR is not set (run by make check)"
+fi
+
 # envof ARGS...: the environment `env` sees under thpalloc-run ARGS... env
 envof() { "$RUN" "$@" env 2>/dev/null; }
 has() { # has LINE ARGS...: envof ARGS has exactly LINE
@@ -104,13 +122,19 @@ out=$("$RUN" --library "$LIB" sh -c 'echo "$0"' 2>/dev/null)
 [ "$out" = sh ]
 ok $? "the command keeps its name as argv[0] ($out)"
 
-# Bad values and options: usage on stderr, exit 2, the command not run.
+# Bad values and options: one line saying what is wrong and the pointer to --help (as
+# util-linux does: not the whole usage), exit 2, the command not run.
+TRY="Try 'thpalloc-run --help' for more information."
+refused() { # refused: $tmp/err is one 'thpalloc-run: ...' line and the pointer to --help
+    [ "$(wc -l <"$tmp/err")" -eq 2 ] && [ "$(sed -n 2p "$tmp/err")" = "$TRY" ] &&
+        sed -n 1p "$tmp/err" | grep -q '^thpalloc-run: .'
+}
 bad() { # bad DESCRIPTION ARGS...
     local d=$1 rc=0
     shift
     "$RUN" --library "$LIB" "$@" touch "$tmp/ran" >"$tmp/out" 2>"$tmp/err" || rc=$?
-    [ "$rc" -eq 2 ] && grep -q '^usage:' "$tmp/err" && [ ! -s "$tmp/out" ] && [ ! -e "$tmp/ran" ]
-    ok $? "refused with usage, exit 2: $d (rc=$rc)"
+    [ "$rc" -eq 2 ] && refused && [ ! -s "$tmp/out" ] && [ ! -e "$tmp/ran" ]
+    ok $? "refused in one line and the pointer to --help, exit 2: $d (rc=$rc: $(head -1 "$tmp/err"))"
     rm -f "$tmp/ran"
 }
 bad "--thp huge" --thp huge
@@ -134,14 +158,19 @@ bad "--purge-delay ms" --purge-delay ms
 bad "--purge madvise" --purge madvise
 bad "--stats=yes" --stats=yes
 bad "unknown option" --frobnicate
+"$RUN" --library "$LIB" --thp huge true 2>"$tmp/err"
+[ "$(sed -n 1p "$tmp/err")" = 'thpalloc-run: --thp: bad value "huge" for thp: expected system, never, large or always' ]
+ok $? "--thp huge: the line names the option and the value ($(head -1 "$tmp/err"))"
 out=$("$RUN" --thp 2>"$tmp/err")
 rc=$?
-[ "$rc" -eq 2 ] && grep -q '^usage:' "$tmp/err"
-ok $? "an option without its value: exit 2"
+[ "$rc" -eq 2 ] && [ "$(cat "$tmp/err")" = "thpalloc-run: --thp needs a value
+$TRY" ]
+ok $? "an option without its value: one line and the pointer to --help, exit 2"
 "$RUN" >/dev/null 2>"$tmp/err"
 rc=$?
-[ "$rc" -eq 2 ] && grep -q '^usage:' "$tmp/err"
-ok $? "no command: usage, exit 2"
+[ "$rc" -eq 2 ] && [ "$(cat "$tmp/err")" = "thpalloc-run: no command given
+$TRY" ]
+ok $? "no command: one line and the pointer to --help, exit 2"
 "$RUN" --thp never >/dev/null 2>&1
 [ $? -eq 2 ]
 ok $? "options but no command: exit 2"

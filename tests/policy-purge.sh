@@ -33,6 +33,14 @@ block=4194304
 run THPALLOC_PURGE_DELAY=never PROBE_WATCH_MS=1500
 test "$(get drop_ms)" = 999999 -a "$(get end_kb)" -gt 500000
 ok $? "purge_delay=never keeps the memory ($(get end_kb) kB after 1.5 s)"
+# The exception thpalloc.conf(5) states: a block of more than half an arena has a mapping of
+# its own, unmapped when it is freed, whatever purge_delay.
+block=$((40 << 20))
+run THPALLOC_PURGE_DELAY=never PROBE_WATCH_MS=1500
+d=$(get drop_ms)
+test "$d" -ge 0 -a "$d" -le 200
+ok $? "purge_delay=never: a 40 MiB block (a mapping of its own) is unmapped at once (${d} ms)"
+block=4194304
 run THPALLOC_PURGE=free THPALLOC_PURGE_DELAY=200ms PROBE_WATCH_MS=1500
 test "$(get lazyfree_max_kb)" -gt 400000
 ok $? "purge=free: the memory shows as LazyFree ($(get lazyfree_max_kb) kB)"

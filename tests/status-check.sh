@@ -104,7 +104,7 @@ set -- $TOOLS
 sed -n '/^\[global\]/,/^# Per-service/p' "$TOP_SRCDIR/etc/thpalloc.conf" |
     sed -n 's/^#\([a-z_]*\) = \(.*\)$/\1 \2/p' >"$SCRATCH/defaults.conf"
 awk '/^\.TP/ { tp = 1; next } tp && /^\.B[RI] [a-z_]+ " = "/ { key = $2 } { tp = 0 }
-    /^Default:/ { d = 1; next } d { print key, $2; d = 0 }' "$TOP_SRCDIR/man/thpalloc.conf.5" >"$SCRATCH/defaults.man"
+    /^Default:/ { d = 1; next } d { print key, $2; d = 0 }' "$TOP_SRCDIR/man/thpalloc.conf.5.in" >"$SCRATCH/defaults.man"
 
 SHIPPED=$TOP_SRCDIR/etc/thpalloc.conf
 # The shipped per-service example, where it says to save it, and the command it names:
