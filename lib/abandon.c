@@ -29,6 +29,7 @@ static void adopt_chunk(heap_t *heap, chunk_t *c)
         if (atomic_load_explicit(&p->in_use, memory_order_relaxed) != PAGE_USED)
             continue;
         page_set_flags(p, heap, p->flags);
+        p->alloc_seen = false; /* kept by this heap only once it allocates from it */
         page_collect(p);
         if (p->used == 0) {
             /* page_free may release the chunk with its last page: stop looking then. */

@@ -31,7 +31,11 @@ void page_retire(heap_t *heap, page_t *page)
         (page->chunk->kind == CHUNK_SMALL || policy_in_force.thp.mode != THP_MODE_ALWAYS) &&
         !(page->flags & PAGE_IN_FULL)) {
         page_queue_t *q = &heap->queues[page->cls];
-        if (q->first == page && !page->next)
+        /* Only a page this heap allocates from: pages of chunks adopted from exited threads
+         * that it merely freed into, kept, held those chunks and their resident free slots
+         * away from every other heap (a thread that joins workers and frees what they left
+         * gathered one per class). */
+        if (q->first == page && !page->next && page->alloc_seen)
             return;
     }
     page_unlink(heap, page);
@@ -78,6 +82,7 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
             if (!page->free && page->capacity < page->reserved)
                 page_extend(page);
             if (page->free) {
+                page->alloc_seen = true;
                 if (page != q->first) {
                     page_queue_remove(q, page);
                     page_queue_push_front(q, page);

@@ -126,6 +126,9 @@ typedef struct page {
     /* The slot was resident when the page took it (a dirty slot or chunk): beyond the
      * carved blocks there may be old pages, which the purger gives back (reclaim.c). */
     bool tail_resident;
+    /* The owner has allocated from it since it took the page (a new page, or one its slow
+     * path chose): only such a page is kept empty for the next allocation (page_retire). */
+    bool alloc_seen;
 } __attribute__((aligned(128))) page_t; /* a power of two: the page index is a shift */
 
 /* A page slot's life. Only the owner heap moves a slot to PAGE_USED (from FREE or, by CAS,

@@ -36,6 +36,7 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
     page->next = page->prev = NULL;
     page->start = c->base + ((size_t)idx << c->page_shift);
     page->chunk = c;
+    page->alloc_seen = true;
     page->div_check = UINT64_MAX / page->block_size + 1;
     page->span = page->reserved * page->block_size;
     __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);

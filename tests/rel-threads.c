@@ -16,6 +16,12 @@
  *                                      contents hold and (thpalloc) no heap or chunk is
  *                                      left behind per thread
  *
+ *   rel-threads [-g] janitor N          N batches of 8 threads that allocate blocks of
+ *                                      every small and medium class, free most and exit;
+ *                                      the main thread frees what they left: afterwards
+ *                                      (thpalloc) the main thread holds no more than a
+ *                                      few chunks, so the next batch reuses the rest
+ *
  * Output: "ok - ..." / "not ok - ..." lines, "# ..." diagnostics, "end" when finished
  * (the relay() format of tests/api-taplib.sh). "thp-only - ..." lines hold only for
  * thpalloc (its statistics, found with dlsym); -g (glibc) leaves them out. */
@@ -490,6 +496,63 @@ static void mode_mapcount(void)
     report(fails == 0, "mapcount: after the filler is unmapped every allocation succeeds");
 }
 
+/* ---- janitor: one thread frees what exited threads left ---------------------------- */
+
+#define JAN_THREADS 8
+#define JAN_BLOCKS 600
+static void *jan_left[JAN_THREADS][JAN_BLOCKS];
+
+static void *jan_worker(void *arg)
+{
+    void **left = arg;
+    /* Every class from 16 B to 48 KiB, a few blocks each; a third is left to the main thread. */
+    for (int i = 0; i < JAN_BLOCKS; i++) {
+        size_t n = (size_t)16 << (i % 12);
+        n += (size_t)(i * 37) % n;
+        unsigned char *p = malloc(n);
+        if (p)
+            p[0] = p[n - 1] = (unsigned char)i;
+        if (i % 3 == 0)
+            left[i] = p;
+        else
+            free(p);
+    }
+    return NULL;
+}
+
+static void mode_janitor(long batches)
+{
+    struct thpalloc_stats st;
+    for (long b = 0; b < batches; b++) {
+        pthread_t t[JAN_THREADS];
+        memset(jan_left, 0, sizeof jan_left);
+        for (int k = 0; k < JAN_THREADS; k++)
+            pthread_create(&t[k], NULL, jan_worker, jan_left[k]);
+        for (int k = 0; k < JAN_THREADS; k++)
+            pthread_join(t[k], NULL);
+        for (int k = 0; k < JAN_THREADS; k++)
+            for (int i = 0; i < JAN_BLOCKS; i++)
+                free(jan_left[k][i]);
+    }
+    if (glibc_mode) {
+        report(1, "janitor: batches of threads whose leftovers the main thread frees");
+        return;
+    }
+    /* Everything is free now: give back what waits, then what is still committed is what
+     * the heaps hold (the main thread's, and the exited threads' heaps abandoned nothing). */
+    size_t (*purge)(void) = (size_t(*)(void))dlsym(RTLD_DEFAULT, "thpalloc_purge");
+    if (purge)
+        purge();
+    int ok = get_stats(&st);
+    uint64_t most = ok ? st.committed : 0;
+    char what[200];
+    snprintf(what, sizeof what,
+             "janitor: after %ld batches, everything freed and purged, the heaps hold %llu MiB "
+             "of chunks (at most 8: the main thread's own, not the chunks it freed into)",
+             batches, (unsigned long long)(most >> 20));
+    thp_report(ok && most <= 8 * MiB, what);
+}
+
 int main(int argc, char **argv)
 {
     int a = 1;
@@ -507,8 +570,11 @@ int main(int argc, char **argv)
         mode_mapcount();
     else if (a < argc && !strcmp(argv[a], "late") && a + 1 < argc)
         mode_late(atol(argv[a + 1]));
+    else if (a < argc && !strcmp(argv[a], "janitor") && a + 1 < argc)
+        mode_janitor(atol(argv[a + 1]));
     else {
-        fprintf(stderr, "usage: rel-threads [-g] cycles N CHAINS | mapcount | late N\n");
+        fprintf(stderr,
+                "usage: rel-threads [-g] cycles N CHAINS | mapcount | late N | janitor N\n");
         return 2;
     }
     printf("end\n");

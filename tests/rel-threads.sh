@@ -22,4 +22,6 @@ relay "thpalloc" $((60 + cycles / 1000)) env LD_PRELOAD="$THPALLOC_LIB" "$prog" 
 relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" mapcount
 relay "glibc" 60 "$prog" -g late 2000
 relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" late 4000
+relay "glibc" 60 "$prog" -g janitor 20
+relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" janitor 20
 done_testing
