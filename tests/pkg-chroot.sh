@@ -14,6 +14,10 @@
 #      shared with another library and a comment); finally purge everything and compare /etc
 #      with the pristine chroot. What dpkg and the maintainer scripts print is checked line
 #      by line where the issues were about it (purge, reinstall).
+#   0. before all that: `make distdir` of the configured tree holds every tracked file
+#      (tests/pkg-dist.sh), and the packages are built as a buildd does: the source package
+#      (dpkg-buildpackage -S, 3.0 (native)), dpkg-source -x of its .dsc, and
+#      dpkg-buildpackage -b in that tree; lintian checks the .dsc too;
 # The machine's own /etc/ld.so.preload is never touched (checked at the end).
 # Output: TAP lines; exit 0 when all passed. When no chroot can be made (no mirror, no
 # mmdebstrap/debootstrap, no root) steps 3-4 are skipped with a message, exit 0, unless
@@ -44,6 +48,18 @@ ok() {
     if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
 }
 note() { echo "# $*"; }
+# fold_tap PREFIX FILE: another script's TAP output as our own assertions.
+fold_tap() {
+    local l
+    while IFS= read -r l; do
+        case $l in
+        'ok '*) ok 0 "$1: ${l#ok * - }" ;;
+        'not ok '*) ok 1 "$1: ${l#not ok * - }" ;;
+        1..*) ;;
+        *) echo "# $1: ${l#\# }" ;;
+        esac
+    done <"$2"
+}
 finish() {
     echo "1..$n"
     note "pkg-chroot: $((n - failed)) of $n passed in $(($(date +%s) - start)) s"
@@ -74,16 +90,51 @@ if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
 else
     cp -a "$top/." "$src/" && (cd "$src" && { [ ! -f Makefile ] || make -s distclean >/dev/null 2>&1; })
 fi
-note "building the packages in $src"
-(cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" DEB_BUILD_PROFILES=nocheck \
+# `make dist` holds every tracked file (tests/pkg-dist.sh), from the configured tree CI built.
+if [ -f "$top/Makefile" ] && git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+    # `make distdir` into the work directory, packed as `make dist` packs it (the tree is left alone).
+    mkdir -p "$work/dist" && make -s -C "$top" distdir distdir="$work/dist/thpalloc-${version:-0}" \
+        >"$work/dist.log" 2>&1 && tar -C "$work/dist" -czf "$work/dist/thpalloc-${version:-0}.tar.gz" \
+        "thpalloc-${version:-0}"
+    rc=$?
+    [ $rc -ne 0 ] && tail -20 "$work/dist.log" | sed 's/^/# make dist: /'
+    ok $rc "make distdir (what make dist packs)"
+    bash "$top/tests/pkg-dist.sh" "$work/dist/thpalloc-${version:-0}.tar.gz" >"$work/dist.tap" 2>&1
+    fold_tap pkg-dist "$work/dist.tap"
+else
+    note "no configured git tree at $top: make dist not checked"
+fi
+
+# The source package first (issue 12, item 12), then the binary packages built from what
+# its .dsc unpacks to, as a buildd would: the .debs tested below come from the source package.
+# The source format is 3.0 (native) (debian/README.source).
+bin=$work/bin
+mkdir -p "$bin"
+note "building the source package in $src"
+(cd "$src" && dpkg-buildpackage -us -uc -S >"$work/source.log" 2>&1)
+rc=$?
+[ $rc -ne 0 ] && tail -40 "$work/source.log" | sed 's/^/# source: /'
+ok $rc "dpkg-buildpackage -us -uc -S"
+dsc=$(ls "$work"/thpalloc_*.dsc 2>/dev/null | head -1)
+[ -n "$dsc" ] && grep -qx 'Format: 3.0 (native)' "$dsc"
+ok $? "the source package ${dsc##*/} (3.0 (native)): $(sed -n 's/^ [0-9a-f]\{64\} [0-9]* //p' "$dsc" 2>/dev/null | sort -u | tr '\n' ' ')"
+[ -n "$dsc" ] || finish
+(cd "$bin" && dpkg-source -x "$dsc" >"$work/extract.log" 2>&1)
+rc=$?
+[ $rc -ne 0 ] && sed 's/^/# dpkg-source -x: /' "$work/extract.log"
+ok $rc "dpkg-source -x ${dsc##*/}"
+srcx=$(ls -d "$bin"/thpalloc-*/ 2>/dev/null | head -1)
+[ -n "$srcx" ] || finish
+note "building the binary packages in $srcx (from the .dsc)"
+(cd "$srcx" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" DEB_BUILD_PROFILES=nocheck \
     dpkg-buildpackage -us -uc -b >"$work/build.log" 2>&1)
 rc=$?
 [ $rc -ne 0 ] && tail -40 "$work/build.log" | sed 's/^/# build: /'
-ok $rc "dpkg-buildpackage -us -uc -b"
-changes=$(ls "$work"/thpalloc_*.changes 2>/dev/null | head -1)
+ok $rc "dpkg-buildpackage -us -uc -b in the tree that dpkg-source -x unpacked"
+changes=$(ls "$bin"/thpalloc_*.changes 2>/dev/null | head -1)
 debs=()
 for p in libthpalloc1 libthpalloc-dev thpalloc thpalloc-preload; do
-    d=$(ls "$work/${p}_"*.deb 2>/dev/null | head -1)
+    d=$(ls "$bin/${p}_"*.deb 2>/dev/null | head -1)
     [ -n "$d" ]
     ok $? "built $p (${d##*/})"
     [ -n "$d" ] && debs+=("$d")
@@ -95,22 +146,22 @@ ok $? "the symbols file lists every exported symbol"
 for d in "${debs[@]}"; do note "$(dpkg-deb -c "$d" | awk '{print $6}' | grep -v '/$' | tr '\n' ' ')"; done
 
 # Contents that matter.
-dpkg-deb -c "$work"/libthpalloc1_*.deb | grep "\./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libthpalloc\.so\.1" >/dev/null
+dpkg-deb -c "$bin"/libthpalloc1_*.deb | grep "\./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libthpalloc\.so\.1" >/dev/null
 ok $? "libthpalloc1 has the library in /usr/lib/<multiarch>/"
-dpkg-deb -I "$work"/thpalloc_*.deb conffiles 2>/dev/null | grep -x /etc/thpalloc.conf >/dev/null
+dpkg-deb -I "$bin"/thpalloc_*.deb conffiles 2>/dev/null | grep -x /etc/thpalloc.conf >/dev/null
 ok $? "thpalloc: /etc/thpalloc.conf is a conffile"
-dpkg-deb -c "$work"/thpalloc-preload_*.deb | grep 'ld\.so\.preload' >/dev/null
+dpkg-deb -c "$bin"/thpalloc-preload_*.deb | grep 'ld\.so\.preload' >/dev/null
 [ $? -ne 0 ]
 ok $? "no package ships /etc/ld.so.preload"
 
 # ---- 2. lintian -----------------------------------------------------------------------
 if command -v lintian >/dev/null 2>&1; then
-    lintian --tag-display-limit 0 "$changes" >"$work/lintian.log" 2>&1
+    lintian --tag-display-limit 0 "$changes" "$dsc" >"$work/lintian.log" 2>&1
     sed 's/^/# lintian: /' "$work/lintian.log"
     ! grep -qE '^[EW]: ' "$work/lintian.log"
-    ok $? "lintian: no error and no warning"
+    ok $? "lintian (binary and source packages): no error and no warning"
     # Informational tags too: an overridden one says why in debian/*.lintian-overrides.
-    lintian -I --tag-display-limit 0 "$changes" 2>&1 | grep '^I: ' | sed 's/^/# lintian -I: /' |
+    lintian -I --tag-display-limit 0 "$changes" "$dsc" 2>&1 | grep '^I: ' | sed 's/^/# lintian -I: /' |
         tee "$work/lintian-i.log"
     [ ! -s "$work/lintian-i.log" ]
     ok $? "lintian -I: no informational tag either (hardening-no-fortify-functions overridden, with the reason)"
