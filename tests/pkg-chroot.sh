@@ -18,6 +18,8 @@
 #      (tests/pkg-dist.sh), and the packages are built as a buildd does: the source package
 #      (dpkg-buildpackage -S, 3.0 (native)), dpkg-source -x of its .dsc, and
 #      dpkg-buildpackage -b in that tree; lintian checks the .dsc too;
+#   5. the autopkgtests of debian/tests/control, run in the chroot (deps from apt and the
+#      .debs just built), as root only with needs-root;
 # The machine's own /etc/ld.so.preload is never touched (checked at the end).
 # Output: TAP lines; exit 0 when all passed. When no chroot can be made (no mirror, no
 # mmdebstrap/debootstrap, no root) steps 3-4 are skipped with a message, exit 0, unless
@@ -416,6 +418,65 @@ snapshot "$work/etc.final"
 diff "$work/etc.pristine" "$work/etc.final" | sed 's/^/# diff: /'
 cmp -s "$work/etc.pristine" "$work/etc.final"
 ok $? "after purging every package /etc is as in the pristine chroot"
+
+# ---- 5. the autopkgtests (debian/tests/control) -----------------------------------------
+# autopkgtest itself is not used (it would need its own testbed): each stanza's Depends are
+# installed in this chroot with apt-get (our packages from the .debs just built), and each
+# test runs as autopkgtest runs it: as root with needs-root, else as an unprivileged user
+# (nobody), with AUTOPKGTEST_TMP, exit 0 and, without allow-stderr, nothing on stderr.
+# The stanza with breaks-testbed runs last; the chroot is thrown away afterwards.
+mkdir -p "$chroot_dir/tmp/debs" && cp "${debs[@]}" "$chroot_dir/tmp/debs/"
+cp -L /etc/resolv.conf "$chroot_dir/etc/resolv.conf" 2>/dev/null
+in_chroot apt-get update >"$work/apt-update.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && tail -5 "$work/apt-update.log" | sed 's/^/# apt-get update: /'
+ok $rc "apt-get update in the chroot (for the autopkgtests' dependencies)"
+# One line per stanza: breaks-testbed (0/1) TAB Tests TAB Depends TAB Restrictions, the
+# breaks-testbed ones last.
+awk 'BEGIN { RS = ""; FS = "\n" }
+    { t = d = r = ""; key = ""
+      for (i = 1; i <= NF; i++) {
+          l = $i; if (l ~ /^#/) continue
+          if (l ~ /^[A-Za-z-]+:/) { key = tolower(substr(l, 1, index(l, ":") - 1)); l = substr(l, index(l, ":") + 1) }
+          if (key == "tests") t = t " " l; else if (key == "depends") d = d " " l; else if (key == "restrictions") r = r " " l
+      }
+      if (t != "") printf "%d\t%s\t%s\t%s\n", (r ~ /breaks-testbed/), t, d, r }' \
+    "$top/debian/tests/control" | sort -s -t "$(printf '\t')" -k1,1n >"$work/stanzas"
+while IFS="$(printf '\t')" read -r _ tests depends restrictions; do
+    pkgs=()
+    for dep in $(echo "$depends" | tr ',' ' ' | sed 's/([^)]*)//g'); do
+        case $dep in
+        libthpalloc1 | libthpalloc-dev | thpalloc | thpalloc-preload) pkgs+=("$(deb "$dep")") ;;
+        '(' | ')' | '>='* | '<<'* | '='*) ;;
+        *) pkgs+=("$dep") ;;
+        esac
+    done
+    in_chroot apt-get install -y --no-install-recommends "${pkgs[@]}" >"$work/apt.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && tail -10 "$work/apt.log" | sed 's/^/# apt-get: /'
+    ok $rc "autopkgtest deps installed:${depends}"
+    for test in $tests; do
+        rm -rf "$chroot_dir/tmp/autopkgtest" && mkdir -p "$chroot_dir/tmp/autopkgtest/tmp" &&
+            install -m 0755 "$top/debian/tests/$test" "$chroot_dir/tmp/autopkgtest/$test"
+        user=65534:65534 as=nobody
+        case $restrictions in *needs-root*) user=0:0 as=root ;; esac
+        chown -R "$user" "$chroot_dir/tmp/autopkgtest/tmp"
+        chroot --userspec="$user" "$chroot_dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+            LC_ALL=C HOME=/tmp/autopkgtest AUTOPKGTEST_TMP=/tmp/autopkgtest/tmp \
+            "/tmp/autopkgtest/$test" >"$work/apt-test.out" 2>"$work/apt-test.err"
+        rc=$?
+        sed 's/^/#   /' "$work/apt-test.out"
+        sed 's/^/#   stderr: /' "$work/apt-test.err"
+        good=$rc
+        case $restrictions in
+        *allow-stderr*) ;;
+        *) [ -s "$work/apt-test.err" ] && good=1 ;;
+        esac
+        ok $good "autopkgtest $test as $as (rc=$rc; restrictions:${restrictions:- none})"
+    done
+done <"$work/stanzas"
+grep -c . "$work/stanzas" | grep -qx 5
+ok $? "debian/tests/control has the 5 stanzas (library-runs, tools, preload-roundtrip, build-dev, preload-system)"
 
 host_preload_after=$(if [ -e /etc/ld.so.preload ]; then sha256sum </etc/ld.so.preload; stat -c %a /etc/ld.so.preload; else echo absent; fi)
 [ "$host_preload_before" = "$host_preload_after" ]
