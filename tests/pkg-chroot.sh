@@ -259,6 +259,21 @@ said() { grep -v '^(Reading database' "$work/t.out" | cmp -s - <(printf '%s\n' "
 V=$(dpkg-deb -f "${debs[3]}" Version)
 t dpkg -i "$D_LIB" "$D_TOOLS"
 ok $? "dpkg -i libthpalloc1 thpalloc"
+# The administrator's README (issue 12, item 15), not the developer README.md.
+readme=$(ls "$chroot_dir"/usr/share/doc/thpalloc/README.Debian* 2>/dev/null | head -1)
+admin_readme() {
+    [ -n "$readme" ] && zcat -f "$readme" | head -1 | grep -qx 'thpalloc for administrators' || return 1
+    ! zcat -f "$readme" | grep -qE 'autoreconf|install-build-deps|make check' || return 1
+    local w
+    for w in thpalloc-run 'Environment=LD_PRELOAD' '\[unit ' 'apt install thpalloc-preload' \
+        'thp-status --check' 'apt remove thpalloc-preload'; do
+        zcat -f "$readme" | grep -q "$w" || { note "README.Debian lacks $w"; return 1; }
+    done
+}
+admin_readme
+ok $? "installed ${readme#"$chroot_dir"}: the administrator's README (per command, service, system-wide, check, undo; no build commands)"
+! ls "$chroot_dir"/usr/share/doc/thpalloc/README.md* >/dev/null 2>&1
+ok $? "the developer README.md is not installed in /usr/share/doc/thpalloc"
 snapshot "$work/etc.before"
 
 t dpkg -i "$D_PRE"
