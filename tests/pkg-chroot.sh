@@ -20,6 +20,8 @@
 #      dpkg-buildpackage -b in that tree; lintian checks the .dsc too;
 #   5. the autopkgtests of debian/tests/control, run in the chroot (deps from apt and the
 #      .debs just built), as root only with needs-root;
+#   6. the README's first command in another fresh chroot from the same cached tarball
+#      (tests/pkg-first-command.sh: no daemon, at most 150 packages, count and time).
 # The machine's own /etc/ld.so.preload is never touched (checked at the end).
 # Output: TAP lines; exit 0 when all passed. When no chroot can be made (no mirror, no
 # mmdebstrap/debootstrap, no root) steps 3-4 are skipped with a message, exit 0, unless
@@ -492,6 +494,14 @@ while IFS="$(printf '\t')" read -r _ tests depends restrictions; do
 done <"$work/stanzas"
 grep -c . "$work/stanzas" | grep -qx 5
 ok $? "debian/tests/control has the 5 stanzas (library-runs, tools, preload-roundtrip, build-dev, preload-system)"
+
+# ---- 6. the README's first command in another fresh chroot (tests/pkg-first-command.sh) --
+if [ "${THPALLOC_SKIP_FIRST_COMMAND:-0}" = 1 ]; then
+    note "THPALLOC_SKIP_FIRST_COMMAND=1: the README's first command is not run"
+else
+    bash "$top/tests/pkg-first-command.sh" ${THPALLOC_FIRST_COMMAND_OPTS:-} "$tarball" >"$work/first.tap" 2>&1
+    fold_tap first-command "$work/first.tap"
+fi
 
 host_preload_after=$(if [ -e /etc/ld.so.preload ]; then sha256sum </etc/ld.so.preload; stat -c %a /etc/ld.so.preload; else echo absent; fi)
 [ "$host_preload_before" = "$host_preload_after" ]
