@@ -14,6 +14,14 @@
 #      shared with another library and a comment); finally purge everything and compare /etc
 #      with the pristine chroot. What dpkg and the maintainer scripts print is checked line
 #      by line where the issues were about it (purge, reinstall).
+#   0. before all that: `make distdir` of the configured tree holds every tracked file
+#      (tests/pkg-dist.sh), and the packages are built as a buildd does: the source package
+#      (dpkg-buildpackage -S, 3.0 (native)), dpkg-source -x of its .dsc, and
+#      dpkg-buildpackage -b in that tree; lintian checks the .dsc too;
+#   5. the autopkgtests of debian/tests/control, run in the chroot (deps from apt and the
+#      .debs just built), as root only with needs-root;
+#   6. the README's first command in another fresh chroot from the same cached tarball
+#      (tests/pkg-first-command.sh: no daemon, at most 150 packages, count and time).
 # The machine's own /etc/ld.so.preload is never touched (checked at the end).
 # Output: TAP lines; exit 0 when all passed. When no chroot can be made (no mirror, no
 # mmdebstrap/debootstrap, no root) steps 3-4 are skipped with a message, exit 0, unless
@@ -44,6 +52,18 @@ ok() {
     if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
 }
 note() { echo "# $*"; }
+# fold_tap PREFIX FILE: another script's TAP output as our own assertions.
+fold_tap() {
+    local l
+    while IFS= read -r l; do
+        case $l in
+        'ok '*) ok 0 "$1: ${l#ok * - }" ;;
+        'not ok '*) ok 1 "$1: ${l#not ok * - }" ;;
+        1..*) ;;
+        *) echo "# $1: ${l#\# }" ;;
+        esac
+    done <"$2"
+}
 finish() {
     echo "1..$n"
     note "pkg-chroot: $((n - failed)) of $n passed in $(($(date +%s) - start)) s"
@@ -74,16 +94,51 @@ if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
 else
     cp -a "$top/." "$src/" && (cd "$src" && { [ ! -f Makefile ] || make -s distclean >/dev/null 2>&1; })
 fi
-note "building the packages in $src"
-(cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" DEB_BUILD_PROFILES=nocheck \
+# `make dist` holds every tracked file (tests/pkg-dist.sh), from the configured tree CI built.
+if [ -f "$top/Makefile" ] && git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+    # `make distdir` into the work directory, packed as `make dist` packs it (the tree is left alone).
+    mkdir -p "$work/dist" && make -s -C "$top" distdir distdir="$work/dist/thpalloc-${version:-0}" \
+        >"$work/dist.log" 2>&1 && tar -C "$work/dist" -czf "$work/dist/thpalloc-${version:-0}.tar.gz" \
+        "thpalloc-${version:-0}"
+    rc=$?
+    [ $rc -ne 0 ] && tail -20 "$work/dist.log" | sed 's/^/# make dist: /'
+    ok $rc "make distdir (what make dist packs)"
+    bash "$top/tests/pkg-dist.sh" "$work/dist/thpalloc-${version:-0}.tar.gz" >"$work/dist.tap" 2>&1
+    fold_tap pkg-dist "$work/dist.tap"
+else
+    note "no configured git tree at $top: make dist not checked"
+fi
+
+# The source package first (issue 12, item 12), then the binary packages built from what
+# its .dsc unpacks to, as a buildd would: the .debs tested below come from the source package.
+# The source format is 3.0 (native) (debian/README.source).
+bin=$work/bin
+mkdir -p "$bin"
+note "building the source package in $src"
+(cd "$src" && dpkg-buildpackage -us -uc -S >"$work/source.log" 2>&1)
+rc=$?
+[ $rc -ne 0 ] && tail -40 "$work/source.log" | sed 's/^/# source: /'
+ok $rc "dpkg-buildpackage -us -uc -S"
+dsc=$(ls "$work"/thpalloc_*.dsc 2>/dev/null | head -1)
+[ -n "$dsc" ] && grep -qx 'Format: 3.0 (native)' "$dsc"
+ok $? "the source package ${dsc##*/} (3.0 (native)): $(sed -n 's/^ [0-9a-f]\{64\} [0-9]* //p' "$dsc" 2>/dev/null | sort -u | tr '\n' ' ')"
+[ -n "$dsc" ] || finish
+(cd "$bin" && dpkg-source -x "$dsc" >"$work/extract.log" 2>&1)
+rc=$?
+[ $rc -ne 0 ] && sed 's/^/# dpkg-source -x: /' "$work/extract.log"
+ok $rc "dpkg-source -x ${dsc##*/}"
+srcx=$(ls -d "$bin"/thpalloc-*/ 2>/dev/null | head -1)
+[ -n "$srcx" ] || finish
+note "building the binary packages in $srcx (from the .dsc)"
+(cd "$srcx" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" DEB_BUILD_PROFILES=nocheck \
     dpkg-buildpackage -us -uc -b >"$work/build.log" 2>&1)
 rc=$?
 [ $rc -ne 0 ] && tail -40 "$work/build.log" | sed 's/^/# build: /'
-ok $rc "dpkg-buildpackage -us -uc -b"
-changes=$(ls "$work"/thpalloc_*.changes 2>/dev/null | head -1)
+ok $rc "dpkg-buildpackage -us -uc -b in the tree that dpkg-source -x unpacked"
+changes=$(ls "$bin"/thpalloc_*.changes 2>/dev/null | head -1)
 debs=()
 for p in libthpalloc1 libthpalloc-dev thpalloc thpalloc-preload; do
-    d=$(ls "$work/${p}_"*.deb 2>/dev/null | head -1)
+    d=$(ls "$bin/${p}_"*.deb 2>/dev/null | head -1)
     [ -n "$d" ]
     ok $? "built $p (${d##*/})"
     [ -n "$d" ] && debs+=("$d")
@@ -95,22 +150,22 @@ ok $? "the symbols file lists every exported symbol"
 for d in "${debs[@]}"; do note "$(dpkg-deb -c "$d" | awk '{print $6}' | grep -v '/$' | tr '\n' ' ')"; done
 
 # Contents that matter.
-dpkg-deb -c "$work"/libthpalloc1_*.deb | grep "\./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libthpalloc\.so\.1" >/dev/null
+dpkg-deb -c "$bin"/libthpalloc1_*.deb | grep "\./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libthpalloc\.so\.1" >/dev/null
 ok $? "libthpalloc1 has the library in /usr/lib/<multiarch>/"
-dpkg-deb -I "$work"/thpalloc_*.deb conffiles 2>/dev/null | grep -x /etc/thpalloc.conf >/dev/null
+dpkg-deb -I "$bin"/thpalloc_*.deb conffiles 2>/dev/null | grep -x /etc/thpalloc.conf >/dev/null
 ok $? "thpalloc: /etc/thpalloc.conf is a conffile"
-dpkg-deb -c "$work"/thpalloc-preload_*.deb | grep 'ld\.so\.preload' >/dev/null
+dpkg-deb -c "$bin"/thpalloc-preload_*.deb | grep 'ld\.so\.preload' >/dev/null
 [ $? -ne 0 ]
 ok $? "no package ships /etc/ld.so.preload"
 
 # ---- 2. lintian -----------------------------------------------------------------------
 if command -v lintian >/dev/null 2>&1; then
-    lintian --tag-display-limit 0 "$changes" >"$work/lintian.log" 2>&1
+    lintian --tag-display-limit 0 "$changes" "$dsc" >"$work/lintian.log" 2>&1
     sed 's/^/# lintian: /' "$work/lintian.log"
     ! grep -qE '^[EW]: ' "$work/lintian.log"
-    ok $? "lintian: no error and no warning"
+    ok $? "lintian (binary and source packages): no error and no warning"
     # Informational tags too: an overridden one says why in debian/*.lintian-overrides.
-    lintian -I --tag-display-limit 0 "$changes" 2>&1 | grep '^I: ' | sed 's/^/# lintian -I: /' |
+    lintian -I --tag-display-limit 0 "$changes" "$dsc" 2>&1 | grep '^I: ' | sed 's/^/# lintian -I: /' |
         tee "$work/lintian-i.log"
     [ ! -s "$work/lintian-i.log" ]
     ok $? "lintian -I: no informational tag either (hardening-no-fortify-functions overridden, with the reason)"
@@ -206,6 +261,21 @@ said() { grep -v '^(Reading database' "$work/t.out" | cmp -s - <(printf '%s\n' "
 V=$(dpkg-deb -f "${debs[3]}" Version)
 t dpkg -i "$D_LIB" "$D_TOOLS"
 ok $? "dpkg -i libthpalloc1 thpalloc"
+# The administrator's README (issue 12, item 15), not the developer README.md.
+readme=$(ls "$chroot_dir"/usr/share/doc/thpalloc/README.Debian* 2>/dev/null | head -1)
+admin_readme() {
+    [ -n "$readme" ] && zcat -f "$readme" | head -1 | grep -qx 'thpalloc for administrators' || return 1
+    ! zcat -f "$readme" | grep -qE 'autoreconf|install-build-deps|make check' || return 1
+    local w
+    for w in thpalloc-run 'Environment=LD_PRELOAD' '\[unit ' 'apt install thpalloc-preload' \
+        'thp-status --check' 'apt remove thpalloc-preload'; do
+        zcat -f "$readme" | grep -q "$w" || { note "README.Debian lacks $w"; return 1; }
+    done
+}
+admin_readme
+ok $? "installed ${readme#"$chroot_dir"}: the administrator's README (per command, service, system-wide, check, undo; no build commands)"
+! ls "$chroot_dir"/usr/share/doc/thpalloc/README.md* >/dev/null 2>&1
+ok $? "the developer README.md is not installed in /usr/share/doc/thpalloc"
 snapshot "$work/etc.before"
 
 t dpkg -i "$D_PRE"
@@ -365,6 +435,73 @@ snapshot "$work/etc.final"
 diff "$work/etc.pristine" "$work/etc.final" | sed 's/^/# diff: /'
 cmp -s "$work/etc.pristine" "$work/etc.final"
 ok $? "after purging every package /etc is as in the pristine chroot"
+
+# ---- 5. the autopkgtests (debian/tests/control) -----------------------------------------
+# autopkgtest itself is not used (it would need its own testbed): each stanza's Depends are
+# installed in this chroot with apt-get (our packages from the .debs just built), and each
+# test runs as autopkgtest runs it: as root with needs-root, else as an unprivileged user
+# (nobody), with AUTOPKGTEST_TMP, exit 0 and, without allow-stderr, nothing on stderr.
+# The stanza with breaks-testbed runs last; the chroot is thrown away afterwards.
+mkdir -p "$chroot_dir/tmp/debs" && cp "${debs[@]}" "$chroot_dir/tmp/debs/"
+cp -L /etc/resolv.conf "$chroot_dir/etc/resolv.conf" 2>/dev/null
+in_chroot apt-get update >"$work/apt-update.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && tail -5 "$work/apt-update.log" | sed 's/^/# apt-get update: /'
+ok $rc "apt-get update in the chroot (for the autopkgtests' dependencies)"
+# One line per stanza: breaks-testbed (0/1) TAB Tests TAB Depends TAB Restrictions, the
+# breaks-testbed ones last.
+awk 'BEGIN { RS = ""; FS = "\n" }
+    { t = d = r = ""; key = ""
+      for (i = 1; i <= NF; i++) {
+          l = $i; if (l ~ /^#/) continue
+          if (l ~ /^[A-Za-z-]+:/) { key = tolower(substr(l, 1, index(l, ":") - 1)); l = substr(l, index(l, ":") + 1) }
+          if (key == "tests") t = t " " l; else if (key == "depends") d = d " " l; else if (key == "restrictions") r = r " " l
+      }
+      if (t != "") printf "%d\t%s\t%s\t%s\n", (r ~ /breaks-testbed/), t, d, r }' \
+    "$top/debian/tests/control" | sort -s -t "$(printf '\t')" -k1,1n >"$work/stanzas"
+while IFS="$(printf '\t')" read -r _ tests depends restrictions; do
+    pkgs=()
+    for dep in $(echo "$depends" | tr ',' ' ' | sed 's/([^)]*)//g'); do
+        case $dep in
+        libthpalloc1 | libthpalloc-dev | thpalloc | thpalloc-preload) pkgs+=("$(deb "$dep")") ;;
+        '(' | ')' | '>='* | '<<'* | '='*) ;;
+        *) pkgs+=("$dep") ;;
+        esac
+    done
+    in_chroot apt-get install -y --no-install-recommends "${pkgs[@]}" >"$work/apt.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && tail -10 "$work/apt.log" | sed 's/^/# apt-get: /'
+    ok $rc "autopkgtest deps installed:${depends}"
+    for test in $tests; do
+        rm -rf "$chroot_dir/tmp/autopkgtest" && mkdir -p "$chroot_dir/tmp/autopkgtest/tmp" &&
+            install -m 0755 "$top/debian/tests/$test" "$chroot_dir/tmp/autopkgtest/$test"
+        user=65534:65534 as=nobody
+        case $restrictions in *needs-root*) user=0:0 as=root ;; esac
+        chown -R "$user" "$chroot_dir/tmp/autopkgtest/tmp"
+        chroot --userspec="$user" "$chroot_dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+            LC_ALL=C HOME=/tmp/autopkgtest AUTOPKGTEST_TMP=/tmp/autopkgtest/tmp \
+            "/tmp/autopkgtest/$test" >"$work/apt-test.out" 2>"$work/apt-test.err"
+        rc=$?
+        sed 's/^/#   /' "$work/apt-test.out"
+        sed 's/^/#   stderr: /' "$work/apt-test.err"
+        good=$rc
+        case $restrictions in
+        *allow-stderr*) ;;
+        *) [ -s "$work/apt-test.err" ] && good=1 ;;
+        esac
+        ok $good "autopkgtest $test as $as (rc=$rc; restrictions:${restrictions:- none})"
+    done
+done <"$work/stanzas"
+grep -c . "$work/stanzas" | grep -qx 5
+ok $? "debian/tests/control has the 5 stanzas (library-runs, tools, preload-roundtrip, build-dev, preload-system)"
+
+# ---- 6. the README's first command in another fresh chroot (tests/pkg-first-command.sh) --
+if [ "${THPALLOC_SKIP_FIRST_COMMAND:-0}" = 1 ]; then
+    note "THPALLOC_SKIP_FIRST_COMMAND=1: the README's first command is not run"
+else
+    bash "$top/tests/pkg-first-command.sh" ${THPALLOC_FIRST_COMMAND_OPTS:-} "$tarball" >"$work/first.tap" 2>&1
+    fold_tap first-command "$work/first.tap"
+fi
 
 host_preload_after=$(if [ -e /etc/ld.so.preload ]; then sha256sum </etc/ld.so.preload; stat -c %a /etc/ld.so.preload; else echo absent; fi)
 [ "$host_preload_before" = "$host_preload_after" ]

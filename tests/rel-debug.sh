@@ -10,6 +10,8 @@
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 top=$(cd "$TESTS_SRCDIR/.." && pwd)
+# lib/thpalloc.h is made by configure: in the build tree (not the source tree in a VPATH build).
+btop=$(cd "${TESTS_BUILDDIR:-$TESTS_SRCDIR}/.." && pwd)
 CC=${CC:-gcc}
 inih=
 for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib /usr/local/lib; do
@@ -20,7 +22,7 @@ mkdir -p "$tap_tmp/debug"
 dlib=$tap_tmp/debug/libthpalloc.so.1
 $CC -shared -fPIC -std=gnu11 -g -O1 -DTHPALLOC_DEBUG=1 -D_GNU_SOURCE=1 -DHAVE_SYS_AUXV_H=1 \
     -DSYSCONFDIR=\"/etc\" -Wall -Wextra -Werror -fvisibility=hidden -fno-builtin \
-    -ftls-model=initial-exec -pthread -I"$top/lib" "$top"/lib/*.c \
+    -ftls-model=initial-exec -pthread -I"$btop/lib" -I"$top/lib" "$top"/lib/*.c \
     -Wl,--version-script="$top/lib/thpalloc.map" -Wl,-z,nodelete -Wl,--exclude-libs,ALL \
     -Wl,-soname,libthpalloc.so.1 "$inih" -o "$dlib" >"$tap_tmp/debug.cc" 2>&1
 check "the debug build (-DTHPALLOC_DEBUG, -Werror) builds" test -f "$dlib"

@@ -15,6 +15,8 @@
 
 secs=${REL_FUZZ_SECONDS:-30}
 top=$(cd "$TESTS_SRCDIR/.." && pwd)
+# lib/thpalloc.h is made by configure: in the build tree (not the source tree in a VPATH build).
+btop=$(cd "${TESTS_BUILDDIR:-$TESTS_SRCDIR}/.." && pwd)
 fz=$TESTS_SRCDIR/fuzz
 CLANG=${CLANG:-clang}
 inih=
@@ -31,7 +33,7 @@ defs="-D_GNU_SOURCE=1 -DHAVE_SYS_AUXV_H=1 -DSYSCONFDIR=\"/etc\""
 crashdir=$TESTS_BUILDDIR/fuzz-crashes
 
 "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    $defs -I"$top/lib" "$fz/fuzz-config.c" "$top/lib/config.c" "$top/lib/thp.c" \
+    $defs -I"$btop/lib" -I"$top/lib" "$fz/fuzz-config.c" "$top/lib/config.c" "$top/lib/thp.c" \
     "$top/lib/os.c" "$inih" -o "$tap_tmp/fuzz-config" >"$tap_tmp/cc1" 2>&1
 check "fuzz-config builds (clang -fsanitize=fuzzer,address,undefined)" test -x "$tap_tmp/fuzz-config"
 test -s "$tap_tmp/cc1" && diag "$(head -n 10 "$tap_tmp/cc1")"
@@ -40,11 +42,11 @@ mkdir -p "$tap_tmp/lib"
 libsrc=$(ls "$top"/lib/*.c)
 "$CLANG" -shared -fPIC -g -O1 -std=gnu11 -DTHPALLOC_DEBUG=1 -fsanitize=fuzzer-no-link,undefined \
     -fno-sanitize-recover=undefined -fvisibility=hidden -fno-builtin -ftls-model=initial-exec \
-    -pthread $defs -I"$top/lib" $libsrc -Wl,--version-script="$top/lib/thpalloc.map" \
+    -pthread $defs -I"$btop/lib" -I"$top/lib" $libsrc -Wl,--version-script="$top/lib/thpalloc.map" \
     -Wl,-z,nodelete -Wl,--exclude-libs,ALL -Wl,-soname,libthpalloc.so.1 "$inih" \
     -o "$tap_tmp/lib/libthpalloc.so.1" >"$tap_tmp/cc2" 2>&1 &&
     "$CLANG" -g -O1 -fno-builtin -fsanitize=fuzzer,undefined -fno-sanitize-recover=undefined \
-        -D_GNU_SOURCE=1 -I"$top/lib" "$fz/fuzz-alloc.c" "$tap_tmp/lib/libthpalloc.so.1" \
+        -D_GNU_SOURCE=1 -I"$btop/lib" -I"$top/lib" "$fz/fuzz-alloc.c" "$tap_tmp/lib/libthpalloc.so.1" \
         -Wl,-rpath,"$tap_tmp/lib" -pthread -o "$tap_tmp/fuzz-alloc" >>"$tap_tmp/cc2" 2>&1
 check "fuzz-alloc builds (the lib/ sources with fuzzer-no-link,undefined; the harness against them)" \
     test -x "$tap_tmp/fuzz-alloc"

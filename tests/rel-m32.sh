@@ -19,6 +19,8 @@
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 top=$(cd "$TESTS_SRCDIR/.." && pwd)
+# lib/thpalloc.h is made by configure: in the build tree (not the source tree in a VPATH build).
+btop=$(cd "${TESTS_BUILDDIR:-$TESTS_SRCDIR}/.." && pwd)
 CC=${CC:-gcc}
 inih=
 for a in "${INIH32_STATIC:-}" /usr/lib/i386-linux-gnu/libinih.a \
@@ -47,7 +49,7 @@ m32=$tap_tmp/m32
 mkdir -p "$m32/lib" "$m32/tests/.libs"
 lib=$m32/lib/libthpalloc.so.1
 $CC -m32 -shared -fPIC -std=gnu11 -g -O2 $warn -fvisibility=hidden -fno-builtin \
-    -ftls-model=initial-exec -fno-plt -pthread $defs -I"$top/lib" "$top"/lib/*.c \
+    -ftls-model=initial-exec -fno-plt -pthread $defs -I"$btop/lib" -I"$top/lib" "$top"/lib/*.c \
     -Wl,-z,nodelete -Wl,--version-script="$top/lib/thpalloc.map" -Wl,--exclude-libs,ALL \
     -Wl,-z,defs -Wl,-soname,libthpalloc.so.1 "$inih" -o "$lib" >"$tap_tmp/lib.cc" 2>&1
 check "the lib/ sources build as a 32-bit libthpalloc.so.1 (-m32, project warnings, -Werror)" \
@@ -64,7 +66,7 @@ check "it exports exactly the 64-bit library's $(wc -l <"$tap_tmp/sym.64") symbo
 diff "$tap_tmp/sym.64" "$tap_tmp/sym.32" | head -n 8 | while IFS= read -r l; do diag "$l"; done
 
 # 2. 32-bit builds of the test programs, laid out as in the 64-bit build's tests/.
-cflags="-m32 -std=gnu11 -O2 -g $warn -fno-builtin -pthread -D_GNU_SOURCE=1 -I$top/lib -I$top/tests"
+cflags="-m32 -std=gnu11 -O2 -g $warn -fno-builtin -pthread -D_GNU_SOURCE=1 -I$btop/lib -I$top/lib -I$top/tests"
 built=0 failed=
 prog() { # NAME SRC [FLAGS...]
     _n=$1 _s=$2
@@ -117,7 +119,7 @@ suite() {
     fi
 }
 # The registry's unit test at 32 bits (the top of the 4 GiB, the 2 GiB line).
-if $CC $cflags -I"$top/lib" "$top/tests/unit-registry.c" "$top/lib/registry.c" "$top/lib/meta.c" \
+if $CC $cflags -I"$btop/lib" -I"$top/lib" "$top/tests/unit-registry.c" "$top/lib/registry.c" "$top/lib/meta.c" \
     "$top/lib/os.c" -o "$m32/tests/unit-registry" >"$tap_tmp/cc.log" 2>&1; then
     "$m32/tests/unit-registry" >"$tap_tmp/ur.out" 2>&1
     rc=$?
@@ -144,7 +146,7 @@ done
 ulib=$m32/lib/ubsan/libthpalloc.so.1
 mkdir -p "$m32/lib/ubsan"
 if $CC -m32 -shared -fPIC -std=gnu11 -g -O2 -fsanitize=undefined -fno-sanitize-recover=all \
-    -fvisibility=hidden -fno-builtin -ftls-model=initial-exec -pthread $defs -I"$top/lib" \
+    -fvisibility=hidden -fno-builtin -ftls-model=initial-exec -pthread $defs -I"$btop/lib" -I"$top/lib" \
     "$top"/lib/*.c -Wl,-z,nodelete -Wl,--version-script="$top/lib/thpalloc.map" \
     -Wl,--exclude-libs,ALL -Wl,-soname,libthpalloc.so.1 "$inih" -o "$ulib" >"$tap_tmp/ub.cc" 2>&1; then
     ok "the 32-bit library builds with -fsanitize=undefined"

@@ -14,6 +14,8 @@
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 top=$(cd "$TESTS_SRCDIR/.." && pwd)
+# lib/thpalloc.h is made by configure: in the build tree (not the source tree in a VPATH build).
+btop=$(cd "${TESTS_BUILDDIR:-$TESTS_SRCDIR}/.." && pwd)
 b=$TESTS_BUILDDIR
 CC=${CC:-gcc}
 inih=
@@ -27,7 +29,7 @@ if test -z "$inih" || ! echo 'int main(void){return 0;}' |
 fi
 defs="-D_GNU_SOURCE=1 -DHAVE_SYS_AUXV_H=1 -DSYSCONFDIR=\"/etc\""
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-cflags="-std=gnu11 -g -O1 -fno-builtin -pthread $defs -I$top/lib -I$top/tests"
+cflags="-std=gnu11 -g -O1 -fno-builtin -pthread $defs -I$btop/lib -I$top/lib -I$top/tests"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
@@ -79,7 +81,7 @@ test -x "$tap_tmp/rel-misuse" && runs "asan: rel-misuse ok is clean" "$tap_tmp/r
 mkdir -p "$tap_tmp/ubsan"
 ulib=$tap_tmp/ubsan/libthpalloc.so.1
 $CC -shared -fPIC -std=gnu11 -g -O2 -fsanitize=undefined -fno-sanitize-recover=all \
-    -fvisibility=hidden -fno-builtin -ftls-model=initial-exec -pthread $defs -I"$top/lib" \
+    -fvisibility=hidden -fno-builtin -ftls-model=initial-exec -pthread $defs -I"$btop/lib" -I"$top/lib" \
     "$top"/lib/*.c -Wl,--version-script="$top/lib/thpalloc.map" -Wl,-z,nodelete \
     -Wl,--exclude-libs,ALL -Wl,-soname,libthpalloc.so.1 "$inih" -o "$ulib" \
     >"$tap_tmp/ubsan.cc" 2>&1
