@@ -39,7 +39,7 @@ void lib_assert_fail(const char *expr, const char *file, int line);
 enum chunk_kind {
     CHUNK_FREE = 0, /* descriptor on the free list */
     CHUNK_SMALL,    /* 32 pages of 64 KiB: classes up to 8 KiB */
-    CHUNK_MEDIUM,   /* 4 pages of 512 KiB: classes up to 64 KiB */
+    CHUNK_MEDIUM,   /* 16 pages of 128 KiB: classes up to 64 KiB */
     CHUNK_BIG,      /* 1 page of 2 MiB: classes up to 1 MiB */
     CHUNK_LARGE,    /* one block of its own, spanning one or more chunks */
 };
