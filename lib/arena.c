@@ -454,7 +454,7 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
     if (arena_chunks > ARENA_MAX_CHUNKS)
         arena_chunks = ARENA_MAX_CHUNKS;
     if (n > arena_chunks / 2 || align > (arena_chunks << CHUNK_SHIFT) / 2) {
-        /* A block of half an arena or more gets a mapping of its own, and so does one
+        /* A block of more than half an arena gets a mapping of its own, and so does one
          * aligned to more: its reservation (size + alignment) is charged, so that the
          * kernel refuses an absurd one as it would glibc's. */
         a = arena_new(n, align, true);

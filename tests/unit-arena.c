@@ -129,7 +129,7 @@ int main(void)
            "those (%d)",
            unmapped, registry_clear);
 
-    /* A block of half an arena or more: a mapping of its own, resized with mremap. */
+    /* A block of more than half an arena: a mapping of its own, resized with mremap. */
     uint8_t *big =
         arena_alloc_chunks(4, CHUNK_SIZE, THP_USE_LARGE_PIECE, 4 * CHUNK_SIZE, &b, &zero);
     tap_ok(big && b->dedicated && !strcmp(prot_at(big), "rw-p"),
