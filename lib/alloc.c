@@ -19,18 +19,20 @@ static inline void safe_point(void)
         purger_start_if_wanted();
 }
 
-/* A block with chunks of its own (above the size classes, or over-aligned): glibc's in
- * pass-through. */
-static void *large_malloc(size_t size, size_t align, bool zero)
+/* A block no heap owns: an extent up to 1 MiB (aligned to at most half a chunk), else a
+ * large block with chunks of its own; glibc's in pass-through. */
+static void *shared_malloc(size_t size, size_t align, bool zero)
 {
     if (unlikely(lib_passthrough()))
         return passthrough_alloc(size, align, zero);
-    void *p = large_alloc(size, align, zero);
+    void *p = size <= SC_MAX_SIZE && align <= CHUNK_SIZE / 2
+                  ? extent_malloc_cached(size, align, zero)
+                  : large_alloc(size, align, zero);
     safe_point();
     return p;
 }
 
-/* malloc's slow path: init's dormancy probe, large blocks, a thread without a heap yet
+/* malloc's slow path: init's dormancy probe, large blocks, extents, a thread without a heap yet
  * (its first allocation, a kernel page that is not 4 KiB, a thread past its exit
  * destructor), then the heap's own slow path. */
 static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
@@ -41,8 +43,8 @@ static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
         return NULL;
     }
     safe_point();
-    if (unlikely(size > SC_MAX_SIZE))
-        return large_malloc(size, 0, zero);
+    if (size > SMALL_MAX)
+        return shared_malloc(size, 0, zero);
     if (unlikely(heap == &heap_empty || heap == &heap_exited)) {
         if (unlikely(lib_passthrough()))
             return passthrough_alloc(size, 0, zero); /* no heap, ever: always here */
@@ -55,12 +57,14 @@ static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
     return heap_malloc_small(heap, size, zero);
 }
 
-/* free's slow path: large blocks, then the heap's (remote, full page, aligned blocks, a
+/* free's slow path: large blocks, extents, then the heap's (remote, full page, aligned blocks, a
  * bad pointer). */
 static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p)
 {
     if (c->kind == CHUNK_LARGE)
         large_free(c, p);
+    else if (c->kind == CHUNK_EXTENT)
+        extent_free_cached(c, p);
     else
         heap_free_slow(c, page, p);
     safe_point();
@@ -154,6 +158,8 @@ static size_t usable_size(chunk_t *c, void *p, const char *invalid)
             lib_fatal(invalid, p);
         return c->large_size;
     }
+    if (c->kind == CHUNK_EXTENT)
+        return extent_usable_size(c, p, invalid);
     page_t *page = page_of(c, p);
     if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
         lib_fatal(invalid, p);
@@ -175,13 +181,13 @@ static void *aligned_impl(size_t alignment, size_t size)
         return passthrough_alloc(size, alignment, false);
     if (size == 0)
         size = 1;
-    if (size <= SC_MAX_SIZE) {
+    if (size <= SMALL_MAX) {
         /* Blocks of a class whose size is a multiple of the alignment are aligned already
-         * (pages start at 64 KiB multiples or more). */
+         * (pages start at SMALL_PAGE_SIZE multiples). */
         size_t bsize = sc_block_size(sc_class_of(size));
-        if (alignment <= ((size_t)64 << 10) && bsize % alignment == 0)
+        if (alignment <= SMALL_PAGE_SIZE && bsize % alignment == 0)
             return malloc_inline(size);
-        if (size + alignment - 1 <= SC_MAX_SIZE) {
+        if (size + alignment - 1 <= SMALL_MAX) {
             uint8_t *b = malloc_inline(size + alignment - 1);
             if (!b)
                 return NULL;
@@ -196,7 +202,8 @@ static void *aligned_impl(size_t alignment, size_t size)
             return (void *)a;
         }
     }
-    return large_malloc(size, alignment, false);
+    /* Extents start on 4 KiB boundaries and can start on any up to half a chunk. */
+    return shared_malloc(size, alignment, false);
 }
 
 /* glibc 2.36's _mid_memalign: small alignments are plain malloc, others are rounded up to a
@@ -243,8 +250,8 @@ API void *calloc(size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    if (total > SC_MAX_SIZE)
-        return large_malloc(total, 0, true); /* fresh chunks are known zero: no memset */
+    if (total > SMALL_MAX)
+        return shared_malloc(total, 0, true); /* fresh or purged memory: no memset */
     void *p = malloc_inline(total);
     if (likely(p))
         memset(p, 0, total);
@@ -272,6 +279,10 @@ API void *realloc(void *p, size_t size)
         if (q)
             return q;
     }
+    /* Extents grow into a free run after them and give back their tail. */
+    if (c->kind == CHUNK_EXTENT && size > SMALL_MAX && size <= SC_MAX_SIZE &&
+        extent_resize(c, p, size))
+        return p;
     /* Same block while the new size fits and does not waste more than half of it. */
     if (size <= old && size >= old / 2)
         return p;

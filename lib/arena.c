@@ -615,17 +615,12 @@ void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)
     pthread_mutex_unlock(&arena_lock);
 }
 
-void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
+static size_t purge_run(arena_t *a, size_t i, size_t j);
+
+/* Marks a run free (and dirty) in a, arena_lock held. */
+static void free_locked(arena_t *a, uint8_t *base, size_t n, uint32_t now)
 {
-    pthread_mutex_lock(&arena_lock);
-    atomic_fetch_sub_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
-    if (a->dedicated) {
-        arena_unmap(a);
-        pthread_mutex_unlock(&arena_lock);
-        return;
-    }
     size_t first = (size_t)(base - a->base) >> CHUNK_SHIFT;
-    uint32_t now = now_ms();
     for (size_t i = first; i < first + n; i++) {
         LIB_ASSERT(bit_get(a->used, i));
         if (i < ARENA_MAX_CHUNKS && a->padded[i])
@@ -637,6 +632,19 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
     a->nfree += (uint32_t)n;
     ARENA_CHECK(a);
     atomic_fetch_add_explicit(&stat_purge_pending, n << CHUNK_SHIFT, memory_order_relaxed);
+}
+
+void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
+{
+    pthread_mutex_lock(&arena_lock);
+    atomic_fetch_sub_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
+    if (a->dedicated) {
+        arena_unmap(a);
+        pthread_mutex_unlock(&arena_lock);
+        return;
+    }
+    uint32_t now = now_ms();
+    free_locked(a, base, n, now);
     long delay = policy_in_force.purge_delay_ms;
     if (delay == 0) {
         purge_locked(now, false, true);
@@ -651,6 +659,27 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
             pthread_cond_signal(&purger_cond);
         else
             want_purger_locked();
+    }
+    pthread_mutex_unlock(&arena_lock);
+}
+
+void arena_free_chunks_purged(arena_t *a, uint8_t *base, size_t n)
+{
+    if (a->dedicated || policy_in_force.purge_delay_ms < 0) {
+        arena_free_chunks(a, base, n);
+        return;
+    }
+    pthread_mutex_lock(&arena_lock);
+    atomic_fetch_sub_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
+    free_locked(a, base, n, now_ms());
+    size_t first = (size_t)(base - a->base) >> CHUNK_SHIFT;
+    size_t purged = purge_run(a, first, first + n);
+    atomic_fetch_sub_explicit(&stat_purge_pending, purged, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
+    if (purged != n << CHUNK_SHIFT && !purge_armed) {
+        /* refused: the delayed purge takes it */
+        purge_armed = true;
+        next_purge_ms = now_ms() + (uint32_t)policy_in_force.purge_delay_ms;
     }
     pthread_mutex_unlock(&arena_lock);
 }
@@ -715,6 +744,29 @@ static size_t purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t 
     return purged;
 }
 
+/* Purges free chunks i .. j-1 of a (dirty), a run per madvise; returns the bytes. */
+static size_t purge_run(arena_t *a, size_t i, size_t j)
+{
+    uint8_t *p = a->base + (i << CHUNK_SHIFT);
+    size_t len = (j - i) << CHUNK_SHIFT;
+    if (!(strict_commit() ? os_decommit(p, len, "thpalloc")
+                          : os_purge(p, len, policy_in_force.purge)))
+        return 0;
+    for (size_t k = i; k < j; k++) {
+        bit_clear(a->dirty, k);
+        if (strict_commit()) {
+            /* the charge goes with the pages; so does the advice (a new mapping) */
+            bit_clear(a->committed, k);
+            if (advice_get(a, k) == OS_ADVICE_HUGE)
+                advice_drop_huge(a, 1);
+            a->advice[k] = OS_ADVICE_NONE;
+        } else if (policy_in_force.purge == OS_PURGE_FREE) {
+            a->advice[k] |= ADVICE_MAYBE_OLD;
+        }
+    }
+    return len;
+}
+
 static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
 {
     long delay = policy_in_force.purge_delay_ms;
@@ -736,24 +788,7 @@ static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
         while (j < a->nchunks && bit_get(a->dirty, j) &&
                (force || (int32_t)(now - a->freed_at[j]) >= (int32_t)delay))
             j++;
-        uint8_t *p = a->base + (i << CHUNK_SHIFT);
-        size_t len = (j - i) << CHUNK_SHIFT;
-        if (strict_commit() ? os_decommit(p, len, "thpalloc")
-                            : os_purge(p, len, policy_in_force.purge)) {
-            for (size_t k = i; k < j; k++) {
-                bit_clear(a->dirty, k);
-                if (strict_commit()) {
-                    /* the charge goes with the pages; so does the advice (a new mapping) */
-                    bit_clear(a->committed, k);
-                    if (advice_get(a, k) == OS_ADVICE_HUGE)
-                        advice_drop_huge(a, 1);
-                    a->advice[k] = OS_ADVICE_NONE;
-                } else if (policy_in_force.purge == OS_PURGE_FREE) {
-                    a->advice[k] |= ADVICE_MAYBE_OLD;
-                }
-            }
-            purged += len;
-        }
+        purged += purge_run(a, i, j);
         i = j;
     }
     return purged;

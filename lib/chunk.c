@@ -1,18 +1,12 @@
-/* chunk: a heap's chunks of pages (small, medium, big) and their page slots: a new page
- * for a class (an empty page another class keeps, a dirty slot, a free slot, a new chunk
- * from the arena), an empty page given back to its chunk, and the chunk to the arena when
- * it empties. A slot's states and who may move them are in internal.h. */
+/* chunk: a heap's chunks of small pages (SMALL_PAGE_SIZE each) and their page slots: a new page for
+ * a class (an empty page another class keeps, a dirty slot, a free slot, a new chunk from the
+ * arena), an empty page given back to its chunk, and the chunk to the arena when it empties.
+ * A slot's states and who may move them are in internal.h. */
 #include "internal.h"
 #include "list.h"
 
 #include <errno.h>
 #include <sched.h>
-
-static enum chunk_kind kind_of_class(unsigned cls)
-{
-    size_t b = sc_block_size(cls);
-    return b <= SMALL_MAX ? CHUNK_SMALL : b <= MEDIUM_MAX ? CHUNK_MEDIUM : CHUNK_BIG;
-}
 
 void chunk_release(chunk_t *c)
 {
@@ -39,13 +33,50 @@ void chunk_release(chunk_t *c)
         LIB_ASSERT(atomic_load_explicit(&c->pages[i].in_use, memory_order_relaxed) == PAGE_FREE);
 #endif
     registry_set(c->base, 1, registry_unused(c->arena));
-    arena_free_chunks(c->arena, c->base, 1);
+    if (c->orphan)
+        arena_free_chunks_purged(c->arena, c->base, 1);
+    else
+        arena_free_chunks(c->arena, c->base, 1);
     chunk_desc_free(c);
+}
+
+void chunk_purge_dirty(chunk_t *c)
+{
+    if (policy_in_force.purge_delay_ms < 0 || policy_in_force.thp.mode == THP_MODE_ALWAYS)
+        return;
+    size_t psize = page_size_of(c), purged = 0;
+    for (unsigned i = 0; i < c->npages;) {
+        /* a run of dirty slots, held (PURGING) so that no one takes them meanwhile */
+        unsigned j = i;
+        for (; j < c->npages; j++) {
+            uint8_t st = PAGE_DIRTY;
+            if (!atomic_compare_exchange_strong_explicit(&c->pages[j].in_use, &st, PAGE_PURGING,
+                                                         memory_order_acq_rel,
+                                                         memory_order_relaxed))
+                break;
+        }
+        if (j == i) {
+            i++;
+            continue;
+        }
+        size_t len = (size_t)(j - i) * psize;
+        if (os_purge(c->base + (size_t)i * psize, len, policy_in_force.purge)) {
+            purged += len;
+            atomic_fetch_sub_explicit(&stat_pages_dirty, len, memory_order_relaxed);
+            for (unsigned k = i; k < j; k++)
+                atomic_store_explicit(&c->pages[k].in_use, PAGE_FREE, memory_order_release);
+        } else {
+            for (unsigned k = i; k < j; k++)
+                atomic_store_explicit(&c->pages[k].in_use, PAGE_DIRTY, memory_order_release);
+        }
+        i = j;
+    }
+    atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
 }
 
 /* A new chunk for heap, its first slot taken for the caller's page (*dirty: that slot may
  * hold old pages). */
-static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
+static chunk_t *chunk_new(heap_t *heap, bool *dirty_out)
 {
     arena_t *arena;
     bool zero;
@@ -58,10 +89,8 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
         return NULL;
     }
     c->base = base;
-    c->kind = (uint8_t)kind;
-    /* Medium pages of 128 KiB: with 512 KiB a thread took that much per class between 8 and
-     * 64 KiB, hence more chunks per thread and resident memory spread over more of them. */
-    c->page_shift = kind == CHUNK_SMALL ? 16 : kind == CHUNK_MEDIUM ? 17 : 21;
+    c->kind = CHUNK_SMALL;
+    c->page_shift = SMALL_PAGE_SHIFT;
     c->npages = (uint8_t)(CHUNK_SIZE >> c->page_shift);
     c->pages_used = 0;
     c->arena = arena;
@@ -92,7 +121,7 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
         errno = ENOMEM;
         return NULL;
     }
-    DLIST_PUSH_FRONT(&heap->chunks[kind], c);
+    DLIST_PUSH_FRONT(&heap->chunks, c);
     if (dirty)
         purge_note_dirty();
     return c;
@@ -126,18 +155,12 @@ static int slot_take(chunk_t *c, bool *was_dirty)
     return -1;
 }
 
-/* An empty page another class of the same kind keeps (page_retire), to be taken over: its
- * memory is resident already, so a buffer growing through the classes does not leave a kept
- * page behind in each (docs/benchmarks.md, "Why the code is as it is"). */
-static page_t *kept_page_steal(heap_t *heap, enum chunk_kind kind, unsigned cls)
+/* An empty page another class keeps (page_retire), to be taken over: its memory is resident
+ * already, so a program that moves from one class to the next does not leave a kept page
+ * behind in each (docs/benchmarks.md, "Why the code is as it is"). */
+static page_t *kept_page_steal(heap_t *heap, unsigned cls)
 {
-    unsigned lo = kind == CHUNK_SMALL    ? 1
-                  : kind == CHUNK_MEDIUM ? sc_class_of(SMALL_MAX) + 1
-                                         : sc_class_of(MEDIUM_MAX) + 1;
-    unsigned hi = kind == CHUNK_SMALL    ? sc_class_of(SMALL_MAX)
-                  : kind == CHUNK_MEDIUM ? sc_class_of(MEDIUM_MAX)
-                                         : SC_COUNT - 1;
-    for (unsigned k = lo; k <= hi; k++) {
+    for (unsigned k = 1; k < SMALL_CLASSES; k++) {
         page_t *p = heap->queues[k].first;
         if (k != cls && p && !p->next && p->used == 0) {
             page_queue_remove(&heap->queues[k], p);
@@ -148,12 +171,20 @@ static page_t *kept_page_steal(heap_t *heap, enum chunk_kind kind, unsigned cls)
     return NULL;
 }
 
+bool page_slot_available(heap_t *heap)
+{
+    unsigned looked = 0;
+    for (chunk_t *x = heap->chunks.first; x && looked < 8; x = x->next, looked++)
+        if (x->pages_used < x->npages)
+            return true;
+    return false;
+}
+
 /* A fresh page of class cls: an empty page kept by another class, or a slot of a chunk of
  * this heap with room, or of a new chunk. */
 page_t *page_new(heap_t *heap, unsigned cls)
 {
-    enum chunk_kind kind = kind_of_class(cls);
-    page_t *kept = kept_page_steal(heap, kind, cls);
+    page_t *kept = kept_page_steal(heap, cls);
     if (kept) {
         chunk_t *kc = kept->chunk;
         unsigned idx = (unsigned)((size_t)(kept->start - kc->base) >> kc->page_shift);
@@ -163,7 +194,7 @@ page_t *page_new(heap_t *heap, unsigned cls)
         direct_update(heap, cls);
         return kept;
     }
-    chunk_t *c = heap->chunks[kind].first;
+    chunk_t *c = heap->chunks.first;
     if (policy_in_force.thp.mode == THP_MODE_ALWAYS) {
         /* Huge-advised chunks: fill the fullest first, so huge pages stay full and whole
          * chunks empty out and can be returned (Temeraire's rule). */
@@ -193,7 +224,7 @@ page_t *page_new(heap_t *heap, unsigned cls)
     bool was_dirty = false;
     int idx = c && c->pages_used < c->npages ? slot_take(c, &was_dirty) : -1;
     if (idx < 0) {
-        c = chunk_new(heap, kind, &was_dirty);
+        c = chunk_new(heap, &was_dirty);
         if (!c)
             return NULL;
         idx = 0;
@@ -203,8 +234,8 @@ page_t *page_new(heap_t *heap, unsigned cls)
     page->tail_resident = was_dirty;
     if (++c->pages_used == c->npages && c->next) {
         /* Full chunks go to the back: the front one always has room if any has. */
-        DLIST_REMOVE(&heap->chunks[kind], c);
-        DLIST_PUSH_BACK(&heap->chunks[kind], c);
+        DLIST_REMOVE(&heap->chunks, c);
+        DLIST_PUSH_BACK(&heap->chunks, c);
     }
     page_queue_push_front(&heap->queues[cls], page);
     direct_update(heap, cls);
@@ -219,20 +250,19 @@ void page_free(heap_t *heap, page_t *page)
     LIB_ASSERT(c->pages_used >= 1 && page->used == 0);
     page_set_flags(page, NULL, 0);
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
-    enum chunk_kind kind = (enum chunk_kind)c->kind;
-    /* The heap's only chunk of its kind stays, empty (its pages purged after purge_delay), so
-     * that a loop of one medium or big block does not take and return a chunk per call. */
-    bool keep_chunk = heap && heap->chunks[kind].first == c && !c->next &&
-                      policy_in_force.thp.mode != THP_MODE_ALWAYS;
+    /* The heap's only chunk stays, empty (its pages purged after purge_delay), so that a
+     * loop of one block does not take and return a chunk per call. */
+    bool keep_chunk =
+        heap && heap->chunks.first == c && !c->next && policy_in_force.thp.mode != THP_MODE_ALWAYS;
     if (--c->pages_used == 0 && !keep_chunk) {
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
         if (heap)
-            DLIST_REMOVE(&heap->chunks[kind], c);
+            DLIST_REMOVE(&heap->chunks, c);
         chunk_release(c);
         return;
     }
     /* The chunk lives on: its empty page goes back to the kernel after purge_delay (not in
-     * mode always, whose chunks are huge pages that a 64 KiB purge would split). */
+     * mode always, whose chunks are huge pages that a page's purge would split). */
     long delay = policy_in_force.purge_delay_ms;
     if (page->capacity == 0 || delay < 0 || policy_in_force.thp.mode == THP_MODE_ALWAYS) {
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
@@ -245,8 +275,8 @@ void page_free(heap_t *heap, page_t *page)
         atomic_store_explicit(&page->in_use, PAGE_DIRTY, memory_order_release);
         purge_note_dirty();
     }
-    if (heap && heap->chunks[kind].first != c) {
-        DLIST_REMOVE(&heap->chunks[kind], c);
-        DLIST_PUSH_FRONT(&heap->chunks[kind], c);
+    if (heap && heap->chunks.first != c) {
+        DLIST_REMOVE(&heap->chunks, c);
+        DLIST_PUSH_FRONT(&heap->chunks, c);
     }
 }

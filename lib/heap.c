@@ -1,10 +1,11 @@
-/* heap: one per thread. The slow paths on a heap: a page with a free block for a class
- * (collecting frees, refilling holes, extending, adopting an abandoned chunk, a new page),
- * a block from it, a free that the fast path did not take (the owner's into a full page or
- * a page of aligned blocks, a remote free, a free into an abandoned chunk), a page whose
- * last block was freed, full pages other threads freed into; and the owner's side of the
+/* heap: one per thread, for the small classes (up to 8 KiB). The slow paths on a heap: a page with
+ * a free block for a class (collecting frees, refilling holes, extending, adopting an abandoned
+ * chunk, a new page), a block from it, a free that the fast path did not take (the owner's into a
+ * full page or a page of aligned blocks, a remote free, a free into an abandoned chunk), a page
+ * whose last block was freed, full pages other threads freed into; and the owner's side of the
  * reclaim handshake. Queues are page-queue.c's, pages and chunks chunk.c's, abandoned
- * chunks abandon.c's, the heaps' lives thread.c's; large blocks belong to no heap. */
+ * chunks abandon.c's, the heaps' lives thread.c's; extents and large blocks belong to no
+ * heap. */
 #include "internal.h"
 
 #include <errno.h>
@@ -17,19 +18,14 @@ heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
-/* The owner freed the last block of a page. The page is kept when it is all its class has
- * and has carved at most KEEP_PAGE_MAX, so that a loop of malloc/free does not take and
- * return a page per call; another class that needs a page takes a kept one over first
- * (kept_page_steal); a page that carved more is not kept, as no other class could use its
- * memory. Kept pages of an idle thread are purged by the reclaimer after purge_delay. */
-#define KEEP_PAGE_MAX ((size_t)256 << 10)
+/* The owner freed the last block of a page. The page is kept when it is all its class has,
+ * so that a loop of malloc/free does not take and return a page per call; another class that
+ * needs a page takes a kept one over first (kept_page_steal). Kept pages of an idle thread
+ * are purged by the reclaimer after purge_delay. */
 void page_retire(heap_t *heap, page_t *page)
 {
     heap->slow_ops++;
-    /* (mode always: small pages only, as reclaim, which would purge the others, is off) */
-    if ((size_t)page->capacity * page->block_size <= KEEP_PAGE_MAX &&
-        (page->chunk->kind == CHUNK_SMALL || policy_in_force.thp.mode != THP_MODE_ALWAYS) &&
-        !(page->flags & PAGE_IN_FULL)) {
+    if (!(page->flags & PAGE_IN_FULL)) {
         page_queue_t *q = &heap->queues[page->cls];
         /* Only a page this heap allocates from: pages of chunks adopted from exited threads
          * that it merely freed into, kept, held those chunks and their resident free slots
@@ -95,7 +91,10 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
                 continue; /* a remote free just arrived: collect it */
             page = next;
         }
-        if (adopted >= 4 || !abandoned_adopt_one(heap))
+        /* A chunk an exited thread left only when this heap's own chunks are full: adopting
+         * one per class spread a new thread's pages over every abandoned chunk, none of
+         * which could empty (larson's peak: 14 chunks live for 4 lineages). */
+        if (adopted >= 4 || page_slot_available(heap) || !abandoned_adopt_one(heap))
             break;
     }
     page_t *page = page_new(heap, cls);
@@ -130,8 +129,6 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
     page->free = block_next(b);
     page->used++;
     b->key = 0;
-    if (page->block_size >= 2 * OS_PAGE_SIZE)
-        ((uintptr_t *)b)[2] = 0; /* the purged-inside mark (reclaim.c) */
     heap_leave(heap);
     if (zero)
         memset(b, 0, page->block_size);
@@ -160,9 +157,12 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
     if (has_heap)
         heap_enter(heap);
     heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
-    if (!owner && has_heap && atomic_load_explicit(&c->abandoned, memory_order_relaxed) &&
-        abandoned_adopt_freed(heap, c))
-        owner = heap;
+    if (!owner && atomic_load_explicit(&c->abandoned, memory_order_relaxed) &&
+        abandoned_free(c, page, b)) {
+        if (has_heap)
+            heap_leave(heap);
+        return;
+    }
     if (owner == heap) {
         heap->slow_ops++;
         /* Our own page, but full or with aligned blocks. */

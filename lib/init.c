@@ -24,6 +24,7 @@ static void fork_prepare(void)
     reclaim_fork_prepare();
     thread_fork_prepare();
     abandon_fork_prepare();
+    extent_fork_prepare();
     arena_fork_prepare();
     policy_fork_prepare();
     meta_fork_prepare();
@@ -34,6 +35,7 @@ static void fork_parent(void)
     meta_fork_parent();
     policy_fork_parent();
     arena_fork_parent();
+    extent_fork_parent();
     abandon_fork_parent();
     thread_fork_parent();
     reclaim_fork_parent();
@@ -44,6 +46,7 @@ static void fork_child(void)
     meta_fork_child();
     policy_fork_child();
     arena_fork_child();
+    extent_fork_child();
     abandon_fork_child();
     thread_fork_child();
     reclaim_fork_child();
@@ -155,6 +158,8 @@ API int thpalloc_owns(const void *p)
         return 0;
     if (c->kind == CHUNK_LARGE)
         return (const uint8_t *)p == c->large_start;
+    if (c->kind == CHUNK_EXTENT)
+        return extent_owns(c, p);
     page_t *page = page_of(c, p);
     if (atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED)
         return 0;

@@ -33,19 +33,25 @@ void lib_assert_fail(const char *expr, const char *file, int line);
 #define CHUNK_SIZE ((size_t)1 << CHUNK_SHIFT) /* 2 MiB: the unit of THP advice and purge */
 #define CHUNK_MASK (CHUNK_SIZE - 1)
 #define OS_PAGE_SIZE ((size_t)4096)
-#define MAX_PAGES_PER_CHUNK 32
+/* Small pages: a thread takes one per size class it uses, so their size sets what a thread
+ * that allocates little costs (docs/benchmarks.md, "Why the code is as it is"). */
+#ifndef SMALL_PAGE_SHIFT
+#define SMALL_PAGE_SHIFT 14
+#endif
+#define SMALL_PAGE_SIZE ((size_t)1 << SMALL_PAGE_SHIFT)
+#define MAX_PAGES_PER_CHUNK (CHUNK_SIZE >> SMALL_PAGE_SHIFT)
 
 /* A chunk of small objects is cut into pages of one size class each. */
 enum chunk_kind {
     CHUNK_FREE = 0, /* descriptor on the free list */
-    CHUNK_SMALL,    /* 32 pages of 64 KiB: classes up to 8 KiB */
-    CHUNK_MEDIUM,   /* 16 pages of 128 KiB: classes up to 64 KiB */
-    CHUNK_BIG,      /* 1 page of 2 MiB: classes up to 1 MiB */
+    CHUNK_SMALL,    /* pages of SMALL_PAGE_SIZE: classes up to 8 KiB, one heap's */
     CHUNK_LARGE,    /* one block of its own, spanning one or more chunks */
+    CHUNK_EXTENT,   /* blocks above 8 KiB up to 1 MiB in runs of 4 KiB granules (extent.c) */
 };
 #define SMALL_MAX ((size_t)8 << 10)
-#define MEDIUM_MAX ((size_t)64 << 10)
-#define LARGE_MIN (SC_MAX_SIZE + 1) /* above the largest size class */
+/* The size classes a heap's pages serve: 1 .. sc_class_of(SMALL_MAX) (tests/unit-sizeclass). */
+#define SMALL_CLASSES 57
+#define LARGE_MIN (SC_MAX_SIZE + 1) /* above the extents' range */
 
 /* Sizes up to DIRECT_MAX find their page in one load (heap->direct). */
 #define DIRECT_MAX ((size_t)1024)
@@ -197,8 +203,12 @@ struct chunk {
     uint8_t pages_used;
     _Atomic(heap_t *) owner;   /* NULL: abandoned, or large (not owned) */
     _Atomic uint8_t abandoned; /* on the abandoned list (changed under its lock) */
+    bool orphan;               /* left unadopted for purge_delay: purged now when it empties */
+    uint32_t abandoned_at;     /* ms clock when it went on the abandoned list */
+    uint32_t abandoned_idle;   /* bytes of its empty pages then (in stat_pages_dirty) */
     chunk_t *next, *prev;      /* heap's chunk list / abandoned list / free list */
     arena_t *arena;
+    struct extent_map *ext; /* CHUNK_EXTENT: its runs (extent.c) */
     /* large blocks */
     size_t large_size;    /* usable bytes */
     size_t nchunks;       /* chunks in the run */
@@ -300,6 +310,10 @@ HIDDEN void policy_fork_child(void);
 HIDDEN uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t block_size,
                                    arena_t **arena_out, bool *is_zero);
 HIDDEN void arena_free_chunks(arena_t *arena, uint8_t *base, size_t n);
+/* The same, purged now instead of after purge_delay (what an exited thread left: no thread
+ * of the process is working in it, so keeping it resident for reuse only spreads the next
+ * owner's pages over memory that is resident already). */
+HIDDEN void arena_free_chunks_purged(arena_t *arena, uint8_t *base, size_t n);
 /* Extends a run of n chunks to want chunks in place, when the chunks after it are free. */
 HIDDEN bool arena_grow_chunks(arena_t *arena, uint8_t *base, size_t n, size_t want,
                               size_t block_size);
@@ -359,6 +373,7 @@ HIDDEN void meta_fork_child(void);
 typedef struct page_queue {
     page_t *first, *last;
 } page_queue_t;
+#define EXT_CACHE_SLOTS 16
 typedef struct chunk_queue {
     chunk_t *first, *last;
 } chunk_queue_t;
@@ -374,12 +389,18 @@ struct heap {
     /* the purger's own notes: slow_ops when last looked at, since when, when reclaimed */
     uint32_t seen_ops, seen_at, reclaimed_ops, reclaim_pass;
     bool reclaimed; /* also cleared by the owner: it is active again, wake the purger */
-    page_queue_t queues[SC_COUNT];
-    page_queue_t full;                   /* pages without a free block */
-    _Atomic int full_has_xfree;          /* another thread freed into a full page */
-    chunk_queue_t chunks[CHUNK_BIG + 1]; /* owned chunks by kind (list through next/prev) */
-    heap_t *next_all;                    /* all heaps ever made */
-    heap_t *next_free;                   /* free heap list */
+    page_queue_t queues[SMALL_CLASSES];
+    page_queue_t full;          /* pages without a free block */
+    _Atomic int full_has_xfree; /* another thread freed into a full page */
+    chunk_queue_t chunks;       /* owned chunks (list through next/prev) */
+    /* Extents this thread freed, kept for its next allocation of the same length
+     * (extent.c): owner-only, or the purger's under the claim. */
+    void *ext_cache[EXT_CACHE_SLOTS];
+    uint16_t ext_cache_len[EXT_CACHE_SLOTS];
+    uint32_t ext_cache_n;
+    size_t ext_cache_bytes; /* also read by the statistics */
+    heap_t *next_all;       /* all heaps ever made */
+    heap_t *next_free;      /* free heap list */
     bool in_use;
 };
 
@@ -414,7 +435,7 @@ HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
  * from the shared late heap for a thread past its exit destructor. */
 HIDDEN heap_t *heap_create(void);
 HIDDEN void *late_malloc(size_t size, bool zero);
-/* Gives the heap's empty pages back and puts its other chunks on the abandoned list. */
+/* At thread exit: puts the heap's chunks on the abandoned list as they stand. */
 HIDDEN void heap_abandon(heap_t *heap);
 /* Takes the full pages that other threads freed into back to the class queues, their frees
  * collected; may_free: empty ones go (the owner), else they stay for the caller to reset
@@ -453,14 +474,21 @@ HIDDEN bool page_to_full(heap_t *heap, page_t *page);
 
 /* chunk.c: pages from the heap's chunks, chunks from the arena. */
 HIDDEN page_t *page_new(heap_t *heap, unsigned cls);
+/* One of the heap's first chunks has a free slot: page_new needs no new chunk. */
+HIDDEN bool page_slot_available(heap_t *heap);
 HIDDEN void page_free(heap_t *heap, page_t *page);
 /* Gives a chunk back to the arena once every slot is free (claims dirty slots first). */
 HIDDEN void chunk_release(chunk_t *c);
+/* Purges the chunk's dirty slots now (an exited thread's chunk, abandoned). */
+HIDDEN void chunk_purge_dirty(chunk_t *c);
 
 /* abandon.c: the chunks of exited threads. */
 HIDDEN bool abandoned_adopt_one(heap_t *heap);
-/* A thread frees into an abandoned chunk: it adopts it (true), unless another did. */
-HIDDEN bool abandoned_adopt_freed(heap_t *heap, chunk_t *c);
+/* A free into an abandoned chunk, done in place (true), unless it was adopted meanwhile. */
+HIDDEN bool abandoned_free(chunk_t *c, page_t *page, block_t *b);
+/* The purger's: abandoned chunks nobody adopted within purge_delay (all with force) give
+ * back their empty pages, and go back to the arena once empty; *next: when the next is due. */
+HIDDEN size_t abandoned_purge(uint32_t now, bool force, uint32_t *next);
 HIDDEN void thread_fork_prepare(void);
 HIDDEN void thread_fork_parent(void);
 HIDDEN void thread_fork_child(void);
@@ -490,6 +518,41 @@ static inline size_t page_size_of(const chunk_t *c)
 {
     return (size_t)1 << c->page_shift;
 }
+
+/* extents (extent.c): blocks above SMALL_MAX up to SC_MAX_SIZE in runs of 4 KiB granules,
+ * shared by all threads. align: a power of two up to CHUNK_SIZE / 2 (blocks are 4 KiB-
+ * aligned anyway). */
+#define EXT_GRANULE_SHIFT 12
+HIDDEN void *extent_alloc(size_t size, size_t align, bool zero);
+HIDDEN void extent_free(chunk_t *c, void *p);
+/* Frees blocks the caller holds (a thread's cache) under one lock. */
+HIDDEN void extent_free_many(void *const *blocks, unsigned n);
+/* The granules of the block p starts, or 0 when p starts none (safe without the lock for a
+ * block the caller holds, and memory-safe for any pointer into an extent chunk). */
+HIDDEN unsigned extent_block_len(const chunk_t *c, const void *p);
+HIDDEN void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
+    __attribute__((noreturn, cold));
+HIDDEN int extent_owns(const chunk_t *c, const void *p);
+/* The block's usable bytes; aborts with `invalid` unless p starts a block (0 for a freed
+ * one when asked by malloc_usable_size, as glibc says for a freed chunk). */
+HIDDEN size_t extent_usable_size(chunk_t *c, void *p, const char *invalid);
+/* Grows or shrinks the block in place; false when the run after it is not free and long
+ * enough (the caller moves it). */
+HIDDEN bool extent_resize(chunk_t *c, void *p, size_t size);
+/* The purger's: free runs resident for purge_delay (all with force) go back to the kernel;
+ * *next is when the next one is due (0: none). */
+HIDDEN size_t extents_purge(uint32_t now, bool force, uint32_t *next);
+extern HIDDEN _Atomic uint64_t stat_extent_used;
+HIDDEN void extent_fork_prepare(void);
+HIDDEN void extent_fork_parent(void);
+HIDDEN void extent_fork_child(void);
+/* extent-cache.c: the calling thread's cache in front of them (a thread without a heap
+ * goes to the shared runs directly). */
+HIDDEN void *extent_malloc_cached(size_t size, size_t align, bool zero);
+HIDDEN void extent_free_cached(chunk_t *c, void *p);
+/* Gives a heap's cached extents back to the shared runs (its owner, or the purger holding
+ * it): at thread exit and when the purger reclaims an idle heap. */
+HIDDEN void extent_cache_flush(heap_t *heap);
 
 /* large blocks (large.c) */
 HIDDEN void *large_alloc(size_t size, size_t align, bool zero);

@@ -25,9 +25,13 @@ typedef struct desc_segment {
 static desc_segment_t *_Atomic desc_segments;
 static chunk_t *desc_free;
 
+/* Every piece keeps the next one aligned for the most aligned descriptor (page_t's 128). */
+#define META_ALIGN ((size_t)128)
+_Static_assert(_Alignof(chunk_t) <= META_ALIGN, "descriptors need more alignment");
+
 static void *meta_alloc_locked(size_t size)
 {
-    size = (size + 63) & ~(size_t)63;
+    size = (size + META_ALIGN - 1) & ~(META_ALIGN - 1);
     if ((size_t)(bump_end - bump) < size) {
         size_t seg =
             size > META_SEGMENT ? (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1) : META_SEGMENT;

@@ -44,7 +44,7 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
 }
 
 /* Threads blocks into the free list a few KiB at a time, so that a page of a rarely used
- * class does not make 64 KiB resident at once. */
+ * class does not make the whole page resident at once. */
 void page_extend(page_t *page)
 {
     LIB_ASSERT(page->free == NULL && page->capacity < page->reserved);
@@ -193,7 +193,7 @@ static void purge_chunk_pages(chunk_t *c, void *arg)
 {
     struct page_purge_walk *w = arg;
     uint8_t kind = __atomic_load_n(&c->kind, __ATOMIC_RELAXED);
-    if (kind < CHUNK_SMALL || kind > CHUNK_BIG)
+    if (kind != CHUNK_SMALL)
         return;
     long delay = policy_in_force.purge_delay_ms;
     for (unsigned i = 0; i < MAX_PAGES_PER_CHUNK; i++) {

@@ -1,10 +1,10 @@
 /* purger: the background thread that gives memory back while the process is idle, and
  * "purge everything now" (thpalloc_purge, malloc_trim). It sits above the layers it drives:
  * the arena's free chunks and idle arenas (arena.c), the dirty page slots of live chunks
- * (page.c) and the free memory inside idle threads' heaps (reclaim.c). It is started
- * lazily, only once 16 MiB or more wait (the arena asks through purger_wanted), and only at
- * a safe point (alloc.c: the top of a malloc, the end of a free), never from inside a heap
- * operation: pthread_create allocates. */
+ * (page.c), the free runs of extent chunks (extent.c) and the free memory inside idle threads'
+ * heaps (reclaim.c). It is started lazily, only once 16 MiB or more wait (the arena asks through
+ * purger_wanted), and only at a safe point (alloc.c: the top of a malloc, the end of a free), never
+ * from inside a heap operation: pthread_create allocates. */
 #include "internal.h"
 
 #include <signal.h>
@@ -17,12 +17,19 @@ static void *purger_main(void *arg)
     for (;;) {
         uint32_t now = now_ms();
         uint32_t due = arena_purge_due(now);
-        uint32_t pages_next = 0;
-        if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed))
+        uint32_t pages_next = 0, ext_next = 0;
+        if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed)) {
             pages_purge(now, false, &pages_next);
+            extents_purge(now, false, &ext_next);
+            if (ext_next && (pages_next == 0 || (int32_t)(ext_next - pages_next) < 0))
+                pages_next = ext_next;
+        }
         uint32_t wakes = arena_wakes();
-        uint32_t heaps_next = 0;
+        uint32_t heaps_next = 0, abandoned_next = 0;
         reclaim_idle_heaps(now, false, &heaps_next);
+        abandoned_purge(now, false, &abandoned_next);
+        if (abandoned_next && (heaps_next == 0 || (int32_t)(abandoned_next - heaps_next) < 0))
+            heaps_next = abandoned_next;
         if (pages_next && (due == 0 || (int32_t)(pages_next - due) < 0))
             due = pages_next;
         if (heaps_next && (due == 0 || (int32_t)(heaps_next - due) < 0))
@@ -67,6 +74,9 @@ size_t purge_all(bool force)
 {
     uint32_t next;
     size_t bytes = pages_purge(now_ms(), force, &next);
+    /* heaps first: their cached extents go back to the runs that extents_purge gives back */
     bytes += reclaim_idle_heaps(now_ms(), force, &next);
+    bytes += abandoned_purge(now_ms(), force, &next);
+    bytes += extents_purge(now_ms(), force, &next);
     return bytes + arena_purge_chunks(force);
 }

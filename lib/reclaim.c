@@ -4,9 +4,8 @@
  *   - the empty page a heap keeps as the only page of its class (so that a loop of
  *     malloc/free does not take and return pages): purged and reset to no blocks, so the
  *     owner carves it again on its next allocation of that class;
- *   - the OS pages inside free blocks of 8 KiB and more, on the owner's own lists: purged,
- *     the block's first OS page (its list link) kept, the block marked so that it is not
- *     purged twice.
+ *   - the OS pages of small pages that hold only free blocks (holes);
+ *   - the extents it keeps for its next allocation (extent_cache_flush).
  * Idle threads make no call at all, so the purger must do it while the owner may wake at
  * any moment, without a lock or an atomic read-modify-write on the owner's fast path. The
  * handshake (asymmetric Dekker): the owner stores heap->busy = 1, then loads
@@ -21,28 +20,12 @@
 #include <string.h>
 
 #define RECLAIM_BATCH 64
-/* Word 2 of a free block whose inside is purged: the block's address xor this. */
-#define PURGED_MARK ((uintptr_t)0x6567727570706874ull) /* "thppurge" */
 /* The smallest delay between two looks at the heaps, however short purge_delay is. */
 #define RECLAIM_MIN_PERIOD_MS 50
 
 static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
 static int barrier_state; /* 0: not tried, 1: membarrier registered, -1: unavailable */
 static uint32_t pass;     /* calls of reclaim_idle_heaps, so that one call looks at a heap once */
-
-/* The OS pages inside a free block, after its header (link, key, mark). */
-static size_t purge_block_inside(const page_t *page, block_t *b, enum os_purge how)
-{
-    uintptr_t *w = (uintptr_t *)b;
-    if (w[2] == ((uintptr_t)b ^ PURGED_MARK))
-        return 0;
-    uintptr_t lo = ((uintptr_t)b + 3 * sizeof(uintptr_t) + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
-    uintptr_t hi = ((uintptr_t)b + page->block_size) & ~(OS_PAGE_SIZE - 1);
-    if (hi <= lo || !os_purge((void *)lo, hi - lo, how))
-        return 0;
-    w[2] = (uintptr_t)b ^ PURGED_MARK;
-    return hi - lo;
-}
 
 /* An empty page the owner keeps: purge what was carved, and forget its blocks. used == 0
  * also means no remote free is pending (they count in used until collected). */
@@ -66,9 +49,10 @@ static size_t reset_empty_page(heap_t *heap, const chunk_t *c, page_t *page, enu
     return len;
 }
 
-/* Blocks of a small page: 64 KiB / 16 B. */
-#define SMALL_PAGE_BLOCKS_MAX 4096
-#define SMALL_PAGE_OS_PAGES 16
+/* Blocks of a small page (16 B each at most), and its OS pages (one bit each in holes). */
+#define SMALL_PAGE_BLOCKS_MAX (SMALL_PAGE_SIZE / 16)
+#define SMALL_PAGE_OS_PAGES (SMALL_PAGE_SIZE / OS_PAGE_SIZE)
+_Static_assert(SMALL_PAGE_OS_PAGES <= 16, "page_t.holes has a bit per OS page");
 
 static inline bool bit_test(const uint64_t *m, uint32_t i)
 {
@@ -166,31 +150,24 @@ static size_t reclaim_one_heap(heap_t *heap, enum os_purge how)
      * next allocation, which an idle heap (or the shared late heap) may never make. */
     if (atomic_load_explicit(&heap->full_has_xfree, memory_order_seq_cst))
         heap_rescue_full(heap, false);
-    for (int kind = CHUNK_SMALL; kind <= CHUNK_BIG; kind++) {
-        for (chunk_t *c = heap->chunks[kind].first; c; c = c->next) {
-            for (unsigned i = 0; i < c->npages; i++) {
-                page_t *p = &c->pages[i];
-                if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_USED)
-                    continue;
-                /* Other threads' frees, as the owner would take them (not on the full
-                 * list, whose pages the owner rescues by looking at xthread_free). */
-                if (!(p->flags & PAGE_IN_FULL))
-                    page_collect(p);
-                if (p->used == 0) {
-                    bytes += reset_empty_page(heap, c, p, how);
-                    continue;
-                }
-                if (p->tail_resident)
-                    bytes += purge_tail(c, p, how);
-                if (kind == CHUNK_SMALL) {
-                    bytes += reclaim_small_page(heap, p, how);
-                    continue;
-                }
-                for (block_t *b = p->free; b; b = block_next(b))
-                    bytes += purge_block_inside(p, b, how);
-                for (block_t *b = p->local_free; b; b = block_next(b))
-                    bytes += purge_block_inside(p, b, how);
+    /* its cached extents: back to the shared runs, which purge them after purge_delay */
+    extent_cache_flush(heap);
+    for (chunk_t *c = heap->chunks.first; c; c = c->next) {
+        for (unsigned i = 0; i < c->npages; i++) {
+            page_t *p = &c->pages[i];
+            if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_USED)
+                continue;
+            /* Other threads' frees, as the owner would take them (not on the full list,
+             * whose pages the owner rescues by looking at xthread_free). */
+            if (!(p->flags & PAGE_IN_FULL))
+                page_collect(p);
+            if (p->used == 0) {
+                bytes += reset_empty_page(heap, c, p, how);
+                continue;
             }
+            if (p->tail_resident)
+                bytes += purge_tail(c, p, how);
+            bytes += reclaim_small_page(heap, p, how);
         }
     }
     return bytes;

@@ -30,6 +30,12 @@ static void walk_chunk(chunk_t *c, void *arg)
     }
 }
 
+/* Extents in the threads' caches are free, not in use. */
+static void sum_cached(heap_t *h, void *arg)
+{
+    *(uint64_t *)arg += __atomic_load_n(&h->ext_cache_bytes, __ATOMIC_RELAXED);
+}
+
 void stats_collect(struct thpalloc_stats *s)
 {
     struct walk w = {0, 0, 0};
@@ -39,7 +45,10 @@ void stats_collect(struct thpalloc_stats *s)
     s->committed = atomic_load_explicit(&stat_committed, memory_order_relaxed) +
                    atomic_load_explicit(&stat_purge_pending, memory_order_relaxed);
     s->huge_advised = atomic_load_explicit(&stat_huge_advised, memory_order_relaxed);
-    s->in_use = w.in_use + w.large_bytes;
+    uint64_t cached = 0;
+    heap_foreach_in_use(sum_cached, &cached);
+    uint64_t ext = atomic_load_explicit(&stat_extent_used, memory_order_relaxed);
+    s->in_use = w.in_use + w.large_bytes + (ext > cached ? ext - cached : 0);
     s->purge_pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
                        atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed);
     s->purged = atomic_load_explicit(&stat_purged, memory_order_relaxed);

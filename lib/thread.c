@@ -103,6 +103,7 @@ void heap_thread_exit(void *arg)
         return;
     tl_heap = &heap_exited;
     heap_enter(heap);
+    extent_cache_flush(heap);
     heap_abandon(heap);
     heap_leave(heap);
     pthread_mutex_lock(&heaps_lock);

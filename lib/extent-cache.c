@@ -1,0 +1,97 @@
+/* extent-cache: the thread's cache in front of the shared extents (extent.c). A thread keeps
+ * the last few blocks of up to CACHE_LEN_MAX granules it freed (its own or other threads'),
+ * up to CACHE_BYTES, and takes a block of the same length from there first: a malloc/free
+ * loop, or a thread that frees and allocates again, pays no lock. The cache goes back to
+ * the shared runs under one lock when it fills, at thread exit and when the purger reclaims
+ * an idle thread (reclaim.c), so what one thread frees is never held from the others for
+ * long. A cached block keeps the free key in its second word, as a small block does: a
+ * second free of it is caught, and a write after free is caught when it is handed out
+ * again. The cache is the heap's, used inside the reclaim handshake (heap_enter). */
+#include "internal.h"
+
+#include <string.h>
+
+#define CACHE_LEN_MAX 16 /* granules: blocks up to 64 KiB */
+#define CACHE_BYTES ((size_t)128 << 10)
+
+static inline heap_t *cache_heap(void)
+{
+    heap_t *heap = tl_heap;
+    return heap == &heap_empty || heap == &heap_exited ? NULL : heap;
+}
+
+static inline void cache_bytes_set(heap_t *heap, size_t bytes)
+{
+    __atomic_store_n(&heap->ext_cache_bytes, bytes, __ATOMIC_RELAXED); /* stats read it */
+}
+
+static void *cache_take(heap_t *heap, unsigned len)
+{
+    for (unsigned i = heap->ext_cache_n; i-- > 0;) {
+        if (heap->ext_cache_len[i] != len)
+            continue;
+        block_t *b = heap->ext_cache[i];
+        unsigned last = --heap->ext_cache_n;
+        heap->ext_cache[i] = heap->ext_cache[last];
+        heap->ext_cache_len[i] = heap->ext_cache_len[last];
+        cache_bytes_set(heap, heap->ext_cache_bytes - ((size_t)len << EXT_GRANULE_SHIFT));
+        if (unlikely(b->key != block_key(b)))
+            lib_fatal("malloc(): free block corrupted (double free or write after free)", b);
+        b->key = 0;
+        return b;
+    }
+    return NULL;
+}
+
+void extent_cache_flush(heap_t *heap)
+{
+    if (!heap->ext_cache_n)
+        return;
+    extent_free_many(heap->ext_cache, heap->ext_cache_n);
+    heap->ext_cache_n = 0;
+    cache_bytes_set(heap, 0);
+}
+
+void *extent_malloc_cached(size_t size, size_t align, bool zero)
+{
+    unsigned len = (unsigned)((size + ((size_t)1 << EXT_GRANULE_SHIFT) - 1) >> EXT_GRANULE_SHIFT);
+    heap_t *heap = cache_heap();
+    if (heap && heap->ext_cache_n && len <= CACHE_LEN_MAX && align <= OS_PAGE_SIZE) {
+        heap_enter(heap);
+        void *p = cache_take(heap, len);
+        heap_leave(heap);
+        if (p) {
+            if (zero)
+                memset(p, 0, size);
+            return p;
+        }
+    }
+    return extent_alloc(size, align, zero);
+}
+
+void extent_free_cached(chunk_t *c, void *p)
+{
+    unsigned len = extent_block_len(c, p);
+    if (unlikely(!len))
+        extent_bad_pointer(c, p, "free(): invalid pointer");
+    heap_t *heap = cache_heap();
+    if (!heap || len > CACHE_LEN_MAX) {
+        extent_free(c, p);
+        return;
+    }
+    block_t *b = p;
+    heap_enter(heap);
+    if (unlikely(b->key == block_key(b)))
+        for (unsigned i = 0; i < heap->ext_cache_n; i++)
+            if (heap->ext_cache[i] == p)
+                lib_fatal("free(): double free detected", p);
+    size_t bytes = (size_t)len << EXT_GRANULE_SHIFT;
+    if (heap->ext_cache_n == EXT_CACHE_SLOTS || heap->ext_cache_bytes + bytes > CACHE_BYTES)
+        extent_cache_flush(heap);
+    b->key = block_key(b);
+    heap->ext_cache[heap->ext_cache_n] = p;
+    heap->ext_cache_len[heap->ext_cache_n] = (uint16_t)len;
+    heap->ext_cache_n++;
+    cache_bytes_set(heap, heap->ext_cache_bytes + bytes);
+    heap_leave(heap);
+}

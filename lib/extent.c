@@ -1,0 +1,645 @@
+/* extent: blocks above the small classes (8 KiB) up to 1 MiB, as runs of 4 KiB granules
+ * inside 2 MiB extent chunks shared by every thread. A free run coalesces with its free
+ * neighbours at once, a block grows and shrinks in place (realloc), and a request takes the
+ * smallest free run that fits (best fit, bins by exact length), a resident one before a
+ * purged one: what a thread frees, any thread reuses, before fresh memory is touched (glibc's
+ * and jemalloc's coalescing instead of 24 segregated classes per thread, each holding pages
+ * of its own). Free runs go back to the kernel after purge_delay (extents_purge, from the
+ * purger); a chunk that empties goes back to the arena, but one spare.
+ *
+ * Boundary tags live in the chunk's extent map, outside the memory: a purged run stays
+ * untouched until it is reused, and a pointer is checked against the tags before anything
+ * is written. Everything here is under extent_lock; only the purger drops it, around the
+ * madvise of a run it has taken out (tagged BUSY, so that no neighbour merges with it and
+ * no free accepts it). */
+#include "internal.h"
+#include "list.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define GRANULE_SHIFT 12
+#define GRANULE ((size_t)1 << GRANULE_SHIFT)
+#define GRANULES (CHUNK_SIZE >> GRANULE_SHIFT) /* 512 a chunk */
+
+/* A tag: the first and the last granule of every run say its length and state; the granules
+ * between hold 0, so an interior pointer is refused. */
+#define TAG_LEN 0x03ffu
+#define TAG_HEAD 0x0400u
+#define TAG_TAIL 0x0800u
+#define TAG_FREE 0x1000u
+#define TAG_BUSY 0x2000u /* taken out by the purger */
+
+/* A free run, indexed by its first granule. */
+struct ext_free {
+    struct ext_free *next, *prev; /* in the bin of its length */
+    uint32_t freed_at;            /* ms clock, for purge_delay (when pending) */
+    uint16_t len;                 /* granules */
+    uint16_t index : 10;          /* its first granule: the way back to the map */
+    uint16_t pending : 1;         /* resident (it held data), to be purged after purge_delay */
+    uint16_t zero : 1;            /* known to read as zero (fresh, or purged with DONTNEED) */
+};
+
+struct extent_map {
+    chunk_t *chunk;
+    struct extent_map *next_free; /* recycled maps */
+    uint32_t used;                /* granules handed out */
+    uint16_t tag[GRANULES];
+    struct ext_free node[GRANULES];
+};
+
+struct ext_bin {
+    struct ext_free *first, *last;
+};
+
+static pthread_mutex_t extent_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+static struct ext_bin bins[GRANULES + 1]; /* by exact length; pending runs at the front */
+static uint64_t binmap[(GRANULES + 64) / 64];
+static chunk_queue_t ext_chunks; /* every extent chunk (list through next/prev) */
+static chunk_t *spare;           /* an empty chunk kept for the next request */
+static struct extent_map *maps_free;
+static size_t pending_granules;    /* in free runs waiting for purge_delay */
+static unsigned purging;           /* runs the purger holds out (BUSY) right now */
+_Atomic uint64_t stat_extent_used; /* bytes handed out (statistics) */
+
+static inline struct extent_map *map_of(const chunk_t *c)
+{
+    return c->ext;
+}
+
+static inline struct extent_map *map_of_node(struct ext_free *n)
+{
+    return (struct extent_map *)((uint8_t *)(n - n->index) - offsetof(struct extent_map, node));
+}
+
+static bool purge_enabled(void)
+{
+    /* mode always: extent chunks are huge pages, which a 4 KiB purge would split */
+    return policy_in_force.purge_delay_ms >= 0 && policy_in_force.thp.mode != THP_MODE_ALWAYS;
+}
+
+static void pending_add(long granules)
+{
+    pending_granules = (size_t)((long)pending_granules + granules);
+    if (granules > 0)
+        atomic_fetch_add_explicit(&stat_pages_dirty, (uint64_t)granules << GRANULE_SHIFT,
+                                  memory_order_relaxed);
+    else if (granules < 0)
+        atomic_fetch_sub_explicit(&stat_pages_dirty, (uint64_t)-granules << GRANULE_SHIFT,
+                                  memory_order_relaxed);
+}
+
+/* ---- bins ------------------------------------------------------------------------ */
+
+static void bin_insert(struct ext_free *n)
+{
+    struct ext_bin *b = &bins[n->len];
+    if (n->pending || !b->first)
+        DLIST_PUSH_FRONT(b, n); /* resident first: reuse before touching purged memory */
+    else
+        DLIST_PUSH_BACK(b, n);
+    binmap[n->len / 64] |= (uint64_t)1 << (n->len % 64);
+}
+
+static void bin_remove(struct ext_free *n)
+{
+    struct ext_bin *b = &bins[n->len];
+    DLIST_REMOVE(b, n);
+    if (!b->first)
+        binmap[n->len / 64] &= ~((uint64_t)1 << (n->len % 64));
+}
+
+/* The smallest non-empty bin of at least len granules, or 0. */
+static unsigned bin_find(unsigned len)
+{
+    unsigned w = len / 64;
+    uint64_t bits = binmap[w] & (~(uint64_t)0 << (len % 64));
+    for (;;) {
+        if (bits)
+            return w * 64 + (unsigned)__builtin_ctzll(bits);
+        if (++w >= sizeof binmap / sizeof binmap[0])
+            return 0;
+        bits = binmap[w];
+    }
+}
+
+/* ---- tags -------------------------------------------------------------------------- */
+
+/* Written under extent_lock; read without it only for a block the caller holds (its head
+ * changes only when that block is freed or resized), hence relaxed atomics. */
+static inline uint16_t tag_get(const struct extent_map *m, unsigned g)
+{
+    return __atomic_load_n(&m->tag[g], __ATOMIC_RELAXED);
+}
+
+static void tags_set(struct extent_map *m, unsigned first, unsigned len, uint16_t state)
+{
+    __atomic_store_n(&m->tag[first], (uint16_t)(len | TAG_HEAD | state | (len == 1 ? TAG_TAIL : 0)),
+                     __ATOMIC_RELAXED);
+    if (len > 1)
+        __atomic_store_n(&m->tag[first + len - 1], (uint16_t)(len | TAG_TAIL | state),
+                         __ATOMIC_RELAXED);
+}
+
+static void tags_clear(struct extent_map *m, unsigned first, unsigned len)
+{
+    __atomic_store_n(&m->tag[first], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->tag[first + len - 1], 0, __ATOMIC_RELAXED);
+}
+
+#ifdef THPALLOC_DEBUG
+/* The map's runs tile the chunk; free runs are in the bin of their length, never next to
+ * another free run; used counts the granules handed out. */
+static void map_check(const struct extent_map *m)
+{
+    unsigned g = 0, used = 0;
+    bool prev_free = false;
+    while (g < GRANULES) {
+        uint16_t t = tag_get(m, g);
+        unsigned len = t & TAG_LEN;
+        LIB_ASSERT((t & TAG_HEAD) && len >= 1 && g + len <= GRANULES);
+        LIB_ASSERT(len == 1 ? (t & TAG_TAIL) != 0
+                            : tag_get(m, g + len - 1) == (uint16_t)((t & ~TAG_HEAD) | TAG_TAIL));
+        bool is_free = (t & TAG_FREE) != 0;
+        LIB_ASSERT(!(is_free && prev_free));
+        if (is_free)
+            LIB_ASSERT(m->node[g].len == len);
+        else if (!(t & TAG_BUSY))
+            used += len;
+        prev_free = is_free;
+        g += len;
+    }
+    LIB_ASSERT(g == GRANULES && used == m->used);
+}
+#define MAP_CHECK(m) map_check(m)
+#else
+#define MAP_CHECK(m) ((void)0)
+#endif
+
+/* ---- chunks ------------------------------------------------------------------------ */
+
+/* A new extent chunk: one free run of the whole chunk. extent_lock held. */
+static chunk_t *chunk_add(void)
+{
+    arena_t *arena;
+    bool zero;
+    uint8_t *base = arena_alloc_chunks(1, CHUNK_SIZE, THP_USE_SMALL, CHUNK_SIZE, &arena, &zero);
+    if (!base)
+        return NULL;
+    struct extent_map *m = maps_free;
+    if (m)
+        maps_free = m->next_free;
+    else
+        m = meta_alloc(sizeof *m); /* zero: fresh meta memory */
+    chunk_t *c = m ? chunk_desc_alloc() : NULL;
+    if (!c) {
+        if (m) {
+            m->next_free = maps_free;
+            maps_free = m;
+        }
+        arena_free_chunks(arena, base, 1);
+        errno = ENOMEM;
+        return NULL;
+    }
+    c->base = base;
+    c->kind = CHUNK_EXTENT;
+    c->page_shift = PAGE_SHIFT_NONE; /* every offset is page 0, whose fast_owner is NULL */
+    c->npages = 0;
+    c->arena = arena;
+    c->nchunks = 1;
+    c->ext = m;
+    atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
+    atomic_store_explicit(&c->pages[0].fast_owner, NULL, memory_order_relaxed);
+    m->chunk = c;
+    m->used = 0;
+    m->next_free = NULL;
+    if (!registry_set(base, 1, c)) {
+        registry_set(base, 1, registry_unused(arena));
+        arena_free_chunks(arena, base, 1);
+        m->next_free = maps_free;
+        maps_free = m;
+        chunk_desc_free(c);
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct ext_free *n = &m->node[0];
+    n->index = 0;
+    n->len = GRANULES;
+    n->pending = !zero && purge_enabled(); /* not purged by the arena yet: resident */
+    n->zero = zero;
+    n->freed_at = now_ms();
+    if (n->pending)
+        pending_add(GRANULES);
+    tags_set(m, 0, GRANULES, TAG_FREE);
+    bin_insert(n);
+    DLIST_PUSH_BACK(&ext_chunks, c);
+    return c;
+}
+
+/* An empty chunk back to the arena (which purges it after purge_delay). extent_lock held;
+ * its one free run is in its bin. */
+static void chunk_drop(chunk_t *c)
+{
+    struct extent_map *m = map_of(c);
+    struct ext_free *n = &m->node[0];
+    LIB_ASSERT(m->used == 0 && n->len == GRANULES);
+    bin_remove(n);
+    if (n->pending)
+        pending_add(-(long)GRANULES);
+    tags_clear(m, 0, GRANULES);
+    DLIST_REMOVE(&ext_chunks, c);
+    registry_set(c->base, 1, registry_unused(c->arena));
+    arena_free_chunks(c->arena, c->base, 1);
+    /* c->ext stays: a racing look at a stale pointer reads a recycled map, never NULL */
+    m->chunk = NULL;
+    m->next_free = maps_free;
+    maps_free = m;
+    chunk_desc_free(c);
+}
+
+/* ---- runs -------------------------------------------------------------------------- */
+
+/* What a free run being built takes from a free neighbour it absorbs. */
+struct merge {
+    unsigned start, total;
+    long was_pending; /* granules of the parts counted as waiting already */
+    bool pending, zero;
+    uint32_t freed_at; /* the newest data's: a merged run waits as long as its youngest part */
+};
+
+static void absorb(struct extent_map *m, unsigned first, unsigned len, struct merge *g)
+{
+    struct ext_free *x = &m->node[first];
+    bin_remove(x);
+    tags_clear(m, first, len);
+    if (first < g->start)
+        g->start = first;
+    g->total += len;
+    if (x->pending) {
+        g->was_pending += len;
+        if (!g->pending || (int32_t)(x->freed_at - g->freed_at) > 0)
+            g->freed_at = x->freed_at;
+        g->pending = true;
+    }
+    g->zero = g->zero && x->zero;
+}
+
+/* Makes [first, first+len) of m a free run, merged with free neighbours. pending: it holds
+ * data (to be purged after purge_delay); zero: it reads as zero. Returns the merged run.
+ * extent_lock held. */
+static struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, bool pending,
+                                 bool zero, uint32_t freed_at)
+{
+    struct merge g = {first, len, 0, pending, zero, freed_at};
+    if (first > 0) {
+        uint16_t t = tag_get(m, first - 1);
+        if ((t & (TAG_TAIL | TAG_FREE)) == (TAG_TAIL | TAG_FREE))
+            absorb(m, first - (t & TAG_LEN), t & TAG_LEN, &g);
+    }
+    if (first + len < GRANULES) {
+        uint16_t t = tag_get(m, first + len);
+        if ((t & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE))
+            absorb(m, first + len, t & TAG_LEN, &g);
+    }
+    struct ext_free *n = &m->node[g.start];
+    n->index = g.start & 0x3ff;
+    n->len = (uint16_t)g.total;
+    n->pending = g.pending;
+    n->zero = g.zero;
+    n->freed_at = g.freed_at;
+    pending_add((g.pending ? (long)g.total : 0) - g.was_pending);
+    tags_set(m, g.start, g.total, TAG_FREE);
+    bin_insert(n);
+    return n;
+}
+
+/* Takes granules [first, first+len) out of the free run n (first at or after n's start),
+ * the rest of it back as free runs. Returns whether the taken part reads as zero. */
+static bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
+{
+    unsigned start = n->index, total = n->len;
+    bool pending = n->pending, zero = n->zero;
+    uint32_t at = n->freed_at;
+    bin_remove(n);
+    tags_clear(m, start, total);
+    if (pending)
+        pending_add(-(long)total);
+    /* the parts before and after: free runs of their own (no free neighbour: n had none) */
+    if (first > start)
+        run_free(m, start, first - start, pending, zero, at);
+    if (first + len < start + total)
+        run_free(m, first + len, start + total - first - len, pending, zero, at);
+    tags_set(m, first, len, 0);
+    m->used += len;
+    if (m->chunk == spare)
+        spare = NULL;
+    atomic_fetch_add_explicit(&stat_extent_used, (uint64_t)len << GRANULE_SHIFT,
+                              memory_order_relaxed);
+    return zero;
+}
+
+/* After a free: a chunk that emptied is the spare, or goes back to the arena. */
+static void chunk_maybe_drop(struct extent_map *m)
+{
+    if (m->used != 0 || m->node[0].len != GRANULES)
+        return;
+    if (!spare)
+        spare = m->chunk;
+    else if (spare != m->chunk)
+        chunk_drop(m->chunk);
+}
+
+static void run_purge_now(struct extent_map *m, struct ext_free *n);
+
+/* ---- the API ----------------------------------------------------------------------- */
+
+static inline unsigned granules_of(size_t size)
+{
+    return (unsigned)((size + GRANULE - 1) >> GRANULE_SHIFT);
+}
+
+/* A run of len granules (plus what align needs) taken out of the bins, or NULL. Returns with
+ * extent_lock held. */
+static void *run_alloc_locked(unsigned len, size_t align, bool *is_zero)
+{
+    unsigned slack = align > GRANULE ? (unsigned)(align >> GRANULE_SHIFT) - 1 : 0;
+    pthread_mutex_lock(&extent_lock);
+    unsigned k = bin_find(len + slack);
+    if (!k) {
+        if (!chunk_add())
+            return NULL;
+        k = GRANULES;
+    }
+    struct ext_free *n = bins[k].first;
+    struct extent_map *m = map_of_node(n);
+    unsigned first = n->index;
+    if (slack) {
+        uintptr_t a = (uintptr_t)m->chunk->base + ((uintptr_t)first << GRANULE_SHIFT);
+        uintptr_t aligned = (a + align - 1) & ~(uintptr_t)(align - 1);
+        first += (unsigned)((aligned - a) >> GRANULE_SHIFT);
+    }
+    *is_zero = run_take(m, n, first, len);
+    MAP_CHECK(m);
+    return m->chunk->base + ((size_t)first << GRANULE_SHIFT);
+}
+
+/* The first granule of the block p starts, or -1 when p is not the start of a block handed
+ * out (an interior pointer, a free run, a run the purger holds). Safe without the lock for
+ * a block the caller holds; for anything else only under it. */
+static int block_granule(const chunk_t *c, const void *p)
+{
+    uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
+    if (off & (GRANULE - 1))
+        return -1;
+    unsigned g = (unsigned)(off >> GRANULE_SHIFT);
+    uint16_t t = tag_get(map_of(c), g);
+    if ((t & (TAG_HEAD | TAG_FREE | TAG_BUSY)) != TAG_HEAD)
+        return -1;
+    return (int)g;
+}
+
+void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
+{
+    uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
+    uint16_t t = (off & (GRANULE - 1)) ? 0 : tag_get(map_of(c), (unsigned)(off >> GRANULE_SHIFT));
+    lib_fatal((t & TAG_HEAD) && invalid[0] == 'f' ? "free(): double free detected" : invalid, p);
+}
+
+/* Frees the block of len granules at granule g of m. extent_lock held. Returns whether it
+ * left memory to purge. */
+static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
+{
+    tags_clear(m, g, len);
+    m->used -= len;
+    atomic_fetch_sub_explicit(&stat_extent_used, (uint64_t)len << GRANULE_SHIFT,
+                              memory_order_relaxed);
+    bool pend = purge_enabled();
+    struct ext_free *n = run_free(m, g, len, pend, false, now);
+    MAP_CHECK(m); /* before the map may go back with its chunk */
+    if (pend && policy_in_force.purge_delay_ms == 0)
+        run_purge_now(m, n);
+    else
+        chunk_maybe_drop(m);
+    return pend;
+}
+
+void *extent_alloc(size_t size, size_t align, bool zero)
+{
+    LIB_ASSERT(size <= SC_MAX_SIZE && align <= CHUNK_SIZE / 2);
+    bool is_zero;
+    void *p = run_alloc_locked(granules_of(size ? size : 1), align, &is_zero);
+    pthread_mutex_unlock(&extent_lock);
+    if (p && zero && !is_zero)
+        memset(p, 0, size);
+    return p;
+}
+
+unsigned extent_block_len(const chunk_t *c, const void *p)
+{
+    int g = block_granule(c, p);
+    return g < 0 ? 0 : tag_get(map_of(c), (unsigned)g) & TAG_LEN;
+}
+
+void extent_free(chunk_t *c, void *p)
+{
+    pthread_mutex_lock(&extent_lock);
+    int g = block_granule(c, p);
+    if (unlikely(g < 0)) {
+        pthread_mutex_unlock(&extent_lock);
+        extent_bad_pointer(c, p, "free(): invalid pointer");
+    }
+    struct extent_map *m = map_of(c);
+    bool pend = block_free_locked(m, (unsigned)g, tag_get(m, (unsigned)g) & TAG_LEN, now_ms());
+    pthread_mutex_unlock(&extent_lock);
+    if (pend)
+        purge_note_dirty();
+}
+
+void extent_free_many(void *const *blocks, unsigned n)
+{
+    bool pend = false;
+    pthread_mutex_lock(&extent_lock);
+    uint32_t now = now_ms();
+    for (unsigned i = 0; i < n; i++) {
+        chunk_t *c = registry_lookup(blocks[i]);
+        int g = block_granule(c, blocks[i]);
+        LIB_ASSERT(g >= 0); /* the caller's own blocks */
+        struct extent_map *m = map_of(c);
+        pend |= block_free_locked(m, (unsigned)g, tag_get(m, (unsigned)g) & TAG_LEN, now);
+    }
+    pthread_mutex_unlock(&extent_lock);
+    if (pend)
+        purge_note_dirty();
+}
+
+int extent_owns(const chunk_t *c, const void *p)
+{
+    return extent_block_len(c, p) != 0;
+}
+
+size_t extent_usable_size(chunk_t *c, void *p, const char *invalid)
+{
+    int g = block_granule(c, p);
+    if (unlikely(g < 0)) {
+        uintptr_t off = (uintptr_t)((uint8_t *)p - c->base);
+        uint16_t t =
+            (off & (GRANULE - 1)) ? 0 : tag_get(map_of(c), (unsigned)(off >> GRANULE_SHIFT));
+        if (invalid[0] == 'm' && (t & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE))
+            return 0; /* a freed block: glibc says 0 for a freed chunk */
+        lib_fatal(invalid, p);
+    }
+    return (size_t)(tag_get(map_of(c), (unsigned)g) & TAG_LEN) << GRANULE_SHIFT;
+}
+
+bool extent_resize(chunk_t *c, void *p, size_t size)
+{
+    unsigned want = granules_of(size);
+    struct extent_map *m = map_of(c);
+    int gi = block_granule(c, p);
+    if (unlikely(gi < 0))
+        extent_bad_pointer(c, p, "realloc(): invalid pointer");
+    unsigned g = (unsigned)gi, len = tag_get(m, g) & TAG_LEN;
+    if (want == len)
+        return true; /* no lock: the block is the caller's */
+    bool ok = true, pend = false;
+    pthread_mutex_lock(&extent_lock);
+    if (want < len) {
+        /* the tail goes back (it held data), merged with a free run after it */
+        tags_clear(m, g, len);
+        tags_set(m, g, want, 0);
+        m->used -= len - want;
+        atomic_fetch_sub_explicit(&stat_extent_used, (uint64_t)(len - want) << GRANULE_SHIFT,
+                                  memory_order_relaxed);
+        pend = purge_enabled();
+        run_free(m, g + want, len - want, pend, false, now_ms());
+    } else {
+        uint16_t t = g + len < GRANULES ? tag_get(m, g + len) : 0;
+        ok = (t & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE) && len + (t & TAG_LEN) >= want;
+        if (ok) {
+            /* the front of the free run after it joins the block */
+            tags_clear(m, g, len);
+            run_take(m, &m->node[g + len], g + len, want - len);
+            tags_clear(m, g + len, want - len);
+            tags_set(m, g, want, 0);
+        }
+    }
+    MAP_CHECK(m);
+    pthread_mutex_unlock(&extent_lock);
+    if (pend)
+        purge_note_dirty();
+    return ok;
+}
+
+/* ---- purging ------------------------------------------------------------------------- */
+
+/* Takes the free run n out (BUSY), purges it without the lock, and frees it again as clean.
+ * extent_lock held on entry and on return; the chunk stays (the BUSY run is not free). */
+static bool run_purge(struct extent_map *m, struct ext_free *n, size_t *purged)
+{
+    unsigned first = n->index, len = n->len;
+    bin_remove(n);
+    if (n->pending)
+        pending_add(-(long)len);
+    tags_set(m, first, len, TAG_BUSY);
+    purging++;
+    pthread_mutex_unlock(&extent_lock);
+    enum os_purge how = policy_in_force.purge;
+    bool done = os_purge(m->chunk->base + ((size_t)first << GRANULE_SHIFT),
+                         (size_t)len << GRANULE_SHIFT, how);
+    pthread_mutex_lock(&extent_lock);
+    purging--;
+    tags_clear(m, first, len);
+    if (done) {
+        atomic_fetch_add_explicit(&stat_purged, (uint64_t)len << GRANULE_SHIFT,
+                                  memory_order_relaxed);
+        *purged += (size_t)len << GRANULE_SHIFT;
+    }
+    /* a refused madvise leaves it resident: pending again, tried at the next pass */
+    run_free(m, first, len, !done, done && how == OS_PURGE_DONTNEED, now_ms());
+    return done;
+}
+
+static void run_purge_now(struct extent_map *m, struct ext_free *n)
+{
+    size_t purged = 0;
+    run_purge(m, n, &purged);
+    chunk_maybe_drop(m);
+}
+
+size_t extents_purge(uint32_t now, bool force, uint32_t *next)
+{
+    long delay = policy_in_force.purge_delay_ms;
+    size_t purged = 0;
+    *next = 0;
+    pthread_mutex_lock(&extent_lock);
+    if (!pending_granules || (delay < 0 && !force)) {
+        pthread_mutex_unlock(&extent_lock);
+        return 0;
+    }
+    chunk_t *cn;
+    for (chunk_t *c = ext_chunks.first; c; c = cn) {
+        struct extent_map *m = map_of(c);
+        for (unsigned g = 0; g < GRANULES;) {
+            uint16_t t = tag_get(m, g);
+            unsigned len = t & TAG_LEN;
+            if (unlikely(!(t & TAG_HEAD) || len == 0))
+                break; /* cannot happen: runs tile the chunk */
+            struct ext_free *n = &m->node[g];
+            if ((t & TAG_FREE) && n->pending) {
+                int32_t age = (int32_t)(now - n->freed_at);
+                if (force || (delay >= 0 && age >= (int32_t)delay)) {
+                    if (!run_purge(m, n, &purged))
+                        break; /* refused (out of memory for the kernel?): next pass */
+                    g = 0;     /* the lock was dropped: the runs may have moved */
+                    continue;
+                }
+                uint32_t due = n->freed_at + (uint32_t)delay;
+                if (*next == 0 || (int32_t)(due - *next) < 0)
+                    *next = due;
+            }
+            g += len;
+        }
+        /* the BUSY runs pinned c while the lock was dropped; it may have emptied since */
+        cn = c->next;
+        chunk_maybe_drop(m);
+    }
+    pthread_mutex_unlock(&extent_lock);
+    return purged;
+}
+
+/* ---- statistics and fork ------------------------------------------------------------- */
+
+void extent_fork_prepare(void)
+{
+    pthread_mutex_lock(&extent_lock);
+}
+
+void extent_fork_parent(void)
+{
+    pthread_mutex_unlock(&extent_lock);
+}
+
+/* The child has no purger: a run it held out at the fork is freed again (not known zero). */
+void extent_fork_child(void)
+{
+    pthread_mutex_init(&extent_lock, NULL);
+    if (!purging)
+        return;
+    purging = 0;
+    for (chunk_t *c = ext_chunks.first; c; c = c->next) {
+        struct extent_map *m = map_of(c);
+        for (unsigned g = 0; g < GRANULES;) {
+            uint16_t t = tag_get(m, g);
+            unsigned len = t & TAG_LEN;
+            if (!(t & TAG_HEAD) || len == 0)
+                break;
+            if (t & TAG_BUSY) {
+                tags_clear(m, g, len);
+                run_free(m, g, len, true, false, now_ms());
+                g = 0;
+                continue;
+            }
+            g += len;
+        }
+    }
+}

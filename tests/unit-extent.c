@@ -1,0 +1,331 @@
+/* unit-extent: the extents (lib/extent.c) over the real arena, registry and meta layers,
+ * with a stand-in for the policy: blocks of 4 KiB granules with boundary tags, best fit, a
+ * freed block merged with its free neighbours at once, blocks grown into the free run after
+ * them and shrunk in place, alignment up to half a chunk, zeroed blocks on request, free
+ * runs purged after purge_delay (residency read from the kernel with mincore), empty chunks
+ * back to the arena but one spare, bad pointers refused; built with THPALLOC_DEBUG, so that
+ * every operation also checks the map's invariants (runs tile the chunk, no two free runs
+ * touch, the counts add up), over a random run checked against a shadow model. */
+#include "internal.h"
+#include "tap.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KIB ((size_t)1 << 10)
+#define G ((size_t)4096) /* a granule */
+
+/* ---- the layers above, stood in for ---- */
+struct policy policy_in_force = {
+    .thp = {.mode = THP_MODE_LARGE, .threshold = (size_t)2 << 20},
+    .arena_size = (size_t)64 << 20,
+    .purge_delay_ms = 1000,
+    .purge = OS_PURGE_DONTNEED,
+};
+void policy_ensure_loaded(void) {}
+void introspect_add_range(void *base, size_t size)
+{
+    (void)base;
+    (void)size;
+}
+void introspect_remove_range(void *base)
+{
+    (void)base;
+}
+void lib_fatal(const char *msg, const void *p)
+{
+    fprintf(stderr, "thpalloc: %s (%p)\n", msg, p);
+    abort();
+}
+void lib_assert_fail(const char *expr, const char *file, int line)
+{
+    fprintf(stderr, "thpalloc: invariant failed: %s at %s:%d\n", expr, file, line);
+    abort();
+}
+
+static chunk_t *chunk_of(const void *p)
+{
+    return registry_lookup(p);
+}
+
+static size_t len_of(const void *p)
+{
+    return (size_t)extent_block_len(chunk_of(p), p) * G;
+}
+
+/* Resident bytes of [p, p+n), from the kernel. */
+static size_t resident(const void *p, size_t n)
+{
+    unsigned char vec[512];
+    size_t pages = n / G, r = 0;
+    if (pages > sizeof vec || mincore((void *)p, n, vec) != 0)
+        return (size_t)-1;
+    for (size_t i = 0; i < pages; i++)
+        r += (vec[i] & 1) * G;
+    return r;
+}
+
+/* What a bad call does in a child: the signal it dies of, its message in buf. */
+static int child_dies(void (*fn)(void *), void *arg, char *buf, size_t cap)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        fn(arg);
+        _exit(0);
+    }
+    close(fds[1]);
+    ssize_t n = read(fds[0], buf, cap - 1);
+    buf[n > 0 ? n : 0] = 0;
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+}
+
+static void free_it(void *p)
+{
+    extent_free(chunk_of(p), p);
+}
+
+static void free_interior(void *p)
+{
+    uint8_t *q = (uint8_t *)p + G;
+    extent_free(chunk_of(q), q);
+}
+
+static void realloc_interior(void *p)
+{
+    uint8_t *q = (uint8_t *)p + 16;
+    extent_resize(chunk_of(q), q, 64 * KIB);
+}
+
+/* ---- a random run against a shadow model ---- */
+#define SLOTS 400
+static struct {
+    uint8_t *p;
+    size_t size;
+    uint8_t tag;
+} slot[SLOTS];
+
+/* splitmix64: a fixed sequence, so that a failure replays */
+static uint64_t rng = 42;
+static uint64_t next_rand(void)
+{
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static bool intact(int i)
+{
+    for (size_t k = 0; k < slot[i].size; k += 509)
+        if (slot[i].p[k] != slot[i].tag)
+            return false;
+    return slot[i].p[slot[i].size - 1] == slot[i].tag;
+}
+
+static bool random_run(unsigned ops, unsigned *resizes_in_place)
+{
+    for (unsigned n = 0; n < ops; n++) {
+        int i = (int)(next_rand() % SLOTS);
+        if (slot[i].p && !intact(i))
+            return false;
+        unsigned what = (unsigned)(next_rand() % 4);
+        size_t size = 8 * KIB + 1 + (size_t)(next_rand() % (SC_MAX_SIZE - 8 * KIB));
+        if (next_rand() % 4)
+            size = 8 * KIB + 1 + (size_t)(next_rand() % (56 * KIB)); /* mostly small */
+        if (slot[i].p && what == 0) {
+            if (extent_resize(chunk_of(slot[i].p), slot[i].p, size)) {
+                (*resizes_in_place)++;
+                if (size > slot[i].size)
+                    memset(slot[i].p + slot[i].size, slot[i].tag, size - slot[i].size);
+                slot[i].size = size;
+                if (len_of(slot[i].p) != (size + G - 1) / G * G)
+                    return false;
+            }
+            continue;
+        }
+        if (slot[i].p) {
+            extent_free(chunk_of(slot[i].p), slot[i].p);
+            slot[i].p = NULL;
+        }
+        if (what == 3)
+            continue;
+        size_t align = next_rand() % 8 == 0 ? (size_t)1 << (12 + next_rand() % 8) : 0;
+        slot[i].p = extent_alloc(size, align, false);
+        if (!slot[i].p || (align && (uintptr_t)slot[i].p % align))
+            return false;
+        slot[i].size = size;
+        slot[i].tag = (uint8_t)(next_rand() | 1);
+        memset(slot[i].p, slot[i].tag, size);
+    }
+    for (int i = 0; i < SLOTS; i++) {
+        if (slot[i].p && !intact(i))
+            return false;
+        if (slot[i].p)
+            extent_free(chunk_of(slot[i].p), slot[i].p);
+        slot[i].p = NULL;
+    }
+    return true;
+}
+
+int main(void)
+{
+    /* a block: 4 KiB-aligned, in an extent chunk, its length in granules */
+    uint8_t *a = extent_alloc(8 * KIB + 1, 0, false);
+    chunk_t *c = chunk_of(a);
+    tap_ok(a && c && c->kind == CHUNK_EXTENT && (uintptr_t)a % G == 0,
+           "an extent: 4 KiB-aligned, in a chunk of kind extent");
+    tap_ok(len_of(a) == 3 * G && extent_usable_size(c, a, "x") == 3 * G,
+           "8 KiB + 1 takes 3 granules, usable 12 KiB");
+    tap_ok(atomic_load(&stat_extent_used) == 3 * G, "12 KiB counted in use");
+    tap_ok(extent_owns(c, a) && !extent_owns(c, a + G) && !extent_owns(c, a + 16),
+           "only a block's start is a block");
+
+    /* neighbours merge: b and d after a; freeing b, a, d leaves one run, the spare */
+    uint8_t *b = extent_alloc(5 * G, 0, false);
+    uint8_t *d = extent_alloc(2 * G, 0, false);
+    tap_ok(b == a + 3 * G && d == b + 5 * G, "consecutive blocks from one run (%p %p %p)", a, b, d);
+    extent_free(c, b);
+    uint8_t *e = extent_alloc(4 * G, 0, false);
+    tap_ok(e == b, "a 4-granule request takes the 5-granule hole (best fit)");
+    uint8_t *f = extent_alloc(G, 0, false);
+    tap_ok(f == b + 4 * G, "and the granule left of it after");
+    extent_free(c, e);
+    extent_free(c, f);
+    extent_free(c, a);
+    extent_free(c, d);
+    tap_ok(atomic_load(&stat_extent_used) == 0, "everything freed: nothing in use");
+    uint8_t *big = extent_alloc(SC_MAX_SIZE, 0, false);
+    uint8_t *big2 = extent_alloc(SC_MAX_SIZE, 0, false);
+    tap_ok(big == a && big2 == a + SC_MAX_SIZE,
+           "the freed runs merged into one: two 1 MiB blocks fill the same chunk");
+    extent_free(c, big);
+    extent_free(c, big2);
+
+    /* best fit across runs: holes of 6 and 3 granules, a 3-granule request */
+    uint8_t *h[6];
+    size_t hs[6] = {6, 1, 3, 1, 8, 1};
+    for (int i = 0; i < 6; i++)
+        h[i] = extent_alloc(hs[i] * G, 0, false);
+    extent_free(c, h[0]);
+    extent_free(c, h[2]);
+    uint8_t *x = extent_alloc(3 * G, 0, false);
+    tap_ok(x == h[2], "best fit: the 3-granule hole, not the first that fits");
+    extent_free(c, x);
+
+    /* in place: grow into the free run after it, not past a block in use; shrink */
+    tap_ok(extent_resize(c, h[4], 8 * G) && len_of(h[4]) == 8 * G, "same length: nothing to do");
+    tap_ok(!extent_resize(c, h[4], 9 * G), "a block with one in use after it cannot grow");
+    extent_free(c, h[5]);
+    tap_ok(extent_resize(c, h[4], 20 * G) && len_of(h[4]) == 20 * G,
+           "a block grows into the free run after it");
+    tap_ok(extent_resize(c, h[4], 10 * G + 1) && len_of(h[4]) == 11 * G,
+           "and shrinks where it stands");
+    uint8_t *y = extent_alloc(9 * G, 0, false);
+    tap_ok(y == h[4] + 11 * G, "its tail went back as a free run (the next block is there)");
+    extent_free(c, y);
+    for (int i = 1; i < 5; i++)
+        if (i != 2)
+            extent_free(c, h[i]);
+    tap_ok(atomic_load(&stat_extent_used) == 0, "in use back to 0");
+
+    /* alignment, up to half a chunk */
+    bool aligned = true;
+    uint8_t *pad = extent_alloc(G, 0, false);
+    for (size_t al = 8 * KIB; al <= CHUNK_SIZE / 2; al <<= 1) {
+        uint8_t *p = extent_alloc(20 * KIB, al, false);
+        aligned = aligned && p && (uintptr_t)p % al == 0 && len_of(p) == 5 * G;
+        extent_free(chunk_of(p), p);
+    }
+    extent_free(c, pad);
+    tap_ok(aligned, "aligned blocks from 8 KiB to 1 MiB alignment start on their boundary");
+
+    /* zero on request, though the memory was written */
+    uint8_t *w = extent_alloc(64 * KIB, 0, false);
+    memset(w, 0xa5, 64 * KIB);
+    extent_free(c, w);
+    uint8_t *z = extent_alloc(64 * KIB, 0, true);
+    bool zeroed = z == w;
+    for (size_t i = 0; i < 64 * KIB && zeroed; i++)
+        zeroed = z[i] == 0;
+    tap_ok(zeroed, "a block asked zero is zero, written memory reused");
+    extent_free(c, z);
+
+    /* the free runs wait resident for purge_delay, then go back to the kernel */
+    uint8_t *r = extent_alloc(256 * KIB, 0, false);
+    uint8_t *keep = extent_alloc(G, 0, false); /* the chunk stays in use */
+    memset(r, 1, 256 * KIB);
+    extent_free(c, r);
+    uint32_t next = 0, now = now_ms();
+    size_t purged = extents_purge(now, false, &next);
+    tap_ok(purged == 0 && resident(r, 256 * KIB) == 256 * KIB && next != 0,
+           "a free run stays resident before purge_delay (next look due at +%d ms)",
+           (int)(next - now));
+    tap_ok(atomic_load(&stat_pages_dirty) >= 256 * KIB, "and counts as waiting (%llu bytes)",
+           (unsigned long long)atomic_load(&stat_pages_dirty));
+    purged = extents_purge(now + 1001, false, &next);
+    tap_ok(purged >= 256 * KIB && resident(r, 256 * KIB) == 0,
+           "after purge_delay it is given back: %zu bytes purged, none resident", purged);
+    tap_ok(atomic_load(&stat_pages_dirty) == 0, "nothing waits any more");
+    uint8_t *r2 = extent_alloc(256 * KIB, 0, true);
+    tap_ok(r2 == r && r2[0] == 0 && r2[256 * KIB - 1] == 0,
+           "the purged run is reused, zero without a memset");
+    extent_free(c, r2);
+    extent_free(c, keep);
+
+    /* three chunks' worth, all freed: what is left is the spare */
+    uint64_t committed0 = atomic_load(&stat_committed);
+    uint8_t *m[6];
+    for (int i = 0; i < 6; i++)
+        m[i] = extent_alloc(SC_MAX_SIZE, 0, false);
+    uint64_t committed1 = atomic_load(&stat_committed);
+    for (int i = 0; i < 6; i++)
+        extent_free(chunk_of(m[i]), m[i]);
+    uint64_t committed2 = atomic_load(&stat_committed);
+    tap_ok(committed1 - committed0 == 2 * CHUNK_SIZE && committed2 == committed0,
+           "6 MiB took two more chunks, which went back to the arena when empty "
+           "(committed %llu -> %llu -> %llu KiB)",
+           (unsigned long long)committed0 >> 10, (unsigned long long)committed1 >> 10,
+           (unsigned long long)committed2 >> 10);
+
+    /* bad pointers */
+    char msg[256];
+    uint8_t *v = extent_alloc(16 * KIB, 0, false);
+    uint8_t *guard = extent_alloc(16 * KIB, 0, false);
+    int sig = child_dies(free_interior, v, msg, sizeof msg);
+    tap_ok(sig == SIGABRT && strstr(msg, "free(): invalid pointer"),
+           "free of an interior pointer aborts: %s", msg);
+    sig = child_dies(realloc_interior, v, msg, sizeof msg);
+    tap_ok(sig == SIGABRT && strstr(msg, "realloc(): invalid pointer"),
+           "realloc of an interior pointer aborts: %s", msg);
+    extent_free(c, v);
+    sig = child_dies(free_it, v, msg, sizeof msg);
+    tap_ok(sig == SIGABRT && strstr(msg, "double free"), "a second free aborts: %s", msg);
+    tap_ok(extent_usable_size(c, v, "malloc_usable_size(): invalid pointer") == 0,
+           "malloc_usable_size of a freed block: 0, as glibc says");
+    extent_free(c, guard);
+
+    /* random run with the invariants checked after every operation */
+    unsigned in_place = 0;
+    bool run_ok = random_run(200000, &in_place);
+    tap_ok(run_ok && in_place > 1000,
+           "200000 random allocations, frees and resizes: every block intact, none "
+           "overlapping (%u resized in place)",
+           in_place);
+    tap_ok(atomic_load(&stat_extent_used) == 0 && atomic_load(&stat_committed) <= CHUNK_SIZE,
+           "all freed: nothing in use, only the spare chunk committed (%llu KiB)",
+           (unsigned long long)atomic_load(&stat_committed) >> 10);
+    return tap_done();
+}
