@@ -8,7 +8,7 @@
  * 1.8x the time of a thread-churning server). Frees into an abandoned chunk are done in
  * place, under the abandoned lock, so the chunk stays whole for the next thread and the
  * bytes in use stay exact. What nobody adopts within purge_delay the purger gives back
- * (abandoned_purge): its empty pages and, once it is empty, the chunk. */
+ * (reclaim_abandoned, reclaim.c): free pages and OS pages, and the chunk once it is empty. */
 #include "internal.h"
 #include "list.h"
 
@@ -26,16 +26,16 @@ static void abandoned_unlink(chunk_t *c)
     atomic_fetch_sub_explicit(&abandoned_count, 1, memory_order_relaxed);
 }
 
-/* Puts c on the abandoned list (most recent first: the hottest for the next adopter). Its
- * empty pages count as waiting to be purged (stat_pages_dirty), so that the purger comes
- * for them when nobody adopts the chunk. */
+/* Puts c on the abandoned list (most recent first: the hottest for the next adopter). The
+ * free blocks of its pages count as waiting to be purged (stat_pages_dirty), so that the
+ * purger comes for them when nobody adopts the chunk. */
 static void abandoned_push(chunk_t *c, uint32_t now)
 {
     size_t idle = 0;
     for (unsigned i = 0; i < c->npages; i++) {
         page_t *p = &c->pages[i];
-        if (atomic_load_explicit(&p->in_use, memory_order_relaxed) == PAGE_USED && p->used == 0)
-            idle += ((size_t)p->capacity * p->block_size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+        if (atomic_load_explicit(&p->in_use, memory_order_relaxed) == PAGE_USED)
+            idle += (size_t)(p->capacity - p->used) * p->block_size;
     }
     c->abandoned_idle = (uint32_t)idle;
     atomic_fetch_add_explicit(&stat_pages_dirty, idle, memory_order_relaxed);
@@ -51,7 +51,7 @@ static void abandoned_push(chunk_t *c, uint32_t now)
 static void adopt_chunk(heap_t *heap, chunk_t *c)
 {
     atomic_store_explicit(&c->owner, heap, memory_order_release);
-    DLIST_PUSH_FRONT(&heap->chunks, c);
+    DLIST_PUSH_FRONT(heap_chunks(heap, c), c);
     for (unsigned i = 0; i < c->npages; i++) {
         page_t *p = &c->pages[i];
         if (atomic_load_explicit(&p->in_use, memory_order_relaxed) != PAGE_USED)
@@ -109,55 +109,35 @@ void heap_abandon(heap_t *heap)
         for (page_t *p = heap->queues[cls].first; p; p = p->next)
             page_collect(p);
     chunk_t *cn;
-    for (chunk_t *c = heap->chunks.first; c; c = cn) {
-        cn = c->next;
-        c->next = c->prev = NULL;
-        if (c->pages_used == 0) {
-            chunk_release(c); /* the empty chunk page_free keeps */
-            continue;
+    for (int k = 0; k < 2; k++)
+        for (chunk_t *c = heap->chunks[k].first; c; c = cn) {
+            cn = c->next;
+            c->next = c->prev = NULL;
+            if (c->pages_used == 0) {
+                chunk_release(c); /* the empty chunk page_free keeps */
+                continue;
+            }
+            for (unsigned i = 0; i < c->npages; i++) {
+                page_t *p = &c->pages[i];
+                p->next = p->prev = NULL;
+                page_set_flags(p, NULL, p->flags & (uint8_t)~PAGE_IN_FULL); /* no owner now */
+                atomic_store_explicit(&p->in_full, 0, memory_order_relaxed);
+            }
+            atomic_store_explicit(&c->owner, NULL, memory_order_release);
+            abandoned_push(c, now);
         }
-        for (unsigned i = 0; i < c->npages; i++) {
-            page_t *p = &c->pages[i];
-            p->next = p->prev = NULL;
-            page_set_flags(p, NULL, p->flags & (uint8_t)~PAGE_IN_FULL); /* no owner now */
-            atomic_store_explicit(&p->in_full, 0, memory_order_relaxed);
-        }
-        atomic_store_explicit(&c->owner, NULL, memory_order_release);
-        abandoned_push(c, now);
-    }
-    heap->chunks.first = heap->chunks.last = NULL;
+    for (int k = 0; k < 2; k++)
+        heap->chunks[k].first = heap->chunks[k].last = NULL;
     purge_note_dirty();
 }
 
-/* Gives back what nobody adopted (the caller holds c, unlinked): the remote frees taken,
- * empty pages freed (the chunk with the last: purged at once, it has waited long enough),
- * the dirty slots purged. Returns false when the chunk went back to the arena. */
-static bool purge_one(chunk_t *c)
-{
-    c->orphan = true;
-    for (unsigned i = 0; i < c->npages; i++) {
-        page_t *p = &c->pages[i];
-        if (atomic_load_explicit(&p->in_use, memory_order_relaxed) != PAGE_USED)
-            continue;
-        page_collect(p);
-        if (p->used == 0) {
-            bool last = c->pages_used == 1;
-            page_free(NULL, p);
-            if (last)
-                return false;
-        }
-    }
-    chunk_purge_dirty(c);
-    return true;
-}
-
-size_t abandoned_purge(uint32_t now, bool force, uint32_t *next)
+size_t abandoned_take_due(uint32_t now, bool force, uint32_t *next, chunk_queue_t *out)
 {
     long delay = policy_in_force.purge_delay_ms;
+    size_t n = 0;
     *next = 0;
     if ((delay < 0 && !force) || !atomic_load_explicit(&abandoned_count, memory_order_relaxed))
         return 0;
-    chunk_queue_t due = {NULL, NULL};
     pthread_mutex_lock(&abandoned_lock);
     chunk_t *cn;
     for (chunk_t *c = abandoned.first; c; c = cn) {
@@ -169,17 +149,16 @@ size_t abandoned_purge(uint32_t now, bool force, uint32_t *next)
             continue;
         }
         abandoned_unlink(c);
-        DLIST_PUSH_BACK(&due, c);
+        DLIST_PUSH_BACK(out, c);
+        n++;
     }
     pthread_mutex_unlock(&abandoned_lock);
-    size_t before = atomic_load_explicit(&stat_purged, memory_order_relaxed);
-    for (chunk_t *c = due.first; c; c = cn) {
-        cn = c->next;
-        c->next = c->prev = NULL;
-        if (purge_one(c))
-            abandoned_push(c, now); /* live blocks: adoptable still, looked at again later */
-    }
-    return atomic_load_explicit(&stat_purged, memory_order_relaxed) - before;
+    return n;
+}
+
+void abandoned_put_back(chunk_t *c, uint32_t now)
+{
+    abandoned_push(c, now);
 }
 
 void abandon_fork_prepare(void)

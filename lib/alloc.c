@@ -183,7 +183,7 @@ static void *aligned_impl(size_t alignment, size_t size)
         size = 1;
     if (size <= SMALL_MAX) {
         /* Blocks of a class whose size is a multiple of the alignment are aligned already
-         * (pages start at SMALL_PAGE_SIZE multiples). */
+         * (pages start at 16 KiB multiples or more). */
         size_t bsize = sc_block_size(sc_class_of(size));
         if (alignment <= SMALL_PAGE_SIZE && bsize % alignment == 0)
             return malloc_inline(size);

@@ -1,5 +1,5 @@
-/* chunk: a heap's chunks of small pages (SMALL_PAGE_SIZE each) and their page slots: a new page for
- * a class (an empty page another class keeps, a dirty slot, a free slot, a new chunk from the
+/* chunk: a heap's chunks of pages (small: 16 KiB, medium: 64 KiB) and their page slots: a new page
+ * for a class (an empty page another class keeps, a dirty slot, a free slot, a new chunk from the
  * arena), an empty page given back to its chunk, and the chunk to the arena when it empties.
  * A slot's states and who may move them are in internal.h. */
 #include "internal.h"
@@ -21,6 +21,7 @@ void chunk_release(chunk_t *c)
             if (st == PAGE_DIRTY &&
                 atomic_compare_exchange_strong_explicit(
                     &p->in_use, &st, PAGE_FREE, memory_order_acq_rel, memory_order_relaxed)) {
+                atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
                 atomic_fetch_sub_explicit(&stat_pages_dirty, page_size_of(c), memory_order_relaxed);
                 break;
             }
@@ -45,7 +46,7 @@ void chunk_purge_dirty(chunk_t *c)
     if (policy_in_force.purge_delay_ms < 0 || policy_in_force.thp.mode == THP_MODE_ALWAYS)
         return;
     size_t psize = page_size_of(c), purged = 0;
-    for (unsigned i = 0; i < c->npages;) {
+    for (unsigned i = 0; i < c->npages && atomic_load_explicit(&c->ndirty, memory_order_relaxed);) {
         /* a run of dirty slots, held (PURGING) so that no one takes them meanwhile */
         unsigned j = i;
         for (; j < c->npages; j++) {
@@ -54,6 +55,7 @@ void chunk_purge_dirty(chunk_t *c)
                                                          memory_order_acq_rel,
                                                          memory_order_relaxed))
                 break;
+            atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
         }
         if (j == i) {
             i++;
@@ -66,6 +68,7 @@ void chunk_purge_dirty(chunk_t *c)
             for (unsigned k = i; k < j; k++)
                 atomic_store_explicit(&c->pages[k].in_use, PAGE_FREE, memory_order_release);
         } else {
+            atomic_fetch_add_explicit(&c->ndirty, j - i, memory_order_relaxed);
             for (unsigned k = i; k < j; k++)
                 atomic_store_explicit(&c->pages[k].in_use, PAGE_DIRTY, memory_order_release);
         }
@@ -76,7 +79,19 @@ void chunk_purge_dirty(chunk_t *c)
 
 /* A new chunk for heap, its first slot taken for the caller's page (*dirty: that slot may
  * hold old pages). */
-static chunk_t *chunk_new(heap_t *heap, bool *dirty_out)
+/* 16 KiB pages for the classes up to 1 KiB and for those that leave at most 1/16 of such a
+ * page unused (2, 4 and 8 KiB among them: a process's stdio buffer does not need a chunk of
+ * 64 KiB pages, which under strict overcommit is charged 2 MiB); 64 KiB pages for the rest
+ * (4.5 KiB blocks would leave 15 % of a 16 KiB page unused, resident with the last block). */
+static enum chunk_kind kind_of_class(unsigned cls)
+{
+    size_t bs = sc_block_size(cls);
+    return bs <= SMALL_PAGE_BLOCK_MAX || SMALL_PAGE_SIZE % bs <= SMALL_PAGE_SIZE / 16
+               ? CHUNK_SMALL
+               : CHUNK_MEDIUM;
+}
+
+static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
 {
     arena_t *arena;
     bool zero;
@@ -89,8 +104,8 @@ static chunk_t *chunk_new(heap_t *heap, bool *dirty_out)
         return NULL;
     }
     c->base = base;
-    c->kind = CHUNK_SMALL;
-    c->page_shift = SMALL_PAGE_SHIFT;
+    c->kind = (uint8_t)kind;
+    c->page_shift = kind == CHUNK_SMALL ? SMALL_PAGE_SHIFT : MEDIUM_PAGE_SHIFT;
     c->npages = (uint8_t)(CHUNK_SIZE >> c->page_shift);
     c->pages_used = 0;
     c->arena = arena;
@@ -102,13 +117,17 @@ static chunk_t *chunk_new(heap_t *heap, bool *dirty_out)
     bool dirty = !zero && c->npages > 1 && policy_in_force.purge_delay_ms > 0 &&
                  policy_in_force.thp.mode != THP_MODE_ALWAYS;
     uint32_t now = dirty ? now_ms() : 0;
-    for (unsigned i = 0; i < c->npages; i++) {
+    atomic_store_explicit(&c->ndirty, dirty ? c->npages - 1 : 0, memory_order_relaxed);
+#ifdef THPALLOC_DEBUG
+    for (unsigned i = 0; i < c->npages; i++) /* a descriptor is recycled with every slot FREE */
+        LIB_ASSERT(atomic_load_explicit(&c->pages[i].in_use, memory_order_relaxed) == PAGE_FREE);
+#endif
+    /* Only a resident chunk's slots are written (DIRTY): the others are FREE already, and an
+     * idle thread's chunk then costs one page of its descriptor, not all 16 KiB of it. */
+    for (unsigned i = 0; i < (dirty ? c->npages : 1u); i++) {
         c->pages[i].retired_at = now;
         /* release: the purger reads the descriptor (base, shift) once it sees DIRTY */
-        atomic_store_explicit(&c->pages[i].in_use,
-                              i == 0  ? PAGE_USED
-                              : dirty ? PAGE_DIRTY
-                                      : PAGE_FREE,
+        atomic_store_explicit(&c->pages[i].in_use, i == 0 ? PAGE_USED : PAGE_DIRTY,
                               memory_order_release);
     }
     if (dirty)
@@ -121,7 +140,7 @@ static chunk_t *chunk_new(heap_t *heap, bool *dirty_out)
         errno = ENOMEM;
         return NULL;
     }
-    DLIST_PUSH_FRONT(&heap->chunks, c);
+    DLIST_PUSH_FRONT(heap_chunks(heap, c), c);
     if (dirty)
         purge_note_dirty();
     return c;
@@ -129,10 +148,7 @@ static chunk_t *chunk_new(heap_t *heap, bool *dirty_out)
 
 static bool chunk_has_dirty(const chunk_t *c)
 {
-    for (unsigned i = 0; i < c->npages; i++)
-        if (atomic_load_explicit(&c->pages[i].in_use, memory_order_relaxed) == PAGE_DIRTY)
-            return true;
-    return false;
+    return atomic_load_explicit(&c->ndirty, memory_order_relaxed) != 0;
 }
 
 /* Takes a slot of c for a new page: a dirty one first (its memory is still resident), else a
@@ -140,10 +156,11 @@ static bool chunk_has_dirty(const chunk_t *c)
 static int slot_take(chunk_t *c, bool *was_dirty)
 {
     *was_dirty = true;
-    for (unsigned i = 0; i < c->npages; i++) {
+    for (unsigned i = 0; i < c->npages && chunk_has_dirty(c); i++) {
         uint8_t st = PAGE_DIRTY;
         if (atomic_compare_exchange_strong_explicit(&c->pages[i].in_use, &st, PAGE_USED,
                                                     memory_order_acq_rel, memory_order_relaxed)) {
+            atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
             atomic_fetch_sub_explicit(&stat_pages_dirty, page_size_of(c), memory_order_relaxed);
             return (int)i;
         }
@@ -160,9 +177,10 @@ static int slot_take(chunk_t *c, bool *was_dirty)
  * behind in each (docs/benchmarks.md, "Why the code is as it is"). */
 static page_t *kept_page_steal(heap_t *heap, unsigned cls)
 {
+    enum chunk_kind kind = kind_of_class(cls);
     for (unsigned k = 1; k < SMALL_CLASSES; k++) {
         page_t *p = heap->queues[k].first;
-        if (k != cls && p && !p->next && p->used == 0) {
+        if (k != cls && p && !p->next && p->used == 0 && p->chunk->kind == kind) {
             page_queue_remove(&heap->queues[k], p);
             direct_update(heap, k);
             return p;
@@ -171,10 +189,11 @@ static page_t *kept_page_steal(heap_t *heap, unsigned cls)
     return NULL;
 }
 
-bool page_slot_available(heap_t *heap)
+bool page_slot_available(heap_t *heap, unsigned cls)
 {
     unsigned looked = 0;
-    for (chunk_t *x = heap->chunks.first; x && looked < 8; x = x->next, looked++)
+    chunk_queue_t *q = &heap->chunks[kind_of_class(cls) == CHUNK_MEDIUM];
+    for (chunk_t *x = q->first; x && looked < 8; x = x->next, looked++)
         if (x->pages_used < x->npages)
             return true;
     return false;
@@ -184,6 +203,8 @@ bool page_slot_available(heap_t *heap)
  * this heap with room, or of a new chunk. */
 page_t *page_new(heap_t *heap, unsigned cls)
 {
+    enum chunk_kind kind = kind_of_class(cls);
+    chunk_queue_t *chunks = &heap->chunks[kind == CHUNK_MEDIUM];
     page_t *kept = kept_page_steal(heap, cls);
     if (kept) {
         chunk_t *kc = kept->chunk;
@@ -194,7 +215,7 @@ page_t *page_new(heap_t *heap, unsigned cls)
         direct_update(heap, cls);
         return kept;
     }
-    chunk_t *c = heap->chunks.first;
+    chunk_t *c = chunks->first;
     if (policy_in_force.thp.mode == THP_MODE_ALWAYS) {
         /* Huge-advised chunks: fill the fullest first, so huge pages stay full and whole
          * chunks empty out and can be returned (Temeraire's rule). */
@@ -224,7 +245,7 @@ page_t *page_new(heap_t *heap, unsigned cls)
     bool was_dirty = false;
     int idx = c && c->pages_used < c->npages ? slot_take(c, &was_dirty) : -1;
     if (idx < 0) {
-        c = chunk_new(heap, &was_dirty);
+        c = chunk_new(heap, kind, &was_dirty);
         if (!c)
             return NULL;
         idx = 0;
@@ -234,8 +255,8 @@ page_t *page_new(heap_t *heap, unsigned cls)
     page->tail_resident = was_dirty;
     if (++c->pages_used == c->npages && c->next) {
         /* Full chunks go to the back: the front one always has room if any has. */
-        DLIST_REMOVE(&heap->chunks, c);
-        DLIST_PUSH_BACK(&heap->chunks, c);
+        DLIST_REMOVE(chunks, c);
+        DLIST_PUSH_BACK(chunks, c);
     }
     page_queue_push_front(&heap->queues[cls], page);
     direct_update(heap, cls);
@@ -252,12 +273,12 @@ void page_free(heap_t *heap, page_t *page)
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     /* The heap's only chunk stays, empty (its pages purged after purge_delay), so that a
      * loop of one block does not take and return a chunk per call. */
-    bool keep_chunk =
-        heap && heap->chunks.first == c && !c->next && policy_in_force.thp.mode != THP_MODE_ALWAYS;
+    bool keep_chunk = heap && heap_chunks(heap, c)->first == c && !c->next &&
+                      policy_in_force.thp.mode != THP_MODE_ALWAYS;
     if (--c->pages_used == 0 && !keep_chunk) {
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
         if (heap)
-            DLIST_REMOVE(&heap->chunks, c);
+            DLIST_REMOVE(heap_chunks(heap, c), c);
         chunk_release(c);
         return;
     }
@@ -272,11 +293,13 @@ void page_free(heap_t *heap, page_t *page)
     } else {
         page->retired_at = now_ms();
         atomic_fetch_add_explicit(&stat_pages_dirty, page_size_of(c), memory_order_relaxed);
+        /* counted before it shows: a purger that takes it at once never counts below 0 */
+        atomic_fetch_add_explicit(&c->ndirty, 1, memory_order_relaxed);
         atomic_store_explicit(&page->in_use, PAGE_DIRTY, memory_order_release);
         purge_note_dirty();
     }
-    if (heap && heap->chunks.first != c) {
-        DLIST_REMOVE(&heap->chunks, c);
-        DLIST_PUSH_FRONT(&heap->chunks, c);
+    if (heap && heap_chunks(heap, c)->first != c) {
+        DLIST_REMOVE(heap_chunks(heap, c), c);
+        DLIST_PUSH_FRONT(heap_chunks(heap, c), c);
     }
 }

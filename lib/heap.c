@@ -94,7 +94,7 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
         /* A chunk an exited thread left only when this heap's own chunks are full: adopting
          * one per class spread a new thread's pages over every abandoned chunk, none of
          * which could empty (larson's peak: 14 chunks live for 4 lineages). */
-        if (adopted >= 4 || page_slot_available(heap) || !abandoned_adopt_one(heap))
+        if (adopted >= 4 || page_slot_available(heap, cls) || !abandoned_adopt_one(heap))
             break;
     }
     page_t *page = page_new(heap, cls);

@@ -33,18 +33,22 @@ void lib_assert_fail(const char *expr, const char *file, int line);
 #define CHUNK_SIZE ((size_t)1 << CHUNK_SHIFT) /* 2 MiB: the unit of THP advice and purge */
 #define CHUNK_MASK (CHUNK_SIZE - 1)
 #define OS_PAGE_SIZE ((size_t)4096)
-/* Small pages: a thread takes one per size class it uses, so their size sets what a thread
- * that allocates little costs (docs/benchmarks.md, "Why the code is as it is"). */
-#ifndef SMALL_PAGE_SHIFT
+/* Pages: a thread takes one per size class it uses, so their size sets what a thread that
+ * allocates little costs; the classes above 1 KiB that a 16 KiB page fits badly take 64 KiB
+ * pages (chunk.c, kind_of_class; docs/benchmarks.md, "Why the code is as it is"). */
+/* 16 KiB: classes up to SMALL_PAGE_BLOCK_MAX, and those that fit such a page well */
 #define SMALL_PAGE_SHIFT 14
-#endif
+#define MEDIUM_PAGE_SHIFT 16 /* 64 KiB: the other classes up to SMALL_MAX */
 #define SMALL_PAGE_SIZE ((size_t)1 << SMALL_PAGE_SHIFT)
+#define MEDIUM_PAGE_SIZE ((size_t)1 << MEDIUM_PAGE_SHIFT)
+#define SMALL_PAGE_BLOCK_MAX ((size_t)1024)
 #define MAX_PAGES_PER_CHUNK (CHUNK_SIZE >> SMALL_PAGE_SHIFT)
 
 /* A chunk of small objects is cut into pages of one size class each. */
 enum chunk_kind {
     CHUNK_FREE = 0, /* descriptor on the free list */
-    CHUNK_SMALL,    /* pages of SMALL_PAGE_SIZE: classes up to 8 KiB, one heap's */
+    CHUNK_SMALL,    /* pages of 16 KiB: classes up to 1 KiB and some above, one heap's */
+    CHUNK_MEDIUM,   /* pages of 64 KiB: the other classes up to 8 KiB, one heap's */
     CHUNK_LARGE,    /* one block of its own, spanning one or more chunks */
     CHUNK_EXTENT,   /* blocks above 8 KiB up to 1 MiB in runs of 4 KiB granules (extent.c) */
 };
@@ -201,6 +205,7 @@ struct chunk {
     uint8_t page_shift; /* log2 of page size; PAGE_SHIFT_NONE for large and unused */
     uint8_t npages;
     uint8_t pages_used;
+    _Atomic uint8_t ndirty;    /* slots in PAGE_DIRTY (counted before a slot shows it) */
     _Atomic(heap_t *) owner;   /* NULL: abandoned, or large (not owned) */
     _Atomic uint8_t abandoned; /* on the abandoned list (changed under its lock) */
     bool orphan;               /* left unadopted for purge_delay: purged now when it empties */
@@ -392,7 +397,7 @@ struct heap {
     page_queue_t queues[SMALL_CLASSES];
     page_queue_t full;          /* pages without a free block */
     _Atomic int full_has_xfree; /* another thread freed into a full page */
-    chunk_queue_t chunks;       /* owned chunks (list through next/prev) */
+    chunk_queue_t chunks[2];    /* owned chunks, small and medium (list through next/prev) */
     /* Extents this thread freed, kept for its next allocation of the same length
      * (extent.c): owner-only, or the purger's under the claim. */
     void *ext_cache[EXT_CACHE_SLOTS];
@@ -474,8 +479,13 @@ HIDDEN bool page_to_full(heap_t *heap, page_t *page);
 
 /* chunk.c: pages from the heap's chunks, chunks from the arena. */
 HIDDEN page_t *page_new(heap_t *heap, unsigned cls);
-/* One of the heap's first chunks has a free slot: page_new needs no new chunk. */
-HIDDEN bool page_slot_available(heap_t *heap);
+/* One of the heap's first chunks for class cls has a free slot: page_new needs no new chunk. */
+HIDDEN bool page_slot_available(heap_t *heap, unsigned cls);
+/* The heap's chunk list that holds chunks of c's kind. */
+static inline chunk_queue_t *heap_chunks(heap_t *heap, const chunk_t *c)
+{
+    return &heap->chunks[c->kind == CHUNK_MEDIUM];
+}
 HIDDEN void page_free(heap_t *heap, page_t *page);
 /* Gives a chunk back to the arena once every slot is free (claims dirty slots first). */
 HIDDEN void chunk_release(chunk_t *c);
@@ -486,9 +496,11 @@ HIDDEN void chunk_purge_dirty(chunk_t *c);
 HIDDEN bool abandoned_adopt_one(heap_t *heap);
 /* A free into an abandoned chunk, done in place (true), unless it was adopted meanwhile. */
 HIDDEN bool abandoned_free(chunk_t *c, page_t *page, block_t *b);
-/* The purger's: abandoned chunks nobody adopted within purge_delay (all with force) give
- * back their empty pages, and go back to the arena once empty; *next: when the next is due. */
-HIDDEN size_t abandoned_purge(uint32_t now, bool force, uint32_t *next);
+/* The purger's: takes the abandoned chunks nobody adopted within purge_delay (all with
+ * force) off the list into out (returns how many; *next: when the next is due), and puts
+ * one back, adoptable again, when reclaim_abandoned is done with it. */
+HIDDEN size_t abandoned_take_due(uint32_t now, bool force, uint32_t *next, chunk_queue_t *out);
+HIDDEN void abandoned_put_back(chunk_t *c, uint32_t now);
 HIDDEN void thread_fork_prepare(void);
 HIDDEN void thread_fork_parent(void);
 HIDDEN void thread_fork_child(void);
@@ -501,6 +513,10 @@ HIDDEN void heap_foreach_in_use(void (*fn)(heap_t *heap, void *arg), void *arg);
  * for its next allocation, and the OS pages inside free blocks of 8 KiB and more. Returns
  * the bytes purged and sets *next to when it wants to look again (0: not until woken). */
 HIDDEN size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next);
+/* The same for the chunks of exited threads that nobody adopted within purge_delay: empty
+ * pages freed (the chunk with the last, purged at once), the free OS pages of the others
+ * (holes), dirty slots purged. */
+HIDDEN size_t reclaim_abandoned(uint32_t now, bool force, uint32_t *next);
 HIDDEN void reclaim_fork_prepare(void);
 HIDDEN void reclaim_fork_parent(void);
 HIDDEN void reclaim_fork_child(void);

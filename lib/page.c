@@ -193,10 +193,11 @@ static void purge_chunk_pages(chunk_t *c, void *arg)
 {
     struct page_purge_walk *w = arg;
     uint8_t kind = __atomic_load_n(&c->kind, __ATOMIC_RELAXED);
-    if (kind != CHUNK_SMALL)
+    if (kind != CHUNK_SMALL && kind != CHUNK_MEDIUM)
         return;
     long delay = policy_in_force.purge_delay_ms;
-    for (unsigned i = 0; i < MAX_PAGES_PER_CHUNK; i++) {
+    for (unsigned i = 0;
+         i < MAX_PAGES_PER_CHUNK && atomic_load_explicit(&c->ndirty, memory_order_relaxed); i++) {
         page_t *p = &c->pages[i];
         if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_DIRTY)
             continue;
@@ -211,6 +212,7 @@ static void purge_chunk_pages(chunk_t *c, void *arg)
         if (!atomic_compare_exchange_strong_explicit(&p->in_use, &expect, PAGE_PURGING,
                                                      memory_order_acq_rel, memory_order_relaxed))
             continue; /* the owner took it back */
+        atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
         /* Held: the chunk cannot go back to the arena, its descriptor stays this chunk's. */
         size_t size = (size_t)1 << c->page_shift;
         os_purge(c->base + ((size_t)i << c->page_shift), size, policy_in_force.purge);

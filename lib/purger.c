@@ -7,6 +7,8 @@
  * from inside a heap operation: pthread_create allocates. */
 #include "internal.h"
 
+#include <errno.h>
+
 #include <signal.h>
 
 /* Each pass purges what is due, then sleeps until the next thing is due, or on the
@@ -27,7 +29,7 @@ static void *purger_main(void *arg)
         uint32_t wakes = arena_wakes();
         uint32_t heaps_next = 0, abandoned_next = 0;
         reclaim_idle_heaps(now, false, &heaps_next);
-        abandoned_purge(now, false, &abandoned_next);
+        reclaim_abandoned(now, false, &abandoned_next);
         if (abandoned_next && (heaps_next == 0 || (int32_t)(abandoned_next - heaps_next) < 0))
             heaps_next = abandoned_next;
         if (pages_next && (due == 0 || (int32_t)(pages_next - due) < 0))
@@ -51,6 +53,14 @@ static void purger_start(void)
     pthread_attr_setstacksize(&attr, (size_t)64 << 10);
     pthread_t t;
     int rc = pthread_create(&t, &attr, purger_main, NULL);
+    if (rc == EINVAL) {
+        /* glibc puts the static TLS of every thread on its stack: a program with more than
+         * 64 KiB of it (a large __thread array) needs a bigger one, the default. */
+        pthread_attr_destroy(&attr);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        rc = pthread_create(&t, &attr, purger_main, NULL);
+    }
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == 0)
@@ -76,7 +86,7 @@ size_t purge_all(bool force)
     size_t bytes = pages_purge(now_ms(), force, &next);
     /* heaps first: their cached extents go back to the runs that extents_purge gives back */
     bytes += reclaim_idle_heaps(now_ms(), force, &next);
-    bytes += abandoned_purge(now_ms(), force, &next);
+    bytes += reclaim_abandoned(now_ms(), force, &next);
     bytes += extents_purge(now_ms(), force, &next);
     return bytes + arena_purge_chunks(force);
 }

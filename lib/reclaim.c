@@ -5,7 +5,9 @@
  *     malloc/free does not take and return pages): purged and reset to no blocks, so the
  *     owner carves it again on its next allocation of that class;
  *   - the OS pages of small pages that hold only free blocks (holes);
- *   - the extents it keeps for its next allocation (extent_cache_flush).
+ *   - the extents it keeps for its next allocation (extent_cache_flush);
+ * and the same (but the handshake: nobody owns them) in the chunks of exited threads that
+ * nobody adopted within purge_delay (reclaim_abandoned).
  * Idle threads make no call at all, so the purger must do it while the owner may wake at
  * any moment, without a lock or an atomic read-modify-write on the owner's fast path. The
  * handshake (asymmetric Dekker): the owner stores heap->busy = 1, then loads
@@ -49,10 +51,13 @@ static size_t reset_empty_page(heap_t *heap, const chunk_t *c, page_t *page, enu
     return len;
 }
 
-/* Blocks of a small page (16 B each at most), and its OS pages (one bit each in holes). */
-#define SMALL_PAGE_BLOCKS_MAX (SMALL_PAGE_SIZE / 16)
-#define SMALL_PAGE_OS_PAGES (SMALL_PAGE_SIZE / OS_PAGE_SIZE)
-_Static_assert(SMALL_PAGE_OS_PAGES <= 16, "page_t.holes has a bit per OS page");
+/* Blocks of a page at most (16 B ones in a small page, 1 KiB+ in a medium one), and its OS
+ * pages at most (one bit each in holes). */
+#define PAGE_BLOCKS_MAX (SMALL_PAGE_SIZE / 16)
+#define PAGE_OS_PAGES_MAX (MEDIUM_PAGE_SIZE / OS_PAGE_SIZE)
+_Static_assert(PAGE_OS_PAGES_MAX <= 16, "page_t.holes has a bit per OS page");
+_Static_assert(MEDIUM_PAGE_SIZE / SMALL_PAGE_BLOCK_MAX <= PAGE_BLOCKS_MAX,
+               "is_free[] is too small");
 
 static inline bool bit_test(const uint64_t *m, uint32_t i)
 {
@@ -67,7 +72,8 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
 {
     size_t bs = p->block_size;
     uint32_t cap = p->capacity;
-    uint64_t is_free[SMALL_PAGE_BLOCKS_MAX / 64];
+    uint64_t is_free[PAGE_BLOCKS_MAX / 64];
+    const unsigned os_pages = (unsigned)(page_size_of(p->chunk) / OS_PAGE_SIZE);
     memset(is_free, 0, ((cap + 63) / 64) * sizeof(uint64_t));
     uint32_t nfree = 0;
     for (int l = 0; l < 2; l++) {
@@ -78,7 +84,7 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
         }
     }
     uint16_t old = p->holes, add = 0;
-    for (unsigned i = 0; i < SMALL_PAGE_OS_PAGES; i++) {
+    for (unsigned i = 0; i < os_pages; i++) {
         size_t lo = (size_t)i * OS_PAGE_SIZE;
         if (lo >= (size_t)cap * bs)
             break; /* never carved: not resident */
@@ -115,13 +121,13 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
     p->local_free = NULL;
     page_set_flags(p, heap, p->flags | PAGE_HAS_HOLES);
     size_t bytes = 0;
-    for (unsigned i = 0; i < SMALL_PAGE_OS_PAGES;) {
+    for (unsigned i = 0; i < os_pages;) {
         if (!(add & (1u << i))) {
             i++;
             continue;
         }
         unsigned n = 1;
-        while (i + n < SMALL_PAGE_OS_PAGES && (add & (1u << (i + n))))
+        while (i + n < os_pages && (add & (1u << (i + n))))
             n++;
         if (os_purge(p->start + (size_t)i * OS_PAGE_SIZE, (size_t)n * OS_PAGE_SIZE, how))
             bytes += (size_t)n * OS_PAGE_SIZE;
@@ -152,24 +158,25 @@ static size_t reclaim_one_heap(heap_t *heap, enum os_purge how)
         heap_rescue_full(heap, false);
     /* its cached extents: back to the shared runs, which purge them after purge_delay */
     extent_cache_flush(heap);
-    for (chunk_t *c = heap->chunks.first; c; c = c->next) {
-        for (unsigned i = 0; i < c->npages; i++) {
-            page_t *p = &c->pages[i];
-            if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_USED)
-                continue;
-            /* Other threads' frees, as the owner would take them (not on the full list,
-             * whose pages the owner rescues by looking at xthread_free). */
-            if (!(p->flags & PAGE_IN_FULL))
-                page_collect(p);
-            if (p->used == 0) {
-                bytes += reset_empty_page(heap, c, p, how);
-                continue;
+    for (int k = 0; k < 2; k++)
+        for (chunk_t *c = heap->chunks[k].first; c; c = c->next) {
+            for (unsigned i = 0; i < c->npages; i++) {
+                page_t *p = &c->pages[i];
+                if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_USED)
+                    continue;
+                /* Other threads' frees, as the owner would take them (not on the full list,
+                 * whose pages the owner rescues by looking at xthread_free). */
+                if (!(p->flags & PAGE_IN_FULL))
+                    page_collect(p);
+                if (p->used == 0) {
+                    bytes += reset_empty_page(heap, c, p, how);
+                    continue;
+                }
+                if (p->tail_resident)
+                    bytes += purge_tail(c, p, how);
+                bytes += reclaim_small_page(heap, p, how);
             }
-            if (p->tail_resident)
-                bytes += purge_tail(c, p, how);
-            bytes += reclaim_small_page(heap, p, how);
         }
-    }
     return bytes;
 }
 
@@ -280,6 +287,54 @@ size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
     if (bytes)
         atomic_fetch_add_explicit(&stat_purged, bytes, memory_order_relaxed);
     *next = k.next;
+    return bytes;
+}
+
+/* An abandoned chunk, off the list (nobody else touches its pages' lists): what is free in it
+ * goes back. Returns false when the chunk itself went back to the arena. */
+static bool reclaim_one_abandoned(chunk_t *c, enum os_purge how, size_t *bytes)
+{
+    c->orphan = true; /* waited long enough: purged at once when it empties */
+    for (unsigned i = 0; i < c->npages; i++) {
+        page_t *p = &c->pages[i];
+        if (atomic_load_explicit(&p->in_use, memory_order_relaxed) != PAGE_USED)
+            continue;
+        page_collect(p);
+        if (p->used == 0) {
+            bool last = c->pages_used == 1;
+            page_free(NULL, p);
+            if (last)
+                return false;
+            continue;
+        }
+        if (p->tail_resident)
+            *bytes += purge_tail(c, p, how);
+        *bytes += reclaim_small_page(NULL, p, how);
+    }
+    chunk_purge_dirty(c);
+    return true;
+}
+
+size_t reclaim_abandoned(uint32_t now, bool force, uint32_t *next)
+{
+    /* mode always: small chunks are huge pages, which a 4 KiB purge would split */
+    if (policy_in_force.thp.mode == THP_MODE_ALWAYS) {
+        *next = 0;
+        return 0;
+    }
+    chunk_queue_t due = {NULL, NULL};
+    if (!abandoned_take_due(now, force, next, &due))
+        return 0;
+    size_t bytes = 0;
+    chunk_t *cn;
+    for (chunk_t *c = due.first; c; c = cn) {
+        cn = c->next;
+        c->next = c->prev = NULL;
+        if (reclaim_one_abandoned(c, policy_in_force.purge, &bytes))
+            abandoned_put_back(c, now); /* live blocks: adoptable still, looked at later */
+    }
+    if (bytes)
+        atomic_fetch_add_explicit(&stat_purged, bytes, memory_order_relaxed);
     return bytes;
 }
 

@@ -86,6 +86,7 @@ prog oom-mmapfail oom-mmapfail.c
 prog .libs/mmapfail-interpose.so mmapfail-interpose.c -shared -fPIC
 prog rel-misuse rel-misuse.c
 prog rel-threads rel-threads.c
+prog rel-bigtls rel-bigtls.c
 prog rel-reclaim rel-reclaim.c
 prog stress-threads stress-threads.c
 prog stress-threads-nopie stress-threads.c -fno-pie -no-pie -DSTRESS_TAKE_MALLOC_ADDRESS

@@ -4,7 +4,11 @@
  *
  * CASE is one of
  *   small-double     free(p) twice, p = malloc(48), same thread
- *   medium-double    free(p) twice, p = malloc(100 KiB)
+ *   extent-double    free(p) twice, p = malloc(100 KiB) (an extent: boundary tags)
+ *   extent-cached-double  free(p) twice, p = malloc(20 KiB) (the first free keeps it in the
+ *                    thread's extent cache)
+ *   extent-interior  free(p + 4096), p = malloc(100 KiB)
+ *   extent-realloc-interior  realloc(p + 16, 200 KiB), p = malloc(100 KiB)
  *   large-double     free(p) twice, p = malloc(4 MiB) (a block with chunks of its own)
  *   small-interior   free(p + 16), p = malloc(256)
  *   large-interior   free(p + 4096), p = malloc(4 MiB)
@@ -170,8 +174,14 @@ int main(int argc, char **argv)
     const char *c = argv[1];
     if (!strcmp(c, "small-double"))
         return double_free(48);
-    if (!strcmp(c, "medium-double"))
+    if (!strcmp(c, "extent-double"))
         return double_free(100 * KiB);
+    if (!strcmp(c, "extent-cached-double"))
+        return double_free(20 * KiB);
+    if (!strcmp(c, "extent-interior"))
+        return interior(100 * KiB, 4096);
+    if (!strcmp(c, "extent-realloc-interior"))
+        return realloc_interior(100 * KiB, 16, 200 * KiB);
     if (!strcmp(c, "large-double"))
         return double_free(4 * MiB);
     if (!strcmp(c, "small-interior"))

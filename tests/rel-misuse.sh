@@ -1,8 +1,9 @@
 #!/bin/sh
 # rel-misuse: heap misuse is detected and stops the process with a clear message, as glibc
 # does, instead of corrupting the heap silently. For each case of tests/rel-misuse (small,
-# medium and large double free, interior pointer of a small and of a large block, realloc
-# of a freed large block, realloc and malloc_usable_size of an interior pointer), under
+# extent (cached or not) and large double free, interior pointer of a small block, an extent
+# and a large block, realloc of a freed large block, realloc and malloc_usable_size of an
+# interior pointer), under
 # LD_PRELOAD=$THPALLOC_LIB: the process dies of SIGABRT; its
 # stderr has a line starting "thpalloc: "; that line names the pointer that was passed.
 # Controls: the misuse-free case exits 0 with an empty stderr; under plain glibc the small
@@ -31,8 +32,9 @@ runcase small-double ""
 check "control: glibc aborts on the small double free (exit $rc)" test "$rc" -eq 134
 diag "glibc says: $(head -n 1 "$tap_tmp/err")"
 
-for c in small-double medium-double large-double small-interior large-interior large-realloc \
-    small-realloc-interior large-realloc-interior usable-interior; do
+for c in small-double extent-double extent-cached-double large-double small-interior \
+    extent-interior large-interior large-realloc small-realloc-interior extent-realloc-interior \
+    large-realloc-interior usable-interior; do
     runcase "$c" "$THPALLOC_LIB"
     ptr=$(sed -n 's/^ptr=//p' "$tap_tmp/out")
     line=$(grep '^thpalloc: ' "$tap_tmp/err" | head -n 1)

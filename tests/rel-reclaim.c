@@ -389,7 +389,7 @@ static void test_reset_double_free(void)
     exit(1);
 }
 
-/* ---- inside: the OS pages inside free medium and big blocks ------------------------- */
+/* ---- inside: the OS pages of free extents of an idle thread -------------------------- */
 
 static size_t inside_size;
 static unsigned char *blk[16];
@@ -477,8 +477,8 @@ static void test_inside_one(size_t size)
 static void test_inside(void)
 {
     worker_start();
-    test_inside_one((size_t)20 << 10);  /* medium pages */
-    test_inside_one((size_t)200 << 10); /* big pages */
+    test_inside_one((size_t)20 << 10);  /* extents the worker keeps in its cache */
+    test_inside_one((size_t)200 << 10); /* extents back in the shared runs at once */
     worker_stop();
 }
 

@@ -1,9 +1,9 @@
 #!/bin/sh
 # rel-reclaim: the free memory inside an idle thread's pages goes back to the kernel
 # (lib/reclaim.c): the empty page a heap keeps per class, the OS pages of a small page
-# that hold no live block (holes), the OS pages inside free medium and big blocks. Read
-# with mincore(2) page by page; live blocks keep their contents; a block in a hole freed
-# again is a double free; reclaim while threads allocate and fork is safe; with
+# that hold no live block (holes), the OS pages of free extents (cached by the idle thread
+# or not). Read with mincore(2) page by page; live blocks keep their contents; a block in
+# a hole freed again is a double free; reclaim while threads allocate and fork is safe; with
 # membarrier refused by a seccomp filter nothing is touched. And the page a loop of
 # malloc/free uses stays (loop): no page or chunk given back per call. Full pages that only
 # other threads freed into are collected and given back too (remote).

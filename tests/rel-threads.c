@@ -21,6 +21,11 @@
  *                                      the main thread frees what they left: afterwards
  *                                      (thpalloc) the main thread holds no more than a
  *                                      few chunks, so the next batch reuses the rest
+ *   rel-threads [-g] orphans           8 threads allocate 64 MiB of small blocks, keep
+ *                                      one in 256 and exit; nobody adopts their chunks:
+ *                                      (thpalloc) within a few purge_delays the purger
+ *                                      gives back their free memory (anonymous RSS read
+ *                                      from the kernel) while the kept blocks hold
  *
  * Output: "ok - ..." / "not ok - ..." lines, "# ..." diagnostics, "end" when finished
  * (the relay() format of tests/api-taplib.sh). "thp-only - ..." lines hold only for
@@ -553,6 +558,104 @@ static void mode_janitor(long batches)
     thp_report(ok && most <= 8 * MiB, what);
 }
 
+/* ---- orphans: exited threads' chunks that nobody adopts ----------------------------- */
+
+#define ORPH_THREADS 8
+#define ORPH_BLOCKS 32768 /* of 16..496 bytes: 8 MiB a thread */
+static unsigned char *orph_kept[ORPH_THREADS][ORPH_BLOCKS / 256];
+
+static size_t orph_size(int i)
+{
+    return 16 + (size_t)(i * 7919) % 31 * 16;
+}
+
+static void *orph_worker(void *arg)
+{
+    unsigned char **kept = arg;
+    unsigned char **all = mmap(NULL, ORPH_BLOCKS * sizeof *all, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (all == MAP_FAILED)
+        return NULL;
+    for (int i = 0; i < ORPH_BLOCKS; i++) {
+        all[i] = malloc(orph_size(i));
+        if (all[i])
+            memset(all[i], (unsigned char)i, orph_size(i));
+    }
+    for (int i = 0; i < ORPH_BLOCKS; i++) {
+        if (i % 256 == 0)
+            kept[i / 256] = all[i];
+        else
+            free(all[i]);
+    }
+    munmap(all, ORPH_BLOCKS * sizeof *all);
+    return NULL;
+}
+
+/* Anonymous resident bytes of the process (RssAnon), from the kernel. */
+static size_t rss_anon(void)
+{
+    char line[256];
+    size_t kb = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "RssAnon: %zu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb << 10;
+}
+
+static void mode_orphans(void)
+{
+    pthread_t t[ORPH_THREADS];
+    size_t before = rss_anon();
+    for (int k = 0; k < ORPH_THREADS; k++)
+        pthread_create(&t[k], NULL, orph_worker, orph_kept[k]);
+    for (int k = 0; k < ORPH_THREADS; k++)
+        pthread_join(t[k], NULL);
+    size_t after_exit = rss_anon();
+    /* One block off the fast paths, where the purger is started (a thread's exit cannot
+     * start it: pthread_create allocates); after that nothing is allocated here and only the
+     * purger can give the memory back. Wait up to 20 purge delays (THPALLOC_PURGE_DELAY=100ms
+     * in the .sh) for it. */
+    void *volatile off_fast = malloc(100 << 10); /* volatile: the pair is not elided */
+    free(off_fast);
+    size_t now = after_exit;
+    for (int i = 0; i < 40 && !glibc_mode; i++) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+        now = rss_anon();
+        if (now < before + (size_t)8 * MiB)
+            break;
+    }
+    int intact = 1;
+    for (int k = 0; k < ORPH_THREADS; k++)
+        for (int i = 0; i < ORPH_BLOCKS / 256; i++) {
+            unsigned char *p = orph_kept[k][i];
+            size_t n = orph_size(i * 256);
+            unsigned char tag = (unsigned char)(i * 256);
+            intact &= p && p[0] == tag && p[n - 1] == tag;
+        }
+    char what[400];
+    snprintf(what, sizeof what,
+             "orphans: the blocks kept from exited threads hold their contents (%d threads, "
+             "%d blocks each)",
+             ORPH_THREADS, ORPH_BLOCKS / 256);
+    report(intact, what);
+    if (glibc_mode)
+        return;
+    snprintf(what, sizeof what,
+             "orphans: nobody adopted the exited threads' chunks, the purger gave their free "
+             "memory back: anonymous RSS %zu KiB at start, %zu KiB after the threads exited, "
+             "%zu KiB after waiting (bound: start + 8 MiB: the OS pages of the kept blocks, "
+             "and the exited threads' stacks with their TLS, which glibc keeps for reuse)",
+             before >> 10, after_exit >> 10, now >> 10);
+    thp_report(after_exit > before + (size_t)32 * MiB && now < before + (size_t)8 * MiB, what);
+    for (int k = 0; k < ORPH_THREADS; k++)
+        for (int i = 0; i < ORPH_BLOCKS / 256; i++)
+            free(orph_kept[k][i]);
+}
+
 int main(int argc, char **argv)
 {
     int a = 1;
@@ -572,9 +675,11 @@ int main(int argc, char **argv)
         mode_late(atol(argv[a + 1]));
     else if (a < argc && !strcmp(argv[a], "janitor") && a + 1 < argc)
         mode_janitor(atol(argv[a + 1]));
+    else if (a < argc && !strcmp(argv[a], "orphans"))
+        mode_orphans();
     else {
-        fprintf(stderr,
-                "usage: rel-threads [-g] cycles N CHAINS | mapcount | late N | janitor N\n");
+        fprintf(stderr, "usage: rel-threads [-g] cycles N CHAINS | mapcount | late N | janitor N "
+                        "| orphans\n");
         return 2;
     }
     printf("end\n");

@@ -8,8 +8,11 @@
 # ENOMEM or a usable block, never a crash or a hang; once the filler is unmapped, every
 # allocation succeeds. Then 4000 threads whose TLS destructor allocates in glibc's last
 # destructor pass (after thpalloc's own exit destructor): contents intact, and no heap or
-# chunk left behind per thread (it was 2 MiB each). All also run under plain glibc, the
-# test's own sanity.
+# chunk left behind per thread (it was 2 MiB each). Then batches of threads whose leftovers
+# the main thread frees (janitor), and exited threads' chunks that nobody adopts: the purger
+# gives their free memory back within a few purge delays (orphans), and the purger of a
+# program with a large static TLS (rel-bigtls). All but the last also run under plain glibc,
+# the test's own sanity.
 #   REL_THREAD_CYCLES=N  (default 100000; check-long: 1000000)
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
@@ -24,4 +27,8 @@ relay "glibc" 60 "$prog" -g late 2000
 relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" late 4000
 relay "glibc" 60 "$prog" -g janitor 20
 relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" janitor 20
+relay "glibc" 60 "$prog" -g orphans
+relay "thpalloc" 60 env THPALLOC_PURGE_DELAY=100ms LD_PRELOAD="$THPALLOC_LIB" "$prog" orphans
+# A program with 256 KiB of static TLS per thread still gets its purger.
+relay "thpalloc" 30 env LD_PRELOAD="$THPALLOC_LIB" "$TESTS_BUILDDIR/rel-bigtls"
 done_testing
