@@ -36,7 +36,7 @@ static void *cache_take(heap_t *heap, unsigned len)
         heap->ext_cache_len[i] = heap->ext_cache_len[last];
         cache_bytes_set(heap, heap->ext_cache_bytes - ((size_t)len << EXT_GRANULE_SHIFT));
         if (unlikely(b->key != block_key(b)))
-            lib_fatal("malloc(): free block corrupted (double free or write after free)", b);
+            malloc_corrupt(NULL, b);
         b->key = 0;
         return b;
     }
