@@ -32,9 +32,9 @@ static void abandoned_unlink(chunk_t *c)
 static void abandoned_push(chunk_t *c, uint32_t now)
 {
     size_t idle = 0;
-    for (unsigned i = 0; i < c->npages; i++) {
-        page_t *p = &c->pages[i];
-        if (atomic_load_explicit(&p->in_use, memory_order_relaxed) == PAGE_USED)
+    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+        page_t *p = chunk_page(c, i);
+        if (page_has_blocks(p, memory_order_relaxed))
             idle += (size_t)(p->capacity - p->used) * p->block_size;
     }
     c->abandoned_idle = (uint32_t)idle;
@@ -52,9 +52,9 @@ static void adopt_chunk(heap_t *heap, chunk_t *c)
 {
     atomic_store_explicit(&c->owner, heap, memory_order_release);
     DLIST_PUSH_FRONT(heap_chunks(heap, c), c);
-    for (unsigned i = 0; i < c->npages; i++) {
-        page_t *p = &c->pages[i];
-        if (atomic_load_explicit(&p->in_use, memory_order_relaxed) != PAGE_USED)
+    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+        page_t *p = chunk_page(c, i);
+        if (!page_has_blocks(p, memory_order_relaxed))
             continue;
         page_set_flags(p, heap, p->flags);
         p->alloc_seen = false; /* kept by this heap only once it allocates from it */
@@ -117,8 +117,8 @@ void heap_abandon(heap_t *heap)
                 chunk_release(c); /* the empty chunk page_free keeps */
                 continue;
             }
-            for (unsigned i = 0; i < c->npages; i++) {
-                page_t *p = &c->pages[i];
+            for (unsigned i = 0; i < chunk_page_count(c); i++) {
+                page_t *p = chunk_page(c, i);
                 p->next = p->prev = NULL;
                 page_set_flags(p, NULL, p->flags & (uint8_t)~PAGE_IN_FULL); /* no owner now */
                 atomic_store_explicit(&p->in_full, 0, memory_order_relaxed);

@@ -160,7 +160,7 @@ static size_t usable_size(chunk_t *c, void *p, const char *invalid)
     }
     if (c->kind == CHUNK_EXTENT)
         return extent_usable_size(c, p, invalid);
-    page_t *page = page_of(c, p);
+    page_t *page = page_of_block(c, p);
     if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
         lib_fatal(invalid, p);
     if (page->flags & PAGE_HAS_ALIGNED)
@@ -194,7 +194,7 @@ static void *aligned_impl(size_t alignment, size_t size)
             uintptr_t a = ((uintptr_t)b + alignment - 1) & ~(uintptr_t)(alignment - 1);
             if (a != (uintptr_t)b) {
                 chunk_t *c = registry_lookup(b);
-                page_t *page = page_of(c, b);
+                page_t *page = page_of_block(c, b);
                 /* our own page: we just allocated from it (flags are the owner's: inside
                  * the reclaim handshake, like every change to the heap) */
                 heap_page_set_aligned(page);

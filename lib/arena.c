@@ -8,7 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = PAGE_SHIFT_NONE};
+/* Read-only: never written, so it costs no process a private page (and a stray write
+ * through it faults). */
+const chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = PAGE_SHIFT_NONE};
 
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 static arena_t *arenas;
@@ -321,7 +323,7 @@ static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
         os_release(base, want << CHUNK_SHIFT);
         return NULL;
     }
-    if (!dedicated && !registry_set(base, want, &chunk_unused)) {
+    if (!dedicated && !registry_set(base, want, (chunk_t *)&chunk_unused)) {
         os_release(base, want << CHUNK_SHIFT);
         a->next = arena_desc_free;
         arena_desc_free = a;

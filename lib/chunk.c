@@ -180,7 +180,8 @@ static page_t *kept_page_steal(heap_t *heap, unsigned cls)
     enum chunk_kind kind = kind_of_class(cls);
     for (unsigned k = 1; k < SMALL_CLASSES; k++) {
         page_t *p = heap->queues[k].first;
-        if (k != cls && p && !p->next && p->used == 0 && p->chunk->kind == kind) {
+        if (k != cls && p && !p->next && p->used == 0 && p->chunk->kind == kind &&
+            !page_is_sub(p)) {
             page_queue_remove(&heap->queues[k], p);
             direct_update(heap, k);
             return p;
@@ -199,22 +200,12 @@ bool page_slot_available(heap_t *heap, unsigned cls)
     return false;
 }
 
-/* A fresh page of class cls: an empty page kept by another class, or a slot of a chunk of
- * this heap with room, or of a new chunk. */
-page_t *page_new(heap_t *heap, unsigned cls)
+/* A slot of a chunk of the heap's of kind, for a new page (*dirty: it may hold old pages):
+ * a chunk with a dirty slot first, else with room, else a new one. Its index, or -1 when
+ * memory is exhausted. */
+static int slot_new(heap_t *heap, enum chunk_kind kind, chunk_t **out, bool *was_dirty)
 {
-    enum chunk_kind kind = kind_of_class(cls);
     chunk_queue_t *chunks = &heap->chunks[kind == CHUNK_MEDIUM];
-    page_t *kept = kept_page_steal(heap, cls);
-    if (kept) {
-        chunk_t *kc = kept->chunk;
-        unsigned idx = (unsigned)((size_t)(kept->start - kc->base) >> kc->page_shift);
-        page_init(kept, kc, idx, cls);
-        kept->tail_resident = true;
-        page_queue_push_front(&heap->queues[cls], kept);
-        direct_update(heap, cls);
-        return kept;
-    }
     chunk_t *c = chunks->first;
     if (policy_in_force.thp.mode == THP_MODE_ALWAYS) {
         /* Huge-advised chunks: fill the fullest first, so huge pages stay full and whole
@@ -242,31 +233,148 @@ page_t *page_new(heap_t *heap, unsigned cls)
         }
         c = room;
     }
-    bool was_dirty = false;
-    int idx = c && c->pages_used < c->npages ? slot_take(c, &was_dirty) : -1;
+    *was_dirty = false;
+    int idx = c && c->pages_used < c->npages ? slot_take(c, was_dirty) : -1;
     if (idx < 0) {
-        c = chunk_new(heap, kind, &was_dirty);
+        c = chunk_new(heap, kind, was_dirty);
         if (!c)
-            return NULL;
+            return -1;
         idx = 0;
     }
-    page_t *page = &c->pages[idx];
-    page_init(page, c, idx, cls);
-    page->tail_resident = was_dirty;
     if (++c->pages_used == c->npages && c->next) {
         /* Full chunks go to the back: the front one always has room if any has. */
         DLIST_REMOVE(chunks, c);
         DLIST_PUSH_BACK(chunks, c);
     }
+    *out = c;
+    return idx;
+}
+
+_Static_assert(SUB_PAGES <= 16, "chunk_t.sub_free has a bit per sub-page");
+_Static_assert(SMALL_CLASSES <= 64, "heap_t.first_taken has a bit per class");
+
+/* A sub-page for class cls: of a split slot with a free one among
+ * the heap's first small chunks, or of a new split slot when none of them has one (a heap
+ * splits one slot at a time). NULL: a page of its own, then. */
+static page_t *sub_page_new(heap_t *heap, unsigned cls)
+{
+    chunk_t *c = NULL;
+    bool split_seen = false;
+    unsigned looked = 0;
+    for (chunk_t *x = heap->chunks[0].first; x && looked < 8; x = x->next, looked++) {
+        if (!x->split)
+            continue;
+        split_seen = true;
+        if (x->sub_free) {
+            c = x;
+            break;
+        }
+    }
+    if (!c) {
+        if (split_seen)
+            return NULL;
+        bool was_dirty;
+        int idx = slot_new(heap, CHUNK_SMALL, &c, &was_dirty);
+        if (idx < 0)
+            return NULL;
+        page_t *m = &c->pages[idx];
+        /* The marker: USED while any sub-page is, never a page to allocate from or free
+         * into (span 0: every block is outside it; PAGE_SPLIT: no fast path). */
+        page_init(m, c, (unsigned)idx, 1);
+        m->cls = SPLIT_CLS;
+        m->reserved = m->span = 0;
+        m->capacity = 1; /* freed as a slot that was written: purged after purge_delay */
+        m->tail_resident = was_dirty;
+        page_set_flags(m, NULL, PAGE_SPLIT);
+        c->split = (uint8_t)(idx + 1);
+        c->sub_free = (uint16_t)((1u << SUB_PAGES) - 1);
+    }
+    unsigned j = (unsigned)__builtin_ctz(c->sub_free);
+    c->sub_free &= (uint16_t) ~(1u << j);
+    page_t *page = &c->sub[j];
+    sub_page_init(page, c, j, cls);
     page_queue_push_front(&heap->queues[cls], page);
     direct_update(heap, cls);
     return page;
 }
 
-/* Gives an empty page back to its chunk, and the chunk to the arena when it is empty. */
-void page_free(heap_t *heap, page_t *page)
+/* A fresh page of class cls: an empty page kept by another class, a sub-page for the
+ * class's first, or a slot of a chunk of this heap with room, or of a new chunk. */
+page_t *page_new(heap_t *heap, unsigned cls)
+{
+    enum chunk_kind kind = kind_of_class(cls);
+    page_t *kept = kept_page_steal(heap, cls);
+    if (kept) {
+        chunk_t *kc = kept->chunk;
+        unsigned idx = (unsigned)((size_t)(kept->start - kc->base) >> kc->page_shift);
+        page_init(kept, kc, idx, cls);
+        kept->tail_resident = true;
+        page_queue_push_front(&heap->queues[cls], kept);
+        direct_update(heap, cls);
+        return kept;
+    }
+    uint64_t bit = (uint64_t)1 << cls;
+    if (!(heap->first_taken & bit)) {
+        heap->first_taken |= bit;
+        if (sc_block_size(cls) <= SUB_BLOCK_MAX) {
+            page_t *sub = sub_page_new(heap, cls);
+            if (sub)
+                return sub;
+        } else if (kind == CHUNK_MEDIUM) {
+            /* The first page of a medium class: 16 KiB in a small chunk, so that one block
+             * of 4.5 KiB does not cost the heap a second chunk. */
+            kind = CHUNK_SMALL;
+        }
+    } else if (!(heap->second_taken & bit)) {
+        /* A second sub-page, for the few blocks more that a small process has of its
+         * commonest classes (a page of their own would cost an OS page for them). */
+        heap->second_taken |= bit;
+        if (sc_block_size(cls) <= SUB_BLOCK_MAX) {
+            page_t *sub = sub_page_new(heap, cls);
+            if (sub)
+                return sub;
+        }
+    }
+    chunk_t *c;
+    bool was_dirty;
+    int idx = slot_new(heap, kind, &c, &was_dirty);
+    if (idx < 0)
+        return NULL;
+    page_t *page = &c->pages[idx];
+    page_init(page, c, (unsigned)idx, cls);
+    page->tail_resident = was_dirty;
+    page_queue_push_front(&heap->queues[cls], page);
+    direct_update(heap, cls);
+    return page;
+}
+
+/* A sub-page is free: back to its slot, and the slot to its chunk once all of them are.
+ * Returns the marker to free as a page, or NULL. */
+static page_t *sub_page_free(page_t *page)
 {
     chunk_t *c = page->chunk;
+    unsigned j = (unsigned)(page - c->sub);
+    page_set_flags(page, NULL, 0);
+    atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
+    atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
+    c->sub_free |= (uint16_t)(1u << j);
+    if (c->sub_free != (uint16_t)((1u << SUB_PAGES) - 1))
+        return NULL;
+    page_t *m = &c->pages[c->split - 1];
+    c->split = 0;
+    return m;
+}
+
+/* Gives an empty page back to its chunk, and the chunk to the arena when it is empty. */
+bool page_free(heap_t *heap, page_t *page)
+{
+    chunk_t *c = page->chunk;
+    if (page_is_sub(page)) {
+        LIB_ASSERT(page->used == 0);
+        page = sub_page_free(page);
+        if (!page)
+            return false;
+    }
     LIB_ASSERT(atomic_load_explicit(&page->in_use, memory_order_relaxed) == PAGE_USED);
     LIB_ASSERT(c->pages_used >= 1 && page->used == 0);
     page_set_flags(page, NULL, 0);
@@ -280,7 +388,7 @@ void page_free(heap_t *heap, page_t *page)
         if (heap)
             DLIST_REMOVE(heap_chunks(heap, c), c);
         chunk_release(c);
-        return;
+        return true;
     }
     /* The chunk lives on: its empty page goes back to the kernel after purge_delay (not in
      * mode always, whose chunks are huge pages that a page's purge would split). */
@@ -302,4 +410,5 @@ void page_free(heap_t *heap, page_t *page)
         DLIST_REMOVE(heap_chunks(heap, c), c);
         DLIST_PUSH_FRONT(heap_chunks(heap, c), c);
     }
+    return false;
 }

@@ -363,7 +363,12 @@ struct scratch {
     char path[PATH_MAX];
 };
 
+/* Lives on the stack of whatever thread loads the policy, in every process: the buffers
+ * come first, at the deep end (the stack grows down), so that a process that never needs
+ * them never touches their pages (cfg_resolve sets the other fields one by one). */
 struct ctx {
+    char exe[4096];
+    char unit[256];
     struct cfg_settings *s;
     const struct cfg_inputs *in;
     cfg_report_fn report;
@@ -376,9 +381,7 @@ struct ctx {
     int line;
     /* the identity of the process, resolved on demand */
     bool exe_done, unit_done;
-    char exe[4096];
     const char *program;
-    char unit[256];
     /* the section the next keys belong to, and whether it applies to this process */
     char sect_label[sizeof(((struct cfg_where *)0)->section)];
     enum sect_type sect_type;
@@ -873,20 +876,40 @@ int cfg_resolve(struct cfg_settings *s, const struct cfg_inputs *in, cfg_report_
                 void *rctx)
 {
     struct ctx c;
-    memset(&c, 0, sizeof c);
+    /* not memset, see struct ctx: exe and unit are written by resolve_exe/resolve_unit */
     c.s = s;
     c.in = in;
     c.report = report;
     c.rctx = rctx;
+    c.problems = 0;
+    c.path = c.buf = NULL;
+    c.len = c.pos = 0;
+    c.line = 0;
+    c.exe_done = c.unit_done = false;
+    c.program = NULL;
+    c.sect_label[0] = '\0';
+    c.sect_type = (enum sect_type)0; /* before any section */
+    c.sect_applies = false;
+    c.scratch = NULL;
     cfg_defaults(s);
 
-    /* inih's knobs are globals of our private copy: set them for our syntax. */
-    ini_allow_multiline = false;
-    ini_allow_inline_comments = true;
-    ini_inline_comment_prefixes = ";#";
-    ini_start_comment_prefixes = ";#";
-    ini_use_stack = true;
-    ini_stop_on_first_error = false;
+    /* inih's knobs are globals of our private copy: set them for our syntax, each only
+     * where it differs (in the preloaded library, a write to a page of inih's .bss would
+     * cost every process a private page). */
+#define INI_SET(var, value)                                                                        \
+    do {                                                                                           \
+        if ((var) != (value))                                                                      \
+            (var) = (value);                                                                       \
+    } while (0)
+    INI_SET(ini_allow_multiline, false);
+    INI_SET(ini_allow_inline_comments, true);
+    INI_SET(ini_use_stack, true);
+    INI_SET(ini_stop_on_first_error, false);
+#undef INI_SET
+    if (!ini_inline_comment_prefixes || strcmp(ini_inline_comment_prefixes, ";#") != 0)
+        ini_inline_comment_prefixes = ";#";
+    if (!ini_start_comment_prefixes || strcmp(ini_start_comment_prefixes, ";#") != 0)
+        ini_start_comment_prefixes = ";#";
 
     char *const *envp = in->secure ? NULL : in->envp;
     const char *conf_env = env_lookup(envp, "THPALLOC_CONF");

@@ -209,7 +209,11 @@ static chunk_t *chunk_add(void)
     c->nchunks = 1;
     c->ext = m;
     atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
-    atomic_store_explicit(&c->pages[0].fast_owner, NULL, memory_order_relaxed);
+    /* NULL already (page_free clears it, a fresh descriptor is zero): written only if not,
+     * so that a fresh descriptor's page of slots stays untouched */
+    LIB_ASSERT(!atomic_load_explicit(&c->pages[0].fast_owner, memory_order_relaxed));
+    if (atomic_load_explicit(&c->pages[0].fast_owner, memory_order_relaxed))
+        atomic_store_explicit(&c->pages[0].fast_owner, NULL, memory_order_relaxed);
     m->chunk = c;
     m->used = 0;
     m->next_free = NULL;

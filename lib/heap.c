@@ -139,6 +139,7 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
 {
     if (unlikely(c->kind == CHUNK_FREE))
         lib_fatal("free(): double free or invalid pointer", p);
+    page = page_of_block(c, p); /* a split slot's block: its sub-page */
     if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
         lib_fatal("free(): invalid pointer", p);
     if (page->flags & PAGE_HAS_ALIGNED)

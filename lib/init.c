@@ -160,7 +160,7 @@ API int thpalloc_owns(const void *p)
         return (const uint8_t *)p == c->large_start;
     if (c->kind == CHUNK_EXTENT)
         return extent_owns(c, p);
-    page_t *page = page_of(c, p);
+    page_t *page = page_of_block(c, p);
     if (atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED)
         return 0;
     size_t off = (size_t)((const uint8_t *)p - page->start);

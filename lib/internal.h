@@ -43,6 +43,17 @@ void lib_assert_fail(const char *expr, const char *file, int line);
 #define MEDIUM_PAGE_SIZE ((size_t)1 << MEDIUM_PAGE_SHIFT)
 #define SMALL_PAGE_BLOCK_MAX ((size_t)1024)
 #define MAX_PAGES_PER_CHUNK (CHUNK_SIZE >> SMALL_PAGE_SHIFT)
+/* Split slots: the first page a heap takes for a class up to SUB_BLOCK_MAX is a sub-page of
+ * 1 KiB, sixteen of which share one 16 KiB slot of a small chunk, so that a process or a
+ * thread with a few blocks in each of many classes touches an OS page per four classes, not
+ * one per class (docs/design.md, "Split slots"). The slot's own descriptor is a marker
+ * (cls SPLIT_CLS, flags PAGE_SPLIT: never on a fast path); the sub-pages' descriptors are
+ * the chunk's sub[]. Each class takes at most two sub-pages in a heap's life (heap_t). */
+#define SUB_PAGE_SHIFT 10
+#define SUB_PAGE_SIZE ((size_t)1 << SUB_PAGE_SHIFT)
+#define SUB_PAGES (SMALL_PAGE_SIZE / SUB_PAGE_SIZE)
+#define SUB_BLOCK_MAX SUB_PAGE_SIZE
+#define SPLIT_CLS 0 /* no size class is 0 */
 
 /* A chunk of small objects is cut into pages of one size class each. */
 enum chunk_kind {
@@ -179,6 +190,7 @@ static inline bool block_outside(const page_t *page, const block_t *b)
 #define PAGE_IN_FULL 2     /* on the heap's full list (owner's copy of in_full) */
 #define PAGE_HAS_HOLES 4   /* holes != 0: frees take the slow path, which checks them */
 #define PAGE_RESET 8       /* reset by the reclaimer: frees take the slow path until refilled */
+#define PAGE_SPLIT 16      /* a split slot's marker: its blocks are its sub-pages' */
 
 /* true when block p of a small page overlaps one of its holes (so it is free already). */
 static inline bool block_in_hole(const page_t *page, const void *p)
@@ -214,6 +226,11 @@ struct chunk {
     chunk_t *next, *prev;      /* heap's chunk list / abandoned list / free list */
     arena_t *arena;
     struct extent_map *ext; /* CHUNK_EXTENT: its runs (extent.c) */
+    /* CHUNK_SMALL: 1 + the index of its split slot (0: none), and which of the slot's
+     * sub-pages are free (bit j: sub[j]); the owner's, or the purger's holding it. */
+    uint8_t split;
+    uint16_t sub_free;
+    page_t sub[SUB_PAGES]; /* the split slot's pages: beside the header, one page of it */
     /* large blocks */
     size_t large_size;    /* usable bytes */
     size_t nchunks;       /* chunks in the run */
@@ -226,6 +243,38 @@ struct chunk {
 static inline page_t *page_of(chunk_t *c, const void *p)
 {
     return &c->pages[((uintptr_t)p & CHUNK_MASK) >> c->page_shift];
+}
+
+/* The page that block p of a small-object chunk lies in: page_of, or the sub-page of a
+ * split slot (the slow paths: the fast ones never see a marker's blocks). */
+static inline page_t *page_of_block(chunk_t *c, const void *p)
+{
+    page_t *page = page_of(c, p);
+    if (unlikely(page->cls == SPLIT_CLS) && c->kind == CHUNK_SMALL &&
+        atomic_load_explicit(&page->in_use, memory_order_acquire) == PAGE_USED)
+        page = &c->sub[((uintptr_t)p >> SUB_PAGE_SHIFT) & (SUB_PAGES - 1)];
+    return page;
+}
+
+static inline bool page_is_sub(const page_t *p)
+{
+    return p >= p->chunk->sub && p < p->chunk->sub + SUB_PAGES;
+}
+
+/* A chunk's page descriptors, for walks: its slots, then its split slot's sub-pages while it
+ * has one (a sub-page is in use only then). */
+static inline unsigned chunk_page_count(const chunk_t *c)
+{
+    return c->npages + (c->split ? (unsigned)SUB_PAGES : 0u);
+}
+static inline page_t *chunk_page(chunk_t *c, unsigned i)
+{
+    return i < c->npages ? &c->pages[i] : &c->sub[i - c->npages];
+}
+/* In use and holding blocks (a split slot's marker holds none of its own). */
+static inline bool page_has_blocks(const page_t *p, memory_order mo)
+{
+    return atomic_load_explicit(&p->in_use, mo) == PAGE_USED && p->cls != SPLIT_CLS;
 }
 
 /* ---- registry: is this pointer ours? O(1), two loads ----------------------------- */
@@ -262,7 +311,7 @@ HIDDEN bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc);
 /* What the registry holds for a chunk of an arena that is not in use: a marker, so that a
  * double free or a stray pointer into our address space is caught instead of being handed
  * to glibc. Dedicated mappings are unmapped on free: nothing (the space may be reused). */
-extern HIDDEN chunk_t chunk_unused;
+extern HIDDEN const chunk_t chunk_unused;
 static inline chunk_t *registry_unused(const arena_t *a);
 
 /* ---- arena: address space reserved in big pieces, handed out in chunk runs ---------- */
@@ -361,7 +410,7 @@ HIDDEN void arena_fork_child(void);
 
 static inline chunk_t *registry_unused(const arena_t *a)
 {
-    return a->dedicated ? NULL : &chunk_unused;
+    return a->dedicated ? NULL : (chunk_t *)&chunk_unused;
 }
 
 /* ---- meta: descriptors (chunks, heaps) from a private pool, never through malloc ---- */
@@ -398,6 +447,10 @@ struct heap {
     page_queue_t full;          /* pages without a free block */
     _Atomic int full_has_xfree; /* another thread freed into a full page */
     chunk_queue_t chunks[2];    /* owned chunks, small and medium (list through next/prev) */
+    /* bit cls: the class had its first page, which comes cheap: a sub-page up to
+     * SUB_BLOCK_MAX, a 16 KiB page of a small chunk for the medium kind; and its second,
+     * another sub-page if there is room (chunk.c, page_new) */
+    uint64_t first_taken, second_taken;
     /* Extents this thread freed, kept for its next allocation of the same length
      * (extent.c): owner-only, or the purger's under the claim. */
     void *ext_cache[EXT_CACHE_SLOTS];
@@ -486,7 +539,8 @@ static inline chunk_queue_t *heap_chunks(heap_t *heap, const chunk_t *c)
 {
     return &heap->chunks[c->kind == CHUNK_MEDIUM];
 }
-HIDDEN void page_free(heap_t *heap, page_t *page);
+/* Returns true when the chunk went back to the arena with it. */
+HIDDEN bool page_free(heap_t *heap, page_t *page);
 /* Gives a chunk back to the arena once every slot is free (claims dirty slots first). */
 HIDDEN void chunk_release(chunk_t *c);
 /* Purges the chunk's dirty slots now (an exited thread's chunk, abandoned). */
@@ -523,6 +577,8 @@ HIDDEN void reclaim_fork_child(void);
 
 /* pages (page.c) */
 HIDDEN void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls);
+/* The same for sub-page j of c's split slot. */
+HIDDEN void sub_page_init(page_t *page, chunk_t *c, unsigned j, unsigned cls);
 HIDDEN void page_extend(page_t *page);
 HIDDEN uint32_t page_collect(page_t *page);
 #ifdef THPALLOC_DEBUG

@@ -85,8 +85,9 @@ chunk_t *chunk_desc_alloc(void)
         atomic_store_explicit(&desc_segments, s, memory_order_release);
     }
     pthread_mutex_unlock(&meta_lock);
-    /* Keep the page array's queue links clean; callers set every other field. */
-    memset(c, 0, offsetof(chunk_t, pages));
+    /* The header only (the page descriptors are FREE, their links clean); callers set
+     * every other field. */
+    memset(c, 0, offsetof(chunk_t, sub));
     return c;
 }
 

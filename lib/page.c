@@ -17,11 +17,10 @@ void block_secret_init(void)
     block_secret.key = (uintptr_t)r[1] | 1;
 }
 
-void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
+static void page_setup(page_t *page, chunk_t *c, uint8_t *start, size_t psize, unsigned cls)
 {
     /* A slot becomes USED only from FREE, or by the owner's CAS from DIRTY (slot_take). */
     LIB_ASSERT(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_PURGING);
-    size_t psize = page_size_of(c);
     page->free = NULL;
     page->local_free = NULL;
     page->used = 0;
@@ -34,13 +33,26 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
     page->reserved = (uint32_t)(psize / page->block_size);
     atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
     page->next = page->prev = NULL;
-    page->start = c->base + ((size_t)idx << c->page_shift);
+    page->start = start;
     page->chunk = c;
     page->alloc_seen = true;
+    page->tail_resident = false;
     page->div_check = UINT64_MAX / page->block_size + 1;
     page->span = page->reserved * page->block_size;
     __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
     LIB_ASSERT(page->reserved >= 1);
+}
+
+void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
+{
+    page_setup(page, c, c->base + ((size_t)idx << c->page_shift), page_size_of(c), cls);
+}
+
+void sub_page_init(page_t *page, chunk_t *c, unsigned j, unsigned cls)
+{
+    LIB_ASSERT(c->split && sc_block_size(cls) <= SUB_BLOCK_MAX);
+    uint8_t *slot = c->base + ((size_t)(c->split - 1) << c->page_shift);
+    page_setup(page, c, slot + ((size_t)j << SUB_PAGE_SHIFT), SUB_PAGE_SIZE, cls);
 }
 
 /* Threads blocks into the free list a few KiB at a time, so that a page of a rarely used

@@ -51,6 +51,38 @@ static size_t reset_empty_page(heap_t *heap, const chunk_t *c, page_t *page, enu
     return len;
 }
 
+/* A split slot whose sub-pages hold no live block: the slot is purged whole and each
+ * sub-page reset as reset_empty_page does (its OS pages are shared, so they go together or
+ * not at all). */
+static size_t reset_split_slot(heap_t *heap, chunk_t *c, page_t *marker, enum os_purge how)
+{
+    bool resident = marker->tail_resident;
+    for (unsigned j = 0; j < SUB_PAGES; j++) {
+        page_t *p = &c->sub[j];
+        if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_USED)
+            continue;
+        if (!(p->flags & PAGE_IN_FULL))
+            page_collect(p);
+        if (p->used != 0)
+            return 0; /* a live block: nothing here can go */
+        resident |= p->capacity != 0;
+    }
+    if (!resident || !os_purge(marker->start, page_size_of(c), how))
+        return 0;
+    marker->tail_resident = false;
+    for (unsigned j = 0; j < SUB_PAGES; j++) {
+        page_t *p = &c->sub[j];
+        if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_USED)
+            continue;
+        p->free = NULL;
+        p->local_free = NULL;
+        __atomic_store_n(&p->capacity, 0, __ATOMIC_RELAXED);
+        /* until the owner carves again, every free of it is a double free */
+        page_set_flags(p, heap, (uint8_t)(p->flags | PAGE_RESET));
+    }
+    return page_size_of(c);
+}
+
 /* Blocks of a page at most (16 B ones in a small page, 1 KiB+ in a medium one), and its OS
  * pages at most (one bit each in holes). */
 #define PAGE_BLOCKS_MAX (SMALL_PAGE_SIZE / 16)
@@ -164,6 +196,10 @@ static size_t reclaim_one_heap(heap_t *heap, enum os_purge how)
                 page_t *p = &c->pages[i];
                 if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_USED)
                     continue;
+                if (p->cls == SPLIT_CLS) {
+                    bytes += reset_split_slot(heap, c, p, how);
+                    continue;
+                }
                 /* Other threads' frees, as the owner would take them (not on the full list,
                  * whose pages the owner rescues by looking at xthread_free). */
                 if (!(p->flags & PAGE_IN_FULL))
@@ -295,18 +331,18 @@ size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
 static bool reclaim_one_abandoned(chunk_t *c, enum os_purge how, size_t *bytes)
 {
     c->orphan = true; /* waited long enough: purged at once when it empties */
-    for (unsigned i = 0; i < c->npages; i++) {
-        page_t *p = &c->pages[i];
-        if (atomic_load_explicit(&p->in_use, memory_order_relaxed) != PAGE_USED)
+    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+        page_t *p = chunk_page(c, i);
+        if (!page_has_blocks(p, memory_order_relaxed))
             continue;
         page_collect(p);
         if (p->used == 0) {
-            bool last = c->pages_used == 1;
-            page_free(NULL, p);
-            if (last)
-                return false;
+            if (page_free(NULL, p))
+                return false; /* the chunk went with its last page */
             continue;
         }
+        if (page_is_sub(p))
+            continue; /* its OS pages are shared with other sub-pages */
         if (p->tail_resident)
             *bytes += purge_tail(c, p, how);
         *bytes += reclaim_small_page(NULL, p, how);

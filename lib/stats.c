@@ -23,8 +23,13 @@ static void walk_chunk(chunk_t *c, void *arg)
     }
     if (kind == CHUNK_FREE)
         return;
-    for (unsigned i = 0; i < c->npages && i < MAX_PAGES_PER_CHUNK; i++) {
-        page_t *p = &c->pages[i];
+    /* racy: npages and split are read once each, and bounded */
+    unsigned slots = __atomic_load_n(&c->npages, __ATOMIC_RELAXED);
+    if (slots > MAX_PAGES_PER_CHUNK)
+        slots = MAX_PAGES_PER_CHUNK;
+    unsigned n = slots + (__atomic_load_n(&c->split, __ATOMIC_RELAXED) ? SUB_PAGES : 0);
+    for (unsigned i = 0; i < n; i++) {
+        page_t *p = i < slots ? &c->pages[i] : &c->sub[i - slots];
         if (atomic_load_explicit(&p->in_use, memory_order_relaxed) == PAGE_USED)
             w->in_use += (uint64_t)__atomic_load_n(&p->used, __ATOMIC_RELAXED) * p->block_size;
     }

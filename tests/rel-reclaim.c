@@ -3,7 +3,7 @@
  * mincore(2), OS page by OS page, so every check is exact.
  *
  *   rel-reclaim kept|holes|inside|busy|fork|background|nobarrier|hole-double-free|loop|
- *               recycle|reset-double-free|remote
+ *               recycle|reset-double-free|remote|split
  *
  * A worker thread allocates on command and otherwise waits on a condition variable (no
  * allocator call: idle, as far as thpalloc can tell); the main thread makes thpalloc
@@ -239,6 +239,118 @@ static void test_kept(void)
     on_worker(job_alloc_again);
     report(again_ok, "the worker allocates %d blocks of that class again, all intact", again_n);
     on_worker(job_free_again);
+    worker_stop();
+}
+
+/* ---- split: the first blocks of many classes share one page slot ---------------------- */
+
+/* One block in each of these classes (all up to 1 KiB): a fresh heap gives each class a
+ * 1 KiB sub-page of one 16 KiB slot, so the twelve share three OS pages. */
+static const size_t split_sizes[] = {16, 32, 48, 64, 96, 128, 160, 256, 384, 512, 768, 1024};
+#define NSPLIT (sizeof split_sizes / sizeof split_sizes[0])
+static unsigned char *split_blk[NSPLIT];
+
+static void job_split_alloc(void)
+{
+    alloc_ok = 1;
+    for (size_t i = 0; i < NSPLIT; i++) {
+        split_blk[i] = malloc(split_sizes[i]);
+        if (!split_blk[i]) {
+            alloc_ok = 0;
+            return;
+        }
+        fill(split_blk[i], split_sizes[i], (unsigned)i);
+    }
+}
+
+static void job_split_alloc_again(void)
+{
+    alloc_ok = 1;
+    for (size_t i = 0; i < NSPLIT; i += 2) {
+        split_blk[i] = malloc(split_sizes[i]);
+        if (!split_blk[i]) {
+            alloc_ok = 0;
+            return;
+        }
+        fill(split_blk[i], split_sizes[i], (unsigned)i + 100);
+    }
+}
+
+static void job_split_free(void)
+{
+    for (size_t i = 0; i < NSPLIT; i++)
+        free(split_blk[i]);
+}
+
+/* Distinct OS pages under the blocks, and how many of them are resident. */
+static int split_pages(int *res)
+{
+    uintptr_t pages[NSPLIT];
+    int n = 0;
+    *res = 0;
+    for (size_t i = 0; i < NSPLIT; i++) {
+        uintptr_t pg = (uintptr_t)split_blk[i] & ~(OSP - 1);
+        int seen = 0;
+        for (int k = 0; k < n; k++)
+            seen |= pages[k] == pg;
+        if (!seen) {
+            pages[n++] = pg;
+            *res += resident((void *)pg) == 1;
+        }
+    }
+    return n;
+}
+
+static void test_split(void)
+{
+    size_t (*usable)(void *) = (size_t(*)(void *))dlsym(RTLD_DEFAULT, "malloc_usable_size");
+    worker_start();
+    on_worker(job_split_alloc);
+    report(alloc_ok, "the worker allocated one block in each of %zu classes", NSPLIT);
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (size_t i = 0; i < NSPLIT; i++) {
+        uintptr_t a = (uintptr_t)split_blk[i];
+        lo = a < lo ? a : lo;
+        hi = a + split_sizes[i] > hi ? a + split_sizes[i] : hi;
+    }
+    report((lo >> 14) == ((hi - 1) >> 14), "they lie in one 16 KiB slot (%#lx..%#lx)",
+           (unsigned long)lo, (unsigned long)hi);
+    int res, n = split_pages(&res);
+    report(n == 3 && res == 3, "they share 3 OS pages, all resident (%d pages, %d resident)", n,
+           res);
+    int sizes_ok = 1;
+    for (size_t i = 0; i < NSPLIT; i++)
+        sizes_ok &= usable(split_blk[i]) == split_sizes[i];
+    report(sizes_ok, "malloc_usable_size gives each block its class size");
+    /* Remote frees of every other block, then the worker takes those classes again. */
+    for (size_t i = 0; i < NSPLIT; i += 2)
+        free(split_blk[i]);
+    on_worker(job_split_alloc_again);
+    int intact_all = 1;
+    for (size_t i = 0; i < NSPLIT; i++)
+        intact_all &= intact(split_blk[i], split_sizes[i], (unsigned)i + (i % 2 ? 0 : 100));
+    report(alloc_ok && intact_all,
+           "freed by another thread and allocated again: every block intact");
+    n = split_pages(&res);
+    report(n == 3, "the blocks allocated again are in the same 3 OS pages (%d)", n);
+    on_worker(job_split_free);
+    size_t got = purge_now();
+    n = split_pages(&res);
+    report(res == 0,
+           "all freed, after reclaim none of the %d OS pages is resident (%d are; "
+           "thpalloc_purge() returned %zu)",
+           n, res, got);
+    on_worker(job_split_alloc);
+    n = split_pages(&res);
+    report(alloc_ok && n == 3 && res == 3,
+           "allocated again: the same sharing (%d pages, %d "
+           "resident)",
+           n, res);
+    intact_all = 1;
+    for (size_t i = 0; i < NSPLIT; i++)
+        intact_all &= intact(split_blk[i], split_sizes[i], (unsigned)i);
+    report(intact_all, "and every block holds what was written");
+    on_worker(job_split_free);
     worker_stop();
 }
 
@@ -830,10 +942,12 @@ int main(int argc, char **argv)
         test_reset_double_free();
     else if (!strcmp(what, "remote"))
         test_remote();
+    else if (!strcmp(what, "split"))
+        test_split();
     else {
         fprintf(stderr, "usage: rel-reclaim "
                         "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop|"
-                        "recycle|reset-double-free|remote\n");
+                        "recycle|reset-double-free|remote|split\n");
         return 2;
     }
     printf("end\n");

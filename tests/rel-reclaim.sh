@@ -6,12 +6,14 @@
 # a hole freed again is a double free; reclaim while threads allocate and fork is safe; with
 # membarrier refused by a seccomp filter nothing is touched. And the page a loop of
 # malloc/free uses stays (loop): no page or chunk given back per call. Full pages that only
-# other threads freed into are collected and given back too (remote).
+# other threads freed into are collected and given back too (remote). The first blocks of
+# a dozen classes share three OS pages of one split slot, freed from another thread and
+# allocated again in place, and the slot goes back whole once they are all free (split).
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/rel-reclaim
 test -x "$prog" || bail "$prog not built"
-for what in kept holes inside busy fork recycle nobarrier loop remote; do
+for what in kept holes inside busy fork recycle nobarrier loop remote split; do
     relay "$what" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" "$what"
 done
 relay background 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" background

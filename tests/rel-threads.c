@@ -569,13 +569,20 @@ static size_t orph_size(int i)
     return 16 + (size_t)(i * 7919) % 31 * 16;
 }
 
+/* No worker exits before every one has allocated: one that did would leave its chunks for
+ * the next to adopt (on a loaded machine the workers run one after another), and the check
+ * is of chunks nobody adopts. */
+static pthread_barrier_t orph_barrier;
+
 static void *orph_worker(void *arg)
 {
     unsigned char **kept = arg;
     unsigned char **all = mmap(NULL, ORPH_BLOCKS * sizeof *all, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (all == MAP_FAILED)
+    if (all == MAP_FAILED) {
+        pthread_barrier_wait(&orph_barrier);
         return NULL;
+    }
     for (int i = 0; i < ORPH_BLOCKS; i++) {
         all[i] = malloc(orph_size(i));
         if (all[i])
@@ -588,6 +595,7 @@ static void *orph_worker(void *arg)
             free(all[i]);
     }
     munmap(all, ORPH_BLOCKS * sizeof *all);
+    pthread_barrier_wait(&orph_barrier);
     return NULL;
 }
 
@@ -608,6 +616,7 @@ static size_t rss_anon(void)
 static void mode_orphans(void)
 {
     pthread_t t[ORPH_THREADS];
+    pthread_barrier_init(&orph_barrier, NULL, ORPH_THREADS);
     size_t before = rss_anon();
     for (int k = 0; k < ORPH_THREADS; k++)
         pthread_create(&t[k], NULL, orph_worker, orph_kept[k]);
