@@ -250,33 +250,59 @@ static int slot_new(heap_t *heap, enum chunk_kind kind, chunk_t **out, bool *was
     return idx;
 }
 
-_Static_assert(SUB_PAGES <= 16, "chunk_t.sub_free has a bit per sub-page");
+_Static_assert(SPLITS *SUB_PAGES <= 32, "chunk_t.sub_free has a bit per sub-page");
 _Static_assert(SMALL_CLASSES <= 64, "heap_t.first_taken has a bit per class");
 
-/* A sub-page for class cls: of a split slot with a free one among
- * the heap's first small chunks, or of a new split slot when none of them has one (a heap
- * splits one slot at a time). NULL: a page of its own, then. */
+/* The sub-pages of split slot s, as bits of sub_free. */
+static inline uint32_t split_mask(unsigned s)
+{
+    return (uint32_t)((1u << SUB_PAGES) - 1) << (s * SUB_PAGES);
+}
+
+/* The bits of sub_free that belong to c's split slots. */
+static inline uint32_t splits_mask(const chunk_t *c)
+{
+    uint32_t m = 0;
+    for (unsigned s = 0; s < SPLITS; s++)
+        if (c->split[s])
+            m |= split_mask(s);
+    return m;
+}
+
+/* A sub-page for class cls: of a split slot with a free one among the heap's first small
+ * chunks, or of a new split slot when none of them has one and the heap has fewer than
+ * SPLITS. NULL: a page of its own, then. */
 static page_t *sub_page_new(heap_t *heap, unsigned cls)
 {
     chunk_t *c = NULL;
-    bool split_seen = false;
-    unsigned looked = 0;
+    unsigned splits_seen = 0, looked = 0;
     for (chunk_t *x = heap->chunks[0].first; x && looked < 8; x = x->next, looked++) {
-        if (!x->split)
-            continue;
-        split_seen = true;
-        if (x->sub_free) {
+        uint32_t mine = splits_mask(x);
+        splits_seen += (unsigned)__builtin_popcount(mine) / SUB_PAGES;
+        if (x->sub_free & mine) {
             c = x;
             break;
         }
     }
     if (!c) {
-        if (split_seen)
+        if (splits_seen >= SPLITS)
             return NULL;
         bool was_dirty;
         int idx = slot_new(heap, CHUNK_SMALL, &c, &was_dirty);
         if (idx < 0)
             return NULL;
+        unsigned s = 0;
+        while (s < SPLITS && c->split[s])
+            s++;
+        if (s == SPLITS) {
+            /* a chunk further back that has both: the slot is the class's own page */
+            page_t *page = &c->pages[idx];
+            page_init(page, c, (unsigned)idx, cls);
+            page->tail_resident = was_dirty;
+            page_queue_push_front(&heap->queues[cls], page);
+            direct_update(heap, cls);
+            return page;
+        }
         page_t *m = &c->pages[idx];
         /* The marker: USED while any sub-page is, never a page to allocate from or free
          * into (span 0: every block is outside it; PAGE_SPLIT: no fast path). */
@@ -286,12 +312,12 @@ static page_t *sub_page_new(heap_t *heap, unsigned cls)
         m->capacity = 1; /* freed as a slot that was written: purged after purge_delay */
         m->tail_resident = was_dirty;
         page_set_flags(m, NULL, PAGE_SPLIT);
-        c->split = (uint8_t)(idx + 1);
-        c->sub_free = (uint16_t)((1u << SUB_PAGES) - 1);
+        c->split[s] = (uint8_t)(idx + 1);
+        c->sub_free |= split_mask(s);
     }
-    unsigned j = (unsigned)__builtin_ctz(c->sub_free);
-    c->sub_free &= (uint16_t) ~(1u << j);
-    page_t *page = &c->sub[j];
+    unsigned j = (unsigned)__builtin_ctz(c->sub_free & splits_mask(c));
+    c->sub_free &= ~((uint32_t)1 << j);
+    page_t *page = chunk_sub(c, j);
     sub_page_init(page, c, j, cls);
     page_queue_push_front(&heap->queues[cls], page);
     direct_update(heap, cls);
@@ -353,15 +379,16 @@ page_t *page_new(heap_t *heap, unsigned cls)
 static page_t *sub_page_free(page_t *page)
 {
     chunk_t *c = page->chunk;
-    unsigned j = (unsigned)(page - c->sub);
+    unsigned j = sub_index(page), s = j / SUB_PAGES;
     page_set_flags(page, NULL, 0);
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
-    c->sub_free |= (uint16_t)(1u << j);
-    if (c->sub_free != (uint16_t)((1u << SUB_PAGES) - 1))
+    c->sub_free |= (uint32_t)1 << j;
+    if ((c->sub_free & split_mask(s)) != split_mask(s))
         return NULL;
-    page_t *m = &c->pages[c->split - 1];
-    c->split = 0;
+    c->sub_free &= ~split_mask(s);
+    page_t *m = &c->pages[c->split[s] - 1];
+    c->split[s] = 0;
     return m;
 }
 

@@ -48,11 +48,13 @@ void lib_assert_fail(const char *expr, const char *file, int line);
  * thread with a few blocks in each of many classes touches an OS page per four classes, not
  * one per class (docs/design.md, "Split slots"). The slot's own descriptor is a marker
  * (cls SPLIT_CLS, flags PAGE_SPLIT: never on a fast path); the sub-pages' descriptors are
- * the chunk's sub[]. Each class takes at most two sub-pages in a heap's life (heap_t). */
+ * the chunk's sub[] and sub2[]. Each class takes at most two sub-pages in a heap's life
+ * (heap_t). */
 #define SUB_PAGE_SHIFT 10
 #define SUB_PAGE_SIZE ((size_t)1 << SUB_PAGE_SHIFT)
 #define SUB_PAGES (SMALL_PAGE_SIZE / SUB_PAGE_SIZE)
 #define SUB_BLOCK_MAX SUB_PAGE_SIZE
+#define SPLITS 2    /* split slots a chunk (and a heap) has at most */
 #define SPLIT_CLS 0 /* no size class is 0 */
 
 /* A chunk of small objects is cut into pages of one size class each. */
@@ -226,16 +228,18 @@ struct chunk {
     chunk_t *next, *prev;      /* heap's chunk list / abandoned list / free list */
     arena_t *arena;
     struct extent_map *ext; /* CHUNK_EXTENT: its runs (extent.c) */
-    /* CHUNK_SMALL: 1 + the index of its split slot (0: none), and which of the slot's
-     * sub-pages are free (bit j: sub[j]); the owner's, or the purger's holding it. */
-    uint8_t split;
-    uint16_t sub_free;
-    page_t sub[SUB_PAGES]; /* the split slot's pages: beside the header, one page of it */
+    /* CHUNK_SMALL: 1 + the index of its split slots (0: none), and which of their
+     * sub-pages are free (bit j: sub-page j, chunk_sub); the owner's, or the purger's
+     * holding it. */
+    uint8_t split[SPLITS];
+    uint32_t sub_free;
+    page_t sub[SUB_PAGES]; /* the first split slot's pages: beside the header, one page */
     /* large blocks */
     size_t large_size;    /* usable bytes */
     size_t nchunks;       /* chunks in the run */
     uint8_t *large_start; /* == base unless over-aligned */
     page_t pages[MAX_PAGES_PER_CHUNK];
+    page_t sub2[SUB_PAGES]; /* the second's: touched only by a heap that needs one */
 };
 
 /* The page of chunk c that holds p (chunks are 2 MiB-aligned; a large block's
@@ -245,31 +249,47 @@ static inline page_t *page_of(chunk_t *c, const void *p)
     return &c->pages[((uintptr_t)p & CHUNK_MASK) >> c->page_shift];
 }
 
+/* Sub-page j (0 .. SPLITS * SUB_PAGES - 1) of c: of split slot j / SUB_PAGES. */
+static inline page_t *chunk_sub(chunk_t *c, unsigned j)
+{
+    return j < SUB_PAGES ? &c->sub[j] : &c->sub2[j - SUB_PAGES];
+}
+
+static inline bool page_is_sub(const page_t *p)
+{
+    const chunk_t *c = p->chunk;
+    return (p >= c->sub && p < c->sub + SUB_PAGES) || (p >= c->sub2 && p < c->sub2 + SUB_PAGES);
+}
+
+static inline unsigned sub_index(const page_t *p)
+{
+    const chunk_t *c = p->chunk;
+    return p >= c->sub && p < c->sub + SUB_PAGES ? (unsigned)(p - c->sub)
+                                                 : SUB_PAGES + (unsigned)(p - c->sub2);
+}
+
 /* The page that block p of a small-object chunk lies in: page_of, or the sub-page of a
  * split slot (the slow paths: the fast ones never see a marker's blocks). */
 static inline page_t *page_of_block(chunk_t *c, const void *p)
 {
     page_t *page = page_of(c, p);
     if (unlikely(page->cls == SPLIT_CLS) && c->kind == CHUNK_SMALL &&
-        atomic_load_explicit(&page->in_use, memory_order_acquire) == PAGE_USED)
-        page = &c->sub[((uintptr_t)p >> SUB_PAGE_SHIFT) & (SUB_PAGES - 1)];
+        atomic_load_explicit(&page->in_use, memory_order_acquire) == PAGE_USED) {
+        unsigned s = (unsigned)(page - c->pages) + 1 == c->split[0] ? 0 : 1;
+        page = chunk_sub(c, s * SUB_PAGES + (((uintptr_t)p >> SUB_PAGE_SHIFT) & (SUB_PAGES - 1)));
+    }
     return page;
 }
 
-static inline bool page_is_sub(const page_t *p)
-{
-    return p >= p->chunk->sub && p < p->chunk->sub + SUB_PAGES;
-}
-
-/* A chunk's page descriptors, for walks: its slots, then its split slot's sub-pages while it
- * has one (a sub-page is in use only then). */
+/* A chunk's page descriptors, for walks: its slots, then its split slots' sub-pages while
+ * it has them (a sub-page is in use only then). */
 static inline unsigned chunk_page_count(const chunk_t *c)
 {
-    return c->npages + (c->split ? (unsigned)SUB_PAGES : 0u);
+    return c->npages + (c->split[1] ? 2u * SUB_PAGES : c->split[0] ? (unsigned)SUB_PAGES : 0u);
 }
 static inline page_t *chunk_page(chunk_t *c, unsigned i)
 {
-    return i < c->npages ? &c->pages[i] : &c->sub[i - c->npages];
+    return i < c->npages ? &c->pages[i] : chunk_sub(c, i - c->npages);
 }
 /* In use and holding blocks (a split slot's marker holds none of its own). */
 static inline bool page_has_blocks(const page_t *p, memory_order mo)
@@ -577,7 +597,7 @@ HIDDEN void reclaim_fork_child(void);
 
 /* pages (page.c) */
 HIDDEN void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls);
-/* The same for sub-page j of c's split slot. */
+/* The same for sub-page j of c (chunk_sub). */
 HIDDEN void sub_page_init(page_t *page, chunk_t *c, unsigned j, unsigned cls);
 HIDDEN void page_extend(page_t *page);
 HIDDEN uint32_t page_collect(page_t *page);

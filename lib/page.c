@@ -50,9 +50,10 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
 
 void sub_page_init(page_t *page, chunk_t *c, unsigned j, unsigned cls)
 {
-    LIB_ASSERT(c->split && sc_block_size(cls) <= SUB_BLOCK_MAX);
-    uint8_t *slot = c->base + ((size_t)(c->split - 1) << c->page_shift);
-    page_setup(page, c, slot + ((size_t)j << SUB_PAGE_SHIFT), SUB_PAGE_SIZE, cls);
+    unsigned s = j / SUB_PAGES;
+    LIB_ASSERT(s < SPLITS && c->split[s] && sc_block_size(cls) <= SUB_BLOCK_MAX);
+    uint8_t *slot = c->base + ((size_t)(c->split[s] - 1) << c->page_shift);
+    page_setup(page, c, slot + ((size_t)(j % SUB_PAGES) << SUB_PAGE_SHIFT), SUB_PAGE_SIZE, cls);
 }
 
 /* Threads blocks into the free list a few KiB at a time, so that a page of a rarely used

@@ -56,9 +56,10 @@ static size_t reset_empty_page(heap_t *heap, const chunk_t *c, page_t *page, enu
  * not at all). */
 static size_t reset_split_slot(heap_t *heap, chunk_t *c, page_t *marker, enum os_purge how)
 {
+    unsigned first = (unsigned)(marker - c->pages) + 1 == c->split[0] ? 0 : SUB_PAGES;
     bool resident = marker->tail_resident;
-    for (unsigned j = 0; j < SUB_PAGES; j++) {
-        page_t *p = &c->sub[j];
+    for (unsigned j = first; j < first + SUB_PAGES; j++) {
+        page_t *p = chunk_sub(c, j);
         if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_USED)
             continue;
         if (!(p->flags & PAGE_IN_FULL))
@@ -70,8 +71,8 @@ static size_t reset_split_slot(heap_t *heap, chunk_t *c, page_t *marker, enum os
     if (!resident || !os_purge(marker->start, page_size_of(c), how))
         return 0;
     marker->tail_resident = false;
-    for (unsigned j = 0; j < SUB_PAGES; j++) {
-        page_t *p = &c->sub[j];
+    for (unsigned j = first; j < first + SUB_PAGES; j++) {
+        page_t *p = chunk_sub(c, j);
         if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_USED)
             continue;
         p->free = NULL;

@@ -27,9 +27,11 @@ static void walk_chunk(chunk_t *c, void *arg)
     unsigned slots = __atomic_load_n(&c->npages, __ATOMIC_RELAXED);
     if (slots > MAX_PAGES_PER_CHUNK)
         slots = MAX_PAGES_PER_CHUNK;
-    unsigned n = slots + (__atomic_load_n(&c->split, __ATOMIC_RELAXED) ? SUB_PAGES : 0);
-    for (unsigned i = 0; i < n; i++) {
-        page_t *p = i < slots ? &c->pages[i] : &c->sub[i - slots];
+    unsigned subs = __atomic_load_n(&c->split[1], __ATOMIC_RELAXED)   ? 2 * SUB_PAGES
+                    : __atomic_load_n(&c->split[0], __ATOMIC_RELAXED) ? SUB_PAGES
+                                                                      : 0;
+    for (unsigned i = 0; i < slots + subs; i++) {
+        page_t *p = i < slots ? &c->pages[i] : chunk_sub(c, i - slots);
         if (atomic_load_explicit(&p->in_use, memory_order_relaxed) == PAGE_USED)
             w->in_use += (uint64_t)__atomic_load_n(&p->used, __ATOMIC_RELAXED) * p->block_size;
     }

@@ -282,6 +282,49 @@ static void job_split_free(void)
         free(split_blk[i]);
 }
 
+/* Eight classes more: sixteen sub-pages fill the first split slot, the rest take a second. */
+static const size_t more_sizes[] = {176, 208, 240, 288, 320, 352, 416, 480};
+#define NMORE (sizeof more_sizes / sizeof more_sizes[0])
+static unsigned char *more_blk[NMORE];
+
+static void job_more_alloc(void)
+{
+    alloc_ok = 1;
+    for (size_t i = 0; i < NMORE; i++) {
+        more_blk[i] = malloc(more_sizes[i]);
+        if (!more_blk[i]) {
+            alloc_ok = 0;
+            return;
+        }
+        fill(more_blk[i], more_sizes[i], (unsigned)i + 200);
+    }
+}
+
+static void job_more_free(void)
+{
+    for (size_t i = 0; i < NMORE; i++)
+        free(more_blk[i]);
+}
+
+/* Distinct OS pages under blocks b[0..n), and how many of them are resident. */
+static int pages_of(unsigned char *const *b, size_t nb, int *res)
+{
+    uintptr_t pages[NSPLIT + NMORE];
+    int n = 0;
+    *res = 0;
+    for (size_t i = 0; i < nb; i++) {
+        uintptr_t pg = (uintptr_t)b[i] & ~(OSP - 1);
+        int seen = 0;
+        for (int k = 0; k < n; k++)
+            seen |= pages[k] == pg;
+        if (!seen) {
+            pages[n++] = pg;
+            *res += resident((void *)pg) == 1;
+        }
+    }
+    return n;
+}
+
 /* Distinct OS pages under the blocks, and how many of them are resident. */
 static int split_pages(int *res)
 {
@@ -350,7 +393,32 @@ static void test_split(void)
     for (size_t i = 0; i < NSPLIT; i++)
         intact_all &= intact(split_blk[i], split_sizes[i], (unsigned)i);
     report(intact_all, "and every block holds what was written");
+    on_worker(job_more_alloc);
+    unsigned char *all[NSPLIT + NMORE];
+    for (size_t i = 0; i < NSPLIT; i++)
+        all[i] = split_blk[i];
+    for (size_t i = 0; i < NMORE; i++)
+        all[NSPLIT + i] = more_blk[i];
+    n = pages_of(all, NSPLIT + NMORE, &res);
+    uintptr_t slot0 = (uintptr_t)more_blk[0] >> 14,
+              slot_last = (uintptr_t)more_blk[NMORE - 1] >> 14;
+    report(alloc_ok && n == 5 && res == 5 && slot0 != slot_last,
+           "%zu classes more: the first slot's last sub-pages, then a second split slot (%d OS "
+           "pages for %zu classes, %d resident)",
+           NMORE, n, NSPLIT + NMORE, res);
+    int sizes_more = 1;
+    for (size_t i = 0; i < NMORE; i++)
+        sizes_more &= usable(more_blk[i]) == more_sizes[i] &&
+                      intact(more_blk[i], more_sizes[i], (unsigned)i + 200);
+    report(sizes_more, "their blocks have their class sizes and hold what was written");
+    on_worker(job_more_free);
     on_worker(job_split_free);
+    got = purge_now();
+    n = pages_of(all, NSPLIT + NMORE, &res);
+    report(res == 0,
+           "all freed, after reclaim none of the %d OS pages of both slots is resident "
+           "(%d are)",
+           n, res);
     worker_stop();
 }
 

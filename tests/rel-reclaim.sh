@@ -8,7 +8,8 @@
 # malloc/free uses stays (loop): no page or chunk given back per call. Full pages that only
 # other threads freed into are collected and given back too (remote). The first blocks of
 # a dozen classes share three OS pages of one split slot, freed from another thread and
-# allocated again in place, and the slot goes back whole once they are all free (split).
+# allocated again in place, and the slot goes back whole once they are all free; eight
+# classes more fill it and take a second (split).
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/rel-reclaim
