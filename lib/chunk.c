@@ -253,6 +253,17 @@ static int slot_new(heap_t *heap, enum chunk_kind kind, chunk_t **out, bool *was
 _Static_assert(SPLITS *SUB_PAGES <= 32, "chunk_t.sub_free has a bit per sub-page");
 _Static_assert(SMALL_CLASSES <= 64, "heap_t.first_taken has a bit per class");
 
+/* Slot idx of c becomes the heap's current page of class cls. */
+static page_t *slot_page_start(heap_t *heap, chunk_t *c, int idx, unsigned cls, bool was_dirty)
+{
+    page_t *page = &c->pages[idx];
+    page_init(page, c, (unsigned)idx, cls);
+    page->tail_resident = was_dirty;
+    page_queue_push_front(&heap->queues[cls], page);
+    direct_update(heap, cls);
+    return page;
+}
+
 /* The sub-pages of split slot s, as bits of sub_free. */
 static inline uint32_t split_mask(unsigned s)
 {
@@ -294,15 +305,8 @@ static page_t *sub_page_new(heap_t *heap, unsigned cls)
         unsigned s = 0;
         while (s < SPLITS && c->split[s])
             s++;
-        if (s == SPLITS) {
-            /* a chunk further back that has both: the slot is the class's own page */
-            page_t *page = &c->pages[idx];
-            page_init(page, c, (unsigned)idx, cls);
-            page->tail_resident = was_dirty;
-            page_queue_push_front(&heap->queues[cls], page);
-            direct_update(heap, cls);
-            return page;
-        }
+        if (s == SPLITS) /* a chunk further back that has both: the class's own page */
+            return slot_page_start(heap, c, idx, cls, was_dirty);
         page_t *m = &c->pages[idx];
         /* The marker: USED while any sub-page is, never a page to allocate from or free
          * into (span 0: every block is outside it; PAGE_SPLIT: no fast path). */
@@ -364,14 +368,7 @@ page_t *page_new(heap_t *heap, unsigned cls)
     chunk_t *c;
     bool was_dirty;
     int idx = slot_new(heap, kind, &c, &was_dirty);
-    if (idx < 0)
-        return NULL;
-    page_t *page = &c->pages[idx];
-    page_init(page, c, (unsigned)idx, cls);
-    page->tail_resident = was_dirty;
-    page_queue_push_front(&heap->queues[cls], page);
-    direct_update(heap, cls);
-    return page;
+    return idx < 0 ? NULL : slot_page_start(heap, c, idx, cls, was_dirty);
 }
 
 /* A sub-page is free: back to its slot, and the slot to its chunk once all of them are.

@@ -325,23 +325,10 @@ static int pages_of(unsigned char *const *b, size_t nb, int *res)
     return n;
 }
 
-/* Distinct OS pages under the blocks, and how many of them are resident. */
+/* Distinct OS pages under the first blocks, and how many of them are resident. */
 static int split_pages(int *res)
 {
-    uintptr_t pages[NSPLIT];
-    int n = 0;
-    *res = 0;
-    for (size_t i = 0; i < NSPLIT; i++) {
-        uintptr_t pg = (uintptr_t)split_blk[i] & ~(OSP - 1);
-        int seen = 0;
-        for (int k = 0; k < n; k++)
-            seen |= pages[k] == pg;
-        if (!seen) {
-            pages[n++] = pg;
-            *res += resident((void *)pg) == 1;
-        }
-    }
-    return n;
+    return pages_of(split_blk, NSPLIT, res);
 }
 
 static void test_split(void)
