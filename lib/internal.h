@@ -468,9 +468,10 @@ struct heap {
     _Atomic int full_has_xfree; /* another thread freed into a full page */
     chunk_queue_t chunks[2];    /* owned chunks, small and medium (list through next/prev) */
     /* bit cls: the class had its first page, which comes cheap: a sub-page up to
-     * SUB_BLOCK_MAX, a 16 KiB page of a small chunk for the medium kind; and its second,
+     * SUB_BLOCK_MAX, a 16 KiB page of a small chunk for the first medium class; its second,
      * another sub-page if there is room (chunk.c, page_new) */
     uint64_t first_taken, second_taken;
+    bool medium_in_small; /* one medium class had its first page in a small chunk */
     /* Extents this thread freed, kept for its next allocation of the same length
      * (extent.c): owner-only, or the purger's under the claim. */
     void *ext_cache[EXT_CACHE_SLOTS];
