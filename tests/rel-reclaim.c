@@ -250,30 +250,31 @@ static const size_t split_sizes[] = {16, 32, 48, 64, 96, 128, 160, 256, 384, 512
 #define NSPLIT (sizeof split_sizes / sizeof split_sizes[0])
 static unsigned char *split_blk[NSPLIT];
 
-static void job_split_alloc(void)
+/* Blocks b[i] of sizes[i] for i = first, first + step, ... < n, block i filled with seed
+ * i + seed; alloc_ok 0 when one fails. */
+static void alloc_sized(unsigned char **b, const size_t *sizes, size_t n, size_t first, size_t step,
+                        unsigned seed)
 {
     alloc_ok = 1;
-    for (size_t i = 0; i < NSPLIT; i++) {
-        split_blk[i] = malloc(split_sizes[i]);
-        if (!split_blk[i]) {
+    for (size_t i = first; i < n; i += step) {
+        b[i] = malloc(sizes[i]);
+        if (!b[i]) {
             alloc_ok = 0;
             return;
         }
-        fill(split_blk[i], split_sizes[i], (unsigned)i);
+        fill(b[i], sizes[i], (unsigned)i + seed);
     }
 }
 
+static void job_split_alloc(void)
+{
+    alloc_sized(split_blk, split_sizes, NSPLIT, 0, 1, 0);
+}
+
+/* the even ones again, filled anew */
 static void job_split_alloc_again(void)
 {
-    alloc_ok = 1;
-    for (size_t i = 0; i < NSPLIT; i += 2) {
-        split_blk[i] = malloc(split_sizes[i]);
-        if (!split_blk[i]) {
-            alloc_ok = 0;
-            return;
-        }
-        fill(split_blk[i], split_sizes[i], (unsigned)i + 100);
-    }
+    alloc_sized(split_blk, split_sizes, NSPLIT, 0, 2, 100);
 }
 
 static void job_split_free(void)
@@ -289,15 +290,7 @@ static unsigned char *more_blk[NMORE];
 
 static void job_more_alloc(void)
 {
-    alloc_ok = 1;
-    for (size_t i = 0; i < NMORE; i++) {
-        more_blk[i] = malloc(more_sizes[i]);
-        if (!more_blk[i]) {
-            alloc_ok = 0;
-            return;
-        }
-        fill(more_blk[i], more_sizes[i], (unsigned)i + 200);
-    }
+    alloc_sized(more_blk, more_sizes, NMORE, 0, 1, 200);
 }
 
 static void job_more_free(void)
