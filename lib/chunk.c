@@ -95,6 +95,7 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
 {
     arena_t *arena;
     bool zero;
+    extents_release_empty();
     uint8_t *base = arena_alloc_chunks(1, CHUNK_SIZE, THP_USE_SMALL, CHUNK_SIZE, &arena, &zero);
     if (!base)
         return NULL;

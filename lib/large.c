@@ -15,6 +15,7 @@ void *large_alloc(size_t size, size_t align, bool zero)
     size_t n = (usable + CHUNK_MASK) >> CHUNK_SHIFT;
     arena_t *arena;
     bool is_zero;
+    extents_release_empty();
     uint8_t *base = arena_alloc_chunks(n, align > CHUNK_SIZE ? align : CHUNK_SIZE,
                                        THP_USE_LARGE_PIECE, usable, &arena, &is_zero);
     if (!base)

@@ -288,17 +288,50 @@ int main(void)
     /* three chunks' worth, all freed: what is left is the spare */
     uint64_t committed0 = atomic_load(&stat_committed);
     uint8_t *m[6];
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 6; i++) {
         m[i] = extent_alloc(SC_MAX_SIZE, 0, false);
+        memset(m[i], 2, SC_MAX_SIZE);
+    }
     uint64_t committed1 = atomic_load(&stat_committed);
     for (int i = 0; i < 6; i++)
         extent_free(chunk_of(m[i]), m[i]);
     uint64_t committed2 = atomic_load(&stat_committed);
-    tap_ok(committed1 - committed0 == 2 * CHUNK_SIZE && committed2 == committed0,
-           "6 MiB took two more chunks, which went back to the arena when empty "
+    tap_ok(committed1 - committed0 == 2 * CHUNK_SIZE && committed2 == committed1 &&
+               resident(m[0], SC_MAX_SIZE) == SC_MAX_SIZE,
+           "6 MiB took two more chunks, which stay extents while resident "
            "(committed %llu -> %llu -> %llu KiB)",
            (unsigned long long)committed0 >> 10, (unsigned long long)committed1 >> 10,
            (unsigned long long)committed2 >> 10);
+    uint8_t *again = extent_alloc(SC_MAX_SIZE, 0, false);
+    tap_ok(atomic_load(&stat_committed) == committed2 &&
+               resident(again, SC_MAX_SIZE) == SC_MAX_SIZE,
+           "a block after them is carved from their resident runs, no chunk committed");
+    extent_free(chunk_of(again), again);
+    purged = extents_purge(now_ms() + 1001, false, &next);
+    uint64_t committed3 = atomic_load(&stat_committed);
+    tap_ok(committed3 == committed0 && purged >= 2 * CHUNK_SIZE,
+           "purged after purge_delay, the empty chunks went back to the arena, the spare stays "
+           "(%zu KiB purged, committed %llu KiB)",
+           purged >> 10, (unsigned long long)committed3 >> 10);
+
+    /* the same kept chunks, wanted by a heap or a large block: back to the arena at once */
+    for (int i = 0; i < 6; i++) {
+        m[i] = extent_alloc(SC_MAX_SIZE, 0, false);
+        memset(m[i], 3, SC_MAX_SIZE);
+    }
+    for (int i = 0; i < 6; i++)
+        extent_free(chunk_of(m[i]), m[i]);
+    uint64_t pending0 = atomic_load(&stat_purge_pending);
+    extents_release_empty();
+    int still = 0;
+    for (int i = 0; i < 6; i++)
+        still += chunk_of(m[i])->kind == CHUNK_EXTENT;
+    tap_ok(atomic_load(&stat_purge_pending) - pending0 == 2 * CHUNK_SIZE && still == 2 &&
+               atomic_load(&stat_committed) == committed0,
+           "released on demand: two chunks go to the arena, resident (waiting there for "
+           "purge_delay), the spare stays (%d of 6 blocks' chunks still extents, %llu KiB "
+           "pending in the arena)",
+           still, (unsigned long long)(atomic_load(&stat_purge_pending) - pending0) >> 10);
 
     /* bad pointers */
     char msg[256];
@@ -310,12 +343,13 @@ int main(void)
     sig = child_dies(realloc_interior, v, msg, sizeof msg);
     tap_ok(sig == SIGABRT && strstr(msg, "realloc(): invalid pointer"),
            "realloc of an interior pointer aborts: %s", msg);
-    extent_free(c, v);
+    chunk_t *vc = chunk_of(v);
+    extent_free(vc, v);
     sig = child_dies(free_it, v, msg, sizeof msg);
     tap_ok(sig == SIGABRT && strstr(msg, "double free"), "a second free aborts: %s", msg);
-    tap_ok(extent_usable_size(c, v, "malloc_usable_size(): invalid pointer") == 0,
+    tap_ok(extent_usable_size(vc, v, "malloc_usable_size(): invalid pointer") == 0,
            "malloc_usable_size of a freed block: 0, as glibc says");
-    extent_free(c, guard);
+    extent_free(chunk_of(guard), guard);
 
     /* random run with the invariants checked after every operation */
     unsigned in_place = 0;
@@ -324,8 +358,12 @@ int main(void)
            "200000 random allocations, frees and resizes: every block intact, none "
            "overlapping (%u resized in place)",
            in_place);
+    uint64_t committed_run = atomic_load(&stat_committed);
+    extents_purge(now_ms() + 1001, false, &next);
     tap_ok(atomic_load(&stat_extent_used) == 0 && atomic_load(&stat_committed) <= CHUNK_SIZE,
-           "all freed: nothing in use, only the spare chunk committed (%llu KiB)",
-           (unsigned long long)atomic_load(&stat_committed) >> 10);
+           "all freed and purged: nothing in use, only the spare chunk committed (%llu KiB, "
+           "%llu KiB before the purge)",
+           (unsigned long long)atomic_load(&stat_committed) >> 10,
+           (unsigned long long)committed_run >> 10);
     return tap_done();
 }
