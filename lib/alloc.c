@@ -258,6 +258,8 @@ API void *calloc(size_t n, size_t size)
     return p;
 }
 
+#define REALLOC_EXTENT_MIN ((size_t)4 << 10)
+
 API void *realloc(void *p, size_t size)
 {
     if (!p)
@@ -280,7 +282,7 @@ API void *realloc(void *p, size_t size)
             return q;
     }
     /* Extents grow into a free run after them and give back their tail. */
-    if (c->kind == CHUNK_EXTENT && size > SMALL_MAX && size <= SC_MAX_SIZE &&
+    if (c->kind == CHUNK_EXTENT && (size > SMALL_MAX || size > old) && size <= SC_MAX_SIZE &&
         extent_resize(c, p, size))
         return p;
     /* Same block while the new size fits and does not waste more than half of it. */
@@ -292,11 +294,18 @@ API void *realloc(void *p, size_t size)
     }
     /* Growing a small block: take half as much again, so that a buffer grown a few bytes
      * at a time does not step through every size class, leaving a block behind in each
-     * (that left realloc-heavy programs with 4x their live bytes resident). */
+     * (that left realloc-heavy programs with 4x their live bytes resident). Past
+     * REALLOC_EXTENT_MIN it is an extent from then on, where it grows in place: through the
+     * medium classes it left a block behind in a 64 KiB page of each (realloc's peak:
+     * 36.8 -> 32.9 MiB), so the step below it stops at REALLOC_EXTENT_MIN. */
     size_t want = size;
-    if (size > old && old + (old >> 1) > size && old + (old >> 1) <= SC_MAX_SIZE)
+    bool grow = size > old;
+    if (grow && old + (old >> 1) > size && old + (old >> 1) <= SC_MAX_SIZE)
         want = old + (old >> 1);
-    void *q = malloc_inline(want);
+    if (grow && size <= REALLOC_EXTENT_MIN && want > REALLOC_EXTENT_MIN)
+        want = REALLOC_EXTENT_MIN;
+    void *q =
+        grow && size > REALLOC_EXTENT_MIN ? shared_malloc(want, 0, false) : malloc_inline(want);
     if (!q)
         return NULL;
     memcpy(q, p, old < size ? old : size);
