@@ -351,12 +351,16 @@ page_t *page_new(heap_t *heap, unsigned cls)
             page_t *sub = sub_page_new(heap, cls);
             if (sub)
                 return sub;
-        } else if (kind == CHUNK_MEDIUM && !heap->medium_in_small) {
-            /* The heap's first page of any medium class: 16 KiB in a small chunk, so that
-             * one block of 4.5 KiB does not cost the heap a second chunk. Only one: a page
-             * of each medium class there pinned the small chunks of threads that use them
-             * all (xchange's peak: 61 -> 65 MiB). */
-            heap->medium_in_small = true;
+        } else if (kind == CHUNK_MEDIUM &&
+                   (sc_block_size(cls) <= SMALL_PAGE_SIZE / 4 || !heap->medium_in_small)) {
+            /* A first page of a medium class in a small chunk (16 KiB), so that a few
+             * blocks of 1.6-4.5 KiB do not cost the heap a second chunk: one for each class
+             * up to 4 KiB (four classes: perl's idle footprint -8 KiB), and one for all
+             * those above. Not one for each of those: pages of every medium class there
+             * pinned the small chunks of threads that use them all (xchange's peak: 61 ->
+             * 65 MiB). */
+            if (sc_block_size(cls) > SMALL_PAGE_SIZE / 4)
+                heap->medium_in_small = true;
             kind = CHUNK_SMALL;
         }
     } else if (!(heap->second_taken & bit)) {
