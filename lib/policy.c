@@ -193,8 +193,13 @@ void policy_fork_child(void)
 
 /* ---- thpalloc_policy() ------------------------------------------------------------------ */
 
-static char policy_values[CFG_NKEYS][32];
-static char policy_origins[CFG_NKEYS][400];
+/* The strings thpalloc_policy() hands out, from the meta pool on its first call: static,
+ * their 2.6 KiB sat among the globals every process writes and cost one of them a page. */
+struct policy_text {
+    char values[CFG_NKEYS][32];
+    char origins[CFG_NKEYS][400];
+};
+static struct policy_text *policy_text;
 
 /* "default", "environment THPALLOC_THP", or "FILE:LINE [SECTION]". */
 static void format_origin(const struct cfg_where *w, char *o, size_t cap)
@@ -222,6 +227,14 @@ static void format_origin(const struct cfg_where *w, char *o, size_t cap)
 API int thpalloc_policy(struct thpalloc_setting *out, size_t n)
 {
     policy_ensure_loaded();
+    pthread_mutex_lock(&ranges_lock);
+    if (!policy_text)
+        policy_text = meta_alloc(sizeof *policy_text);
+    pthread_mutex_unlock(&ranges_lock);
+    if (!policy_text) {
+        errno = ENOMEM;
+        return -1;
+    }
     struct cfg_settings defaults;
     const struct cfg_settings *s = &settings;
     if (atomic_load_explicit(&load_state, memory_order_acquire) != 2) {
@@ -229,11 +242,12 @@ API int thpalloc_policy(struct thpalloc_setting *out, size_t n)
         s = &defaults;
     }
     for (size_t k = 0; k < CFG_NKEYS && k < n; k++) {
-        cfg_format_value(s, (enum cfg_key)k, policy_values[k], sizeof policy_values[k]);
-        format_origin(&s->where[k], policy_origins[k], sizeof policy_origins[k]);
+        char *value = policy_text->values[k], *origin = policy_text->origins[k];
+        cfg_format_value(s, (enum cfg_key)k, value, sizeof policy_text->values[k]);
+        format_origin(&s->where[k], origin, sizeof policy_text->origins[k]);
         out[k].key = cfg_key_name((enum cfg_key)k);
-        out[k].value = policy_values[k];
-        out[k].origin = policy_origins[k];
+        out[k].value = value;
+        out[k].origin = origin;
     }
     return CFG_NKEYS;
 }
