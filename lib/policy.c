@@ -227,7 +227,7 @@ static void format_origin(const struct cfg_where *w, char *o, size_t cap)
 API int thpalloc_policy(struct thpalloc_setting *out, size_t n)
 {
     policy_ensure_loaded();
-    pthread_mutex_lock(&ranges_lock);
+    pthread_mutex_lock(&ranges_lock); /* this file's lock; the call is rare */
     if (!policy_text)
         policy_text = meta_alloc(sizeof *policy_text);
     pthread_mutex_unlock(&ranges_lock);
