@@ -3,7 +3,8 @@
  * freed block merged with its free neighbours at once, blocks grown into the free run after
  * them and shrunk in place, alignment up to half a chunk, zeroed blocks on request, free
  * runs purged after purge_delay (residency read from the kernel with mincore), empty chunks
- * back to the arena but one spare, bad pointers refused; built with THPALLOC_DEBUG, so that
+ * kept while resident and back to the arena once purged or asked for (but one spare), bad
+ * pointers refused; built with THPALLOC_DEBUG, so that
  * every operation also checks the map's invariants (runs tile the chunk, no two free runs
  * touch, the counts add up), over a random run checked against a shadow model. */
 #include "internal.h"
@@ -285,7 +286,7 @@ int main(void)
     extent_free(c, r2);
     extent_free(c, keep);
 
-    /* three chunks' worth, all freed: what is left is the spare */
+    /* three chunks' worth, all freed: kept while resident, then all but the spare go back */
     uint64_t committed0 = atomic_load(&stat_committed);
     uint8_t *m[6];
     for (int i = 0; i < 6; i++) {
