@@ -128,6 +128,15 @@ void heap_abandon(heap_t *heap)
         }
     for (int k = 0; k < 2; k++)
         heap->chunks[k].first = heap->chunks[k].last = NULL;
+    /* Nothing of the heap points into the chunks on the abandoned list now: a claim taken
+     * before the heap leaves the in-use list (reclaim.c) finds it empty, and does not walk
+     * pages that an adopter owns meanwhile. */
+    heap->full.first = heap->full.last = NULL;
+    for (unsigned cls = 1; cls < SMALL_CLASSES; cls++)
+        heap->queues[cls].first = heap->queues[cls].last = NULL;
+    for (unsigned w = 0; w < DIRECT_SLOTS; w++)
+        heap->direct[w] = &page_empty;
+    atomic_store_explicit(&heap->full_has_xfree, 0, memory_order_relaxed);
     purge_note_dirty();
 }
 
