@@ -91,10 +91,14 @@ static enum chunk_kind kind_of_class(unsigned cls)
                : CHUNK_MEDIUM;
 }
 
+void (*chunk_new_prepare)(heap_t *heap);
+
 static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
 {
     arena_t *arena;
     bool zero;
+    if (chunk_new_prepare)
+        chunk_new_prepare(heap); /* what other threads emptied in idle heaps, first */
     extents_release_empty();
     uint8_t *base = arena_alloc_chunks(1, CHUNK_SIZE, THP_USE_SMALL, CHUNK_SIZE, &arena, &zero);
     if (!base)

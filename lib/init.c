@@ -109,6 +109,7 @@ void lib_init(void)
          * storage. */
         thread_key_init();
         pthread_atfork(fork_prepare, fork_parent, fork_child);
+        chunk_new_prepare = reclaim_emptied_chunks;
     }
     atomic_store_explicit(&init_state, INIT_DONE, memory_order_release);
 }

@@ -564,6 +564,10 @@ static inline chunk_queue_t *heap_chunks(heap_t *heap, const chunk_t *c)
 HIDDEN bool page_free(heap_t *heap, page_t *page);
 /* Gives a chunk back to the arena once every slot is free (claims dirty slots first). */
 HIDDEN void chunk_release(chunk_t *c);
+/* Called by a heap about to take a new chunk from the arena, when set: init.c points it at
+ * reclaim_emptied_chunks, a layer above (an upcall by registration keeps the layers
+ * acyclic). */
+extern HIDDEN void (*chunk_new_prepare)(heap_t *heap);
 /* Purges the chunk's dirty slots now (an exited thread's chunk, abandoned). */
 HIDDEN void chunk_purge_dirty(chunk_t *c);
 
@@ -592,6 +596,10 @@ HIDDEN size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next);
  * pages freed (the chunk with the last, purged at once), the free OS pages of the others
  * (holes), dirty slots purged. */
 HIDDEN size_t reclaim_abandoned(uint32_t now, bool force, uint32_t *next);
+/* For a heap about to take a chunk from the arena (chunk_new_prepare): what other threads'
+ * frees emptied in heaps outside the allocator goes back first (whole chunks to the arena,
+ * pages to their chunks, purged). Nothing while the process has one heap. */
+HIDDEN void reclaim_emptied_chunks(heap_t *self);
 HIDDEN void reclaim_fork_prepare(void);
 HIDDEN void reclaim_fork_parent(void);
 HIDDEN void reclaim_fork_child(void);

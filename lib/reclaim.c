@@ -17,6 +17,7 @@
  * sees claimed and waits in heap_wait_reclaim until the purger is done. Without membarrier
  * (old kernel, a seccomp filter refusing it) nothing here runs. */
 #include "internal.h"
+#include "list.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -325,6 +326,159 @@ size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
         atomic_fetch_add_explicit(&stat_purged, bytes, memory_order_relaxed);
     *next = k.next;
     return bytes;
+}
+
+/* ---- on demand: the chunks of idle heaps that other threads emptied ----------------------
+ * A thread that allocates, then waits while others free what it allocated (a dispatcher
+ * handing work items to workers, larson's main thread) keeps chunks whose every block is
+ * free, in remote-free lists nobody collects until the purger comes after purge_delay. A
+ * heap about to take a chunk from the arena first claims such heaps (the same handshake),
+ * collects their frees and gives back the chunks that are then empty; the arena hands the
+ * caller one of them, resident, instead of a fresh one. */
+
+struct pick_emptied {
+    heap_t *self;
+    unsigned n;
+    heap_t *heap[RECLAIM_BATCH];
+};
+
+/* Some page of c has frees from other threads waiting (racy: a hint). */
+static bool chunk_has_xfree(chunk_t *c)
+{
+    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+        page_t *p = chunk_page(c, i);
+        if (page_has_blocks(p, memory_order_relaxed) &&
+            atomic_load_explicit(&p->xthread_free, memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+/* Under the heaps lock (and reclaim_lock): claims the heaps outside the allocator whose
+ * chunks other threads have freed into. */
+static void pick_emptied(heap_t *h, void *arg)
+{
+    struct pick_emptied *k = arg;
+    if (h == k->self || k->n == RECLAIM_BATCH ||
+        atomic_load_explicit(&h->busy, memory_order_relaxed) ||
+        atomic_load_explicit(&h->claimed, memory_order_relaxed) ||
+        (!h->chunks[0].first && !h->chunks[1].first))
+        return;
+    /* Racy, as the owner may enter meanwhile: descriptors are never unmapped, and the walk
+     * is bounded. */
+    bool hint = atomic_load_explicit(&h->full_has_xfree, memory_order_relaxed);
+    unsigned looked = 0;
+    for (int kind = 0; kind < 2 && !hint; kind++)
+        for (chunk_t *c = h->chunks[kind].first; c && !hint && looked < 64; c = c->next, looked++)
+            hint = chunk_has_xfree(c);
+    if (!hint)
+        return;
+    atomic_store_explicit(&h->claimed, 1, memory_order_relaxed);
+    k->heap[k->n++] = h;
+}
+
+/* Collects the other threads' frees into c's pages (h claimed). Returns whether every block
+ * of c is free. */
+static bool chunk_collect(chunk_t *c)
+{
+    bool empty = true;
+    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+        page_t *p = chunk_page(c, i);
+        if (!page_has_blocks(p, memory_order_acquire))
+            continue;
+        if (!(p->flags & PAGE_IN_FULL))
+            page_collect(p);
+        if (p->used)
+            empty = false;
+    }
+    return empty;
+}
+
+/* Frees the pages of c (h claimed) that hold no block, but one that is all its class has,
+ * which the owner keeps (page_retire); all of them, and c with them, when every == true.
+ * Returns whether c went back to the arena. */
+static bool free_empty_pages(heap_t *h, chunk_t *c, bool every)
+{
+    for (unsigned i = 0; i < chunk_page_count(c);) {
+        page_t *p = chunk_page(c, i);
+        page_queue_t *q = &h->queues[p->cls];
+        if (!page_has_blocks(p, memory_order_relaxed) || p->used ||
+            (!every && !(p->flags & PAGE_IN_FULL) && q->first == p && !p->next)) {
+            i++;
+            continue;
+        }
+        unsigned before = chunk_page_count(c);
+        page_unlink(h, p);
+        if (page_free(every ? NULL : h, p))
+            return true;
+        /* a split slot's last sub-page frees the slot, and its sub-pages leave the count:
+         * look at the same index again */
+        if (chunk_page_count(c) == before)
+            i++;
+    }
+    return false;
+}
+
+/* Gives back what other threads' frees emptied in h (claimed), as its owner would at its
+ * next allocation and more: a chunk with no block left goes to the arena, a page with none
+ * back to its chunk, and the chunk's empty slots are purged at once (the owner is idle, and
+ * the caller is about to touch a fresh chunk: the peak stays where it was). */
+static void release_emptied(heap_t *h)
+{
+    /* No chunk: an exiting thread's heap, abandoned already (its queues are stale). */
+    if (!h->chunks[0].first && !h->chunks[1].first)
+        return;
+    if (atomic_load_explicit(&h->full_has_xfree, memory_order_seq_cst))
+        heap_rescue_full(h, false);
+    for (int kind = 0; kind < 2; kind++) {
+        chunk_t *cn;
+        for (chunk_t *c = h->chunks[kind].first; c; c = cn) {
+            cn = c->next;
+            if (chunk_collect(c)) {
+                /* Off the heap's list first: page_free without a heap neither keeps it as
+                 * the heap's last chunk nor looks at the list. */
+                DLIST_REMOVE(&h->chunks[kind], c);
+                c->next = c->prev = NULL;
+                if (free_empty_pages(h, c, true))
+                    continue;
+                /* Already without a page (the heap's kept last chunk): it goes now. */
+                LIB_ASSERT(c->pages_used == 0);
+                if (c->pages_used == 0)
+                    chunk_release(c);
+                else
+                    DLIST_PUSH_FRONT(&h->chunks[kind], c);
+                continue;
+            }
+            if (!free_empty_pages(h, c, false) &&
+                atomic_load_explicit(&c->ndirty, memory_order_relaxed))
+                chunk_purge_dirty(c);
+        }
+    }
+}
+
+void reclaim_emptied_chunks(heap_t *self)
+{
+    if (heap_count() < 2 || policy_in_force.thp.mode == THP_MODE_ALWAYS ||
+        pthread_mutex_trylock(&reclaim_lock))
+        return; /* the purger is at work: it does this and more */
+    if (!barrier_ready()) {
+        pthread_mutex_unlock(&reclaim_lock);
+        return;
+    }
+    struct pick_emptied k;
+    k.self = self;
+    k.n = 0;
+    heap_foreach_in_use(pick_emptied, &k);
+    if (k.n) {
+        bool fenced = os_barrier();
+        for (unsigned i = 0; i < k.n; i++) {
+            heap_t *h = k.heap[i];
+            if (fenced && !atomic_load_explicit(&h->busy, memory_order_acquire))
+                release_emptied(h);
+            claim_release(h);
+        }
+    }
+    pthread_mutex_unlock(&reclaim_lock);
 }
 
 /* An abandoned chunk, off the list (nobody else touches its pages' lists): what is free in it

@@ -9,12 +9,14 @@
 # other threads freed into are collected and given back too (remote). The first blocks of
 # a dozen classes share three OS pages of one split slot, freed from another thread and
 # allocated again in place, and the slot goes back whole once they are all free; eight
-# classes more fill it and take a second (split).
+# classes more fill it and take a second (split). A thread that waits while another frees
+# what it allocated gets those pages purged before the other takes new ones: the anonymous
+# memory stays flat (emptied).
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/rel-reclaim
 test -x "$prog" || bail "$prog not built"
-for what in kept holes inside busy fork recycle nobarrier loop remote split; do
+for what in kept holes inside busy fork recycle nobarrier loop remote split emptied; do
     relay "$what" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" "$what"
 done
 relay background 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" background
