@@ -333,8 +333,9 @@ size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
  * handing work items to workers, larson's main thread) keeps chunks whose every block is
  * free, in remote-free lists nobody collects until the purger comes after purge_delay. A
  * heap about to take a chunk from the arena first claims such heaps (the same handshake),
- * collects their frees and gives back the chunks that are then empty; the arena hands the
- * caller one of them, resident, instead of a fresh one. */
+ * collects their frees and gives back what they emptied: a chunk without a block goes to
+ * the arena, which hands the caller one of them, resident, instead of a fresh one; an empty
+ * page goes back to its chunk and is purged at once, ahead of purge_delay. */
 
 struct pick_emptied {
     heap_t *self;
