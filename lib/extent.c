@@ -54,7 +54,10 @@ struct ext_bin {
 };
 
 static pthread_mutex_t extent_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
-static struct ext_bin bins[GRANULES + 1]; /* by exact length; pending runs at the front */
+/* By exact length, pending runs at the front; stored longest first (bin_of), so that a
+ * process whose only free run is the rest of its chunk writes the bins' first page, beside
+ * the globals it writes anyway, not a page of their 8 KiB of its own. */
+static struct ext_bin bins[GRANULES + 1];
 static uint64_t binmap[(GRANULES + 64) / 64];
 static chunk_queue_t ext_chunks; /* every extent chunk (list through next/prev) */
 static chunk_t *spare;           /* an empty chunk kept for the next request */
@@ -93,9 +96,14 @@ static void pending_add(long granules)
 
 /* ---- bins ------------------------------------------------------------------------ */
 
+static inline struct ext_bin *bin_of(unsigned len)
+{
+    return &bins[GRANULES - len];
+}
+
 static void bin_insert(struct ext_free *n)
 {
-    struct ext_bin *b = &bins[n->len];
+    struct ext_bin *b = bin_of(n->len);
     if (n->pending || !b->first)
         DLIST_PUSH_FRONT(b, n); /* resident first: reuse before touching purged memory */
     else
@@ -105,7 +113,7 @@ static void bin_insert(struct ext_free *n)
 
 static void bin_remove(struct ext_free *n)
 {
-    struct ext_bin *b = &bins[n->len];
+    struct ext_bin *b = bin_of(n->len);
     DLIST_REMOVE(b, n);
     if (!b->first)
         binmap[n->len / 64] &= ~((uint64_t)1 << (n->len % 64));
@@ -406,7 +414,7 @@ static void *run_alloc_locked(unsigned len, size_t align, bool *is_zero)
             return NULL;
         k = GRANULES;
     }
-    struct ext_free *n = bins[k].first;
+    struct ext_free *n = bin_of(k)->first;
     struct extent_map *m = map_of_node(n);
     unsigned first = n->index;
     if (slack) {
