@@ -179,14 +179,17 @@ static int slot_take(chunk_t *c, bool *was_dirty)
 
 /* An empty page another class keeps (page_retire), to be taken over: its memory is resident
  * already, so a program that moves from one class to the next does not leave a kept page
- * behind in each (docs/benchmarks.md, "Why the code is as it is"). */
+ * behind in each (docs/benchmarks.md, "Why the code is as it is"). In a busy heap not one
+ * kept a moment ago: classes that take and free a block each in turn (scratch buffers of a
+ * few sizes) would take each other's page, and set up and carve it, on every call. */
 static page_t *kept_page_steal(heap_t *heap, unsigned cls)
 {
     enum chunk_kind kind = kind_of_class(cls);
     for (unsigned k = 1; k < SMALL_CLASSES; k++) {
         page_t *p = heap->queues[k].first;
-        if (k != cls && p && !p->next && p->used == 0 && p->chunk->kind == kind &&
-            !page_is_sub(p)) {
+        if (k != cls && p && page_alone(&heap->queues[k], p) && p->used == 0 &&
+            p->chunk->kind == kind && !page_is_sub(p) &&
+            (!heap_is_busy(heap) || heap->slow_ops - p->kept_at >= KEPT_STEAL_AGE)) {
             page_queue_remove(&heap->queues[k], p);
             direct_update(heap, k);
             return p;

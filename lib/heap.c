@@ -31,75 +31,151 @@ void page_retire(heap_t *heap, page_t *page)
          * that it merely freed into, kept, held those chunks and their resident free slots
          * away from every other heap (a thread that joins workers and frees what they left
          * gathered one per class). */
-        if (q->first == page && !page->next && page->alloc_seen)
-            return;
+        if (page_alone(q, page) && page->alloc_seen) {
+            LIB_ASSERT(page->is_sub == page_is_sub(page));
+            page->kept_at = heap->slow_ops;
+            if (likely(!page->is_sub) || !heap_is_busy(heap) || ++page->sub_keeps < SUB_KEEPS_MAX)
+                return;
+            /* Every free into a sub-page takes the slow path (its slot's descriptor is a
+             * marker). A class that empties its sub-page again and again, a buffer taken
+             * and freed in a loop, takes no more sub-pages: it moves to a page of its own,
+             * whose frees take the fast path (shortlived: a third of its frees were slow). */
+            uint64_t bit = (uint64_t)1 << page->cls;
+            heap->first_taken |= bit;
+            heap->second_taken |= bit;
+        }
     }
     page_unlink(heap, page);
     page_free(heap, page);
 }
 
-/* Other threads freed into full pages: bring those pages back to their queues. */
+/* Other threads freed into full pages: those pages join the ones to allocate from, or
+ * back to their chunks when they hold no block and their class has another page. */
 void heap_rescue_full(heap_t *heap, bool may_free)
 {
     atomic_store_explicit(&heap->full_has_xfree, 0, memory_order_seq_cst);
-    page_t *next;
-    for (page_t *p = heap->full.first; p; p = next) {
-        next = p->next;
-        if (!atomic_load_explicit(&p->xthread_free, memory_order_relaxed))
-            continue;
-        page_queue_remove(&heap->full, p);
-        page_set_flags(p, heap, p->flags & (uint8_t)~PAGE_IN_FULL);
-        atomic_store_explicit(&p->in_full, 0, memory_order_seq_cst);
-        page_collect(p);
-        page_queue_push_back(&heap->queues[p->cls], p);
-        if (may_free && p->used == 0 && heap->queues[p->cls].first != p) {
-            page_queue_remove(&heap->queues[p->cls], p);
-            page_free(heap, p);
-        } else {
-            direct_update(heap, p->cls);
+    for (unsigned cls = 1; cls < SMALL_CLASSES; cls++) {
+        page_queue_t *q = &heap->queues[cls];
+        page_t *prev;
+        for (page_t *p = q->last; p && (p->flags & PAGE_IN_FULL); p = prev) {
+            prev = p->prev;
+            if (!atomic_load_explicit(&p->xthread_free, memory_order_relaxed))
+                continue;
+            page_unfull(heap, p);
+            page_collect(p);
+            page_queue_remove(q, p);
+            if (may_free && p->used == 0 && q->first && !(q->first->flags & PAGE_IN_FULL))
+                page_free(heap, p); /* its class has another page to allocate from */
+            else
+                page_queue_insert_avail(q, p);
         }
+        direct_update(heap, cls);
     }
 }
 
-/* A page of class cls with a free block, or NULL when memory is exhausted. */
+/* Makes page ready to allocate from, if it can be: the owner's frees, other threads', its
+ * holes, the reclaimer's reset, a few more blocks carved. Returns whether it has a free
+ * block. */
+static inline bool page_ready(heap_t *heap, page_t *page)
+{
+#ifndef THPALLOC_DEBUG
+    if (!atomic_load_explicit(&page->xthread_free, memory_order_relaxed)) {
+        if (!page->free && page->local_free) {
+            page->free = page->local_free;
+            page->local_free = NULL;
+        }
+    } else
+#endif
+        page_collect(page);
+    if (likely(page->free && !(page->flags & PAGE_RESET)))
+        return true;
+    if (!page->free && page->holes)
+        page_refill_holes(heap, page);
+    if (page->flags & PAGE_RESET)
+        page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_RESET);
+    if (!page->free && page->capacity < page->reserved)
+        page_extend(page);
+    return page->free != NULL;
+}
+
+/* The first page of the class's queue that can be made ready, moved to the front; the ones
+ * before it join the full ones. NULL when none can. */
+static page_t *queue_take(heap_t *heap, page_queue_t *q)
+{
+    page_t *page = q->first;
+    while (page && !(page->flags & PAGE_IN_FULL)) {
+        if (page_ready(heap, page)) {
+            if (page != q->first) {
+                page_queue_remove(q, page);
+                page_queue_push_front(q, page);
+            }
+            return page;
+        }
+        page_t *next = page->next;
+        if (!page_to_full(heap, page))
+            continue; /* a remote free just arrived: collect it */
+        page = next;
+    }
+    return NULL;
+}
+
+/* The oldest full page of a queue with nothing else (queue_take found none) that the owner
+ * has freed into since it filled (or others have, not flagged yet), made ready at the
+ * front. Those without a free block go to the back, so that a class whose full pages hold
+ * long-lived blocks does not look at the same ones for each new page; a few at most.
+ * Waiting there until the class needs them, rather than coming back at their first free,
+ * full pages come back with more free blocks, and the owner's frees into them take the
+ * fast path. */
+#define FULL_TAKE_MAX 8
+static page_t *full_take(heap_t *heap, page_queue_t *q)
+{
+    for (int i = 0; i < FULL_TAKE_MAX && q->first; i++) {
+        page_t *p = q->first;
+        LIB_ASSERT(p->flags & PAGE_IN_FULL);
+        if (p->local_free || p->free ||
+            atomic_load_explicit(&p->xthread_free, memory_order_relaxed)) {
+            page_unfull(heap, p);
+            do {
+                if (page_ready(heap, p))
+                    return p;
+            } while (!page_to_full(heap, p)); /* a remote free just arrived: collect it */
+            continue;
+        }
+        if (p == q->last)
+            break;
+        page_queue_remove(q, p);
+        page_queue_push_back(q, p);
+    }
+    return NULL;
+}
+
+/* A page of class cls with a free block, at the front of its queue (the direct slots
+ * updated), or NULL when memory is exhausted. */
 static page_t *heap_find_page(heap_t *heap, unsigned cls)
 {
     if (atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))
         heap_rescue_full(heap, true);
     page_queue_t *q = &heap->queues[cls];
+    page_t *page;
     for (int adopted = 0;; adopted++) {
-        page_t *page = q->first;
-        while (page) {
-            page_collect(page);
-            if (!page->free && page->holes)
-                page_refill_holes(heap, page);
-            if (page->flags & PAGE_RESET)
-                page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_RESET);
-            if (!page->free && page->capacity < page->reserved)
-                page_extend(page);
-            if (page->free) {
-                page->alloc_seen = true;
-                if (page != q->first) {
-                    page_queue_remove(q, page);
-                    page_queue_push_front(q, page);
-                }
-                direct_update(heap, cls);
-                return page;
-            }
-            page_t *next = page->next;
-            if (!page_to_full(heap, page))
-                continue; /* a remote free just arrived: collect it */
-            page = next;
+        page = queue_take(heap, q);
+        if (!page)
+            page = full_take(heap, q);
+        if (page) {
+            page->alloc_seen = true;
+            break;
         }
         /* A chunk an exited thread left only when this heap's own chunks are full: adopting
          * one per class spread a new thread's pages over every abandoned chunk, none of
          * which could empty (larson's peak: 14 chunks live for 4 lineages). */
-        if (adopted >= 4 || page_slot_available(heap, cls) || !abandoned_adopt_one(heap))
+        if (adopted >= 4 || page_slot_available(heap, cls) || !abandoned_adopt_one(heap)) {
+            page = page_new(heap, cls);
+            if (page)
+                page_extend(page);
             break;
+        }
     }
-    page_t *page = page_new(heap, cls);
-    if (page)
-        page_extend(page);
+    direct_update(heap, cls); /* once: pages that became full left the slots stale */
     return page;
 }
 
@@ -116,7 +192,7 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
         purge_note_active();
     }
     page_t *page = heap->queues[cls].first;
-    if (!page || !page->free)
+    if (!page || !page->free || (page->flags & PAGE_IN_FULL))
         page = heap_find_page(heap, cls);
     if (unlikely(!page)) {
         heap_leave(heap);
@@ -173,10 +249,9 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
         block_set_next(b, page->local_free);
         page->local_free = b;
         if (page->flags & PAGE_IN_FULL) {
-            page_queue_remove(&heap->full, page);
-            page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_IN_FULL);
-            atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
-            page_queue_push_back(&heap->queues[page->cls], page);
+            page_unfull(heap, page);
+            page_queue_remove(&heap->queues[page->cls], page);
+            page_queue_insert_avail(&heap->queues[page->cls], page);
             direct_update(heap, page->cls);
         }
         if (--page->used == 0)

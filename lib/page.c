@@ -36,6 +36,8 @@ static void page_setup(page_t *page, chunk_t *c, uint8_t *start, size_t psize, u
     page->start = start;
     page->chunk = c;
     page->alloc_seen = true;
+    page->is_sub = false;
+    page->sub_keeps = 0;
     page->tail_resident = false;
     page->div_check = UINT64_MAX / page->block_size + 1;
     page->span = page->reserved * page->block_size;
@@ -54,6 +56,7 @@ void sub_page_init(page_t *page, chunk_t *c, unsigned j, unsigned cls)
     LIB_ASSERT(s < SPLITS && c->split[s] && sc_block_size(cls) <= SUB_BLOCK_MAX);
     uint8_t *slot = c->base + ((size_t)(c->split[s] - 1) << c->page_shift);
     page_setup(page, c, slot + ((size_t)(j % SUB_PAGES) << SUB_PAGE_SHIFT), SUB_PAGE_SIZE, cls);
+    page->is_sub = true;
 }
 
 /* Threads blocks into the free list a few KiB at a time, so that a page of a rarely used

@@ -202,8 +202,8 @@ static size_t reclaim_one_heap(heap_t *heap, enum os_purge how)
                     bytes += reset_split_slot(heap, c, p, how);
                     continue;
                 }
-                /* Other threads' frees, as the owner would take them (not on the full list,
-                 * whose pages the owner rescues by looking at xthread_free). */
+                /* Other threads' frees, as the owner would take them (not a full page's,
+                 * which the owner rescues by looking at xthread_free). */
                 if (!(p->flags & PAGE_IN_FULL))
                     page_collect(p);
                 if (p->used == 0) {
@@ -403,8 +403,7 @@ static bool free_empty_pages(heap_t *h, chunk_t *c, bool every)
     for (unsigned i = 0; i < chunk_page_count(c);) {
         page_t *p = chunk_page(c, i);
         page_queue_t *q = &h->queues[p->cls];
-        if (!page_has_blocks(p, memory_order_relaxed) || p->used ||
-            (!every && !(p->flags & PAGE_IN_FULL) && q->first == p && !p->next)) {
+        if (!page_has_blocks(p, memory_order_relaxed) || p->used || (!every && page_alone(q, p))) {
             i++;
             continue;
         }

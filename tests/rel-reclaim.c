@@ -934,7 +934,7 @@ static void test_loop(void)
     static const size_t sizes[] = {100, 5000, 20000, 60000, 200000};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         size_t n = sizes[k];
-        int kept = 1;
+        int kept = 1, early = 0;
         struct stats_head a, b;
         for (int i = 0; i < 1000; i++) {
             void *p = malloc(n);
@@ -944,14 +944,21 @@ static void test_loop(void)
             get(&b, sizeof b);
             /* Nothing goes back to the kernel, and no chunk to the arena. A small block's
              * page is kept; an extent (above 8 KiB) goes back to the shared runs, resident,
-             * and counts as waiting for purge until the next malloc takes it again. */
-            kept &= b.purged == a.purged && b.committed == a.committed &&
-                    (n > 8192 || b.purge_pending == a.purge_pending);
+             * and counts as waiting for purge until the next malloc takes it again. In the
+             * first pairs a small class may once leave its sub-page for a page of its own
+             * (SUB_KEEPS_MAX in lib/internal.h: 32), whose frees take the fast path. */
+            int same = b.purged == a.purged && b.committed == a.committed &&
+                       (n > 8192 || b.purge_pending == a.purge_pending);
+            if (i < 64)
+                early += !same;
+            else
+                kept &= same;
         }
-        report(kept,
+        report(kept && early <= (n <= 1024 ? 1 : 0),
                "1000 malloc/free pairs of %zu bytes: no free gives the block's page back "
-               "(pending %llu -> %llu, committed %llu -> %llu bytes at the last)",
-               n, (unsigned long long)a.purge_pending, (unsigned long long)b.purge_pending,
+               "(%d changes in the first 64; pending %llu -> %llu, committed %llu -> %llu "
+               "bytes at the last)",
+               n, early, (unsigned long long)a.purge_pending, (unsigned long long)b.purge_pending,
                (unsigned long long)a.committed, (unsigned long long)b.committed);
     }
 }
