@@ -215,7 +215,7 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
 {
     if (unlikely(c->kind == CHUNK_FREE))
         lib_fatal("free(): double free or invalid pointer", p);
-    page = page_of_block(c, p); /* a split slot's block: its sub-page */
+    page = page_sub_of(c, page, p); /* a split slot's block: its sub-page */
     if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
         lib_fatal("free(): invalid pointer", p);
     if (page->flags & PAGE_HAS_ALIGNED)
@@ -230,17 +230,12 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
         lib_fatal("free(): double free detected", p);
     block_t *b = p;
     heap_t *heap = tl_heap;
-    bool has_heap = heap != &heap_empty && heap != &heap_exited;
-    if (has_heap)
-        heap_enter(heap);
+    /* Only this thread makes its heap a chunk's owner, or takes it away; and while p is
+     * live nothing gives its chunk back. So the owner is read outside the handshake, and a
+     * remote free, which touches nothing of the freeing thread's heap, stays out of it. */
     heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
-    if (!owner && atomic_load_explicit(&c->abandoned, memory_order_relaxed) &&
-        abandoned_free(c, page, b)) {
-        if (has_heap)
-            heap_leave(heap);
-        return;
-    }
-    if (owner == heap) {
+    if (owner == heap) { /* never heap_empty or heap_exited: they own no chunk */
+        heap_enter(heap);
         heap->slow_ops++;
         /* Our own page, but full or with aligned blocks. */
         if (unlikely(b->key == block_key(b)))
@@ -259,8 +254,9 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
         heap_leave(heap);
         return;
     }
-    if (has_heap)
-        heap_leave(heap);
+    if (!owner && atomic_load_explicit(&c->abandoned, memory_order_relaxed) &&
+        abandoned_free(c, page, b))
+        return;
     b->key = block_key(b);
     block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
     do {

@@ -288,17 +288,22 @@ static inline unsigned sub_index(const page_t *p)
                                                  : SUB_PAGES + (unsigned)(p - c->sub2);
 }
 
-/* The page that block p of a small-object chunk lies in: page_of, or the sub-page of a
- * split slot (the slow paths: the fast ones never see a marker's blocks). */
-static inline page_t *page_of_block(chunk_t *c, const void *p)
+/* The page that block p of a small-object chunk lies in, given page_of(c, p): that page, or
+ * the sub-page of a split slot (the slow paths: the fast ones never see a marker's blocks). */
+static inline page_t *page_sub_of(chunk_t *c, page_t *page, const void *p)
 {
-    page_t *page = page_of(c, p);
     if (unlikely(page->cls == SPLIT_CLS) && c->kind == CHUNK_SMALL &&
         atomic_load_explicit(&page->in_use, memory_order_acquire) == PAGE_USED) {
         unsigned s = (unsigned)(page - c->pages) + 1 == c->split[0] ? 0 : 1;
         page = chunk_sub(c, s * SUB_PAGES + (((uintptr_t)p >> SUB_PAGE_SHIFT) & (SUB_PAGES - 1)));
     }
     return page;
+}
+
+/* The page that block p of a small-object chunk lies in (page_sub_of). */
+static inline page_t *page_of_block(chunk_t *c, const void *p)
+{
+    return page_sub_of(c, page_of(c, p), p);
 }
 
 /* A chunk's page descriptors, for walks: its slots, then its split slots' sub-pages while
