@@ -117,6 +117,9 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
     }
     /* Chunks are 2 MiB-aligned; a large block's PAGE_SHIFT_NONE makes its index 0. */
     page_t *page = page_of(c, p);
+    /* One register for the page: left alone, gcc 12 works its address out twice (once for
+     * fast_owner, once with the other fields' offsets folded in). */
+    __asm__("" : "+r"(page));
     heap_t *heap = tl_heap;
     block_t *b = p;
     /* Checked here without touching the block: its start (interior pointers) and the
