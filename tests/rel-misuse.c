@@ -20,6 +20,8 @@
  *                    the address of a global (its key left as it was), then malloc(48)
  *                    until the global comes back or 2000 calls
  *   overflow-link    the same through a 16-byte overflow of the block before it
+ *   remote-link      the same for a block another thread freed (waiting on the page's list
+ *                    of other threads' frees, which the owner walks when it collects it)
  *   ok               no misuse at all (the control: must exit 0)
  *
  * Before the misuse the program prints "ptr=0x%016lx" (the pointer handed to free/realloc,
@@ -31,6 +33,7 @@
 #define _GNU_SOURCE 1
 #endif
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +168,44 @@ static int redirect(int overflow)
     return 3;
 }
 
+static void *free_it(void *p)
+{
+    free(p);
+    return NULL;
+}
+
+/* redirect, for a block that another thread freed: it waits on its page's list of remote
+ * frees until the owner collects that list (when it runs out of blocks there). */
+static int remote_redirect(void)
+{
+    enum { N = 64 };
+    char *blk[N];
+    for (int i = 0; i < N; i++)
+        if (!(blk[i] = malloc(48)))
+            return 2;
+    char *b = blk[N / 2];
+    announce(b);
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_it, b) || pthread_join(t, NULL))
+        return 2;
+    uintptr_t words[2];
+    memcpy(words, launder(b), sizeof words);
+    words[0] = (uintptr_t)target;
+    target[1] = words[1];
+    memcpy(launder(b), words, sizeof words);
+    for (int i = 0; i < 2000; i++) {
+        void *p = launder(malloc(48));
+        if (p == (void *)target) {
+            printf("silent corruption: malloc returned the attacker's address %p\n", p);
+            fflush(stdout);
+            return 3;
+        }
+    }
+    printf("misuse went undetected (no abort, target never returned)\n");
+    fflush(stdout);
+    return 3;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -200,6 +241,8 @@ int main(int argc, char **argv)
         return redirect(0);
     if (!strcmp(c, "overflow-link"))
         return redirect(1);
+    if (!strcmp(c, "remote-link"))
+        return remote_redirect();
     if (!strcmp(c, "ok")) {
         char *p = malloc(48), *q = malloc(4 * MiB);
         if (!p || !q)

@@ -7,7 +7,9 @@
 # LD_PRELOAD=$THPALLOC_LIB: the process dies of SIGABRT; its
 # stderr has a line starting "thpalloc: "; that line names the pointer that was passed.
 # Controls: the misuse-free case exits 0 with an empty stderr; under plain glibc the small
-# double free aborts too (the program really does the misuse).
+# double free aborts too (the program really does the misuse). Free-list redirection (a
+# freed block's link overwritten, in the owner's lists or in the list of other threads'
+# frees) aborts with "malloc(): free block corrupted" and never hands out the address.
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/rel-misuse
@@ -70,4 +72,16 @@ for c in uaf-link overflow-link; do
         sh -c 'case "$1" in "thpalloc: malloc(): free block corrupted"*) true ;; *) false ;; esac' sh "$line"
     test -n "$line" && diag "$c: $line"
 done
+
+# The same for a block another thread freed (no glibc control: its freeing thread's cache
+# keeps the block, so glibc never hands it out again here).
+runcase remote-link "$THPALLOC_LIB"
+line=$(grep '^thpalloc: ' "$tap_tmp/err" | head -n 1)
+test "$rc" -eq 134 || grep -v '^ptr=' "$tap_tmp/out" | sed "s/^/remote-link: /" | while IFS= read -r l; do diag "$l"; done
+check "remote-link: malloc never hands out the attacker's address" \
+    sh -c '! grep -q "silent corruption" "$1"' sh "$tap_tmp/out"
+check "remote-link: the process is stopped by SIGABRT (exit $rc)" test "$rc" -eq 134
+check "remote-link: stderr says 'thpalloc: malloc(): free block corrupted'" \
+    sh -c 'case "$1" in "thpalloc: malloc(): free block corrupted"*) true ;; *) false ;; esac' sh "$line"
+test -n "$line" && diag "remote-link: $line"
 done_testing
