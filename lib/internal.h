@@ -140,9 +140,8 @@ typedef struct page {
     uint64_t div_check;
     uint32_t used;
     uint32_t block_size;
-    uint32_t span; /* reserved * block_size: a block starts below this offset */
-    uint8_t flags; /* owner-only: PAGE_HAS_ALIGNED, PAGE_IN_FULL...; 0 or PAGE_IN_FULL on the fast
-                      path */
+    uint32_t span;          /* reserved * block_size: a block starts below this offset */
+    uint8_t flags;          /* owner-only PAGE_* bits; 0 or PAGE_IN_FULL on the fast path */
     _Atomic uint8_t in_use; /* enum page_state */
     uint8_t cls;
     _Atomic uint8_t in_full; /* among its queue's full pages (see page-queue.c) */
@@ -585,11 +584,12 @@ HIDDEN void page_queue_push_back(page_queue_t *q, page_t *p);
 /* A page to allocate from joins its queue behind the current page, before the full ones: a
  * full page that got a free block back does not take the current page's turn for it. */
 HIDDEN void page_queue_insert_avail(page_queue_t *q, page_t *p);
-/* Points the direct slots of class cls at the queue's first page. */
+/* Points the direct slots of class cls at the queue's first page (page_empty when that one
+ * is full). */
 HIDDEN void direct_update(heap_t *heap, unsigned cls);
-/* Takes a page off whichever list of the heap holds it. */
+/* Takes a page off its queue, full or not. */
 HIDDEN void page_unlink(heap_t *heap, page_t *page);
-/* A full page becomes one to allocate from (the caller moves it to the front). */
+/* A full page becomes one to allocate from (the caller puts it among those). */
 HIDDEN void page_unfull(heap_t *heap, page_t *page);
 /* Moves a page without free blocks to the full end of its queue; false when a remote free
  * arrived meanwhile (collect again). The caller updates the class's direct slots. */
