@@ -59,7 +59,7 @@ static void adopt_chunk(heap_t *heap, chunk_t *c)
         page_set_flags(p, heap, p->flags);
         p->alloc_seen = false; /* kept by this heap only once it allocates from it */
         page_collect(p);
-        page_queue_insert_avail(&heap->queues[p->cls], p);
+        page_queue_push_back(&heap->queues[p->cls], p);
         direct_update(heap, p->cls);
     }
 }
@@ -100,6 +100,11 @@ bool abandoned_free(chunk_t *c, page_t *page, block_t *b)
 void heap_abandon(heap_t *heap)
 {
     uint32_t now = now_ms();
+    page_t *next;
+    for (page_t *p = heap->full.first; p; p = next) {
+        next = p->next;
+        page_collect(p);
+    }
     for (unsigned cls = 1; cls < SMALL_CLASSES; cls++)
         for (page_t *p = heap->queues[cls].first; p; p = p->next)
             page_collect(p);
@@ -126,6 +131,7 @@ void heap_abandon(heap_t *heap)
     /* Nothing of the heap points into the chunks on the abandoned list now: a claim taken
      * before the heap leaves the in-use list (reclaim.c) finds it empty, and does not walk
      * pages that an adopter owns meanwhile. */
+    heap->full.first = heap->full.last = NULL;
     for (unsigned cls = 1; cls < SMALL_CLASSES; cls++)
         heap->queues[cls].first = heap->queues[cls].last = NULL;
     for (unsigned w = 0; w < DIRECT_SLOTS; w++)

@@ -49,27 +49,24 @@ void page_retire(heap_t *heap, page_t *page)
     page_free(heap, page);
 }
 
-/* Other threads freed into full pages: those pages join the ones to allocate from, or
- * back to their chunks when they hold no block and their class has another page. */
+/* Other threads freed into full pages: bring those pages back to their queues. */
 void heap_rescue_full(heap_t *heap, bool may_free)
 {
     atomic_store_explicit(&heap->full_has_xfree, 0, memory_order_seq_cst);
-    for (unsigned cls = 1; cls < SMALL_CLASSES; cls++) {
-        page_queue_t *q = &heap->queues[cls];
-        page_t *prev;
-        for (page_t *p = q->last; p && (p->flags & PAGE_IN_FULL); p = prev) {
-            prev = p->prev;
-            if (!atomic_load_explicit(&p->xthread_free, memory_order_relaxed))
-                continue;
-            page_unfull(heap, p);
-            page_collect(p);
-            page_queue_remove(q, p);
-            if (may_free && p->used == 0 && q->first && !(q->first->flags & PAGE_IN_FULL))
-                page_free(heap, p); /* its class has another page to allocate from */
-            else
-                page_queue_insert_avail(q, p);
+    page_t *next;
+    for (page_t *p = heap->full.first; p; p = next) {
+        next = p->next;
+        if (!atomic_load_explicit(&p->xthread_free, memory_order_relaxed))
+            continue;
+        page_unfull(heap, p);
+        page_collect(p);
+        page_queue_push_back(&heap->queues[p->cls], p);
+        if (may_free && p->used == 0 && heap->queues[p->cls].first != p) {
+            page_queue_remove(&heap->queues[p->cls], p);
+            page_free(heap, p);
+        } else {
+            direct_update(heap, p->cls);
         }
-        direct_update(heap, cls);
     }
 }
 
@@ -99,11 +96,11 @@ static inline bool page_ready(heap_t *heap, page_t *page)
 }
 
 /* The first page of the class's queue that can be made ready, moved to the front; the ones
- * before it join the full ones. NULL when none can. */
+ * before it go to the full list. NULL when none can. */
 static page_t *queue_take(heap_t *heap, page_queue_t *q)
 {
     page_t *page = q->first;
-    while (page && !(page->flags & PAGE_IN_FULL)) {
+    while (page) {
         if (page_ready(heap, page)) {
             if (page != q->first) {
                 page_queue_remove(q, page);
@@ -119,36 +116,6 @@ static page_t *queue_take(heap_t *heap, page_queue_t *q)
     return NULL;
 }
 
-/* The oldest full page of a queue with nothing else (queue_take found none) that the owner
- * has freed into since it filled (or others have, not flagged yet), made ready at the
- * front. Those without a free block go to the back, so that a class whose full pages hold
- * long-lived blocks does not look at the same ones for each new page; a few at most.
- * Waiting there until the class needs them, rather than coming back at their first free,
- * full pages come back with more free blocks, and the owner's frees into them take the
- * fast path. */
-#define FULL_TAKE_MAX 8
-static page_t *full_take(heap_t *heap, page_queue_t *q)
-{
-    for (int i = 0; i < FULL_TAKE_MAX && q->first; i++) {
-        page_t *p = q->first;
-        LIB_ASSERT(p->flags & PAGE_IN_FULL);
-        if (p->local_free || p->free ||
-            atomic_load_explicit(&p->xthread_free, memory_order_relaxed)) {
-            page_unfull(heap, p);
-            do {
-                if (page_ready(heap, p))
-                    return p;
-            } while (!page_to_full(heap, p)); /* a remote free just arrived: collect it */
-            continue;
-        }
-        if (p == q->last)
-            break;
-        page_queue_remove(q, p);
-        page_queue_push_back(q, p);
-    }
-    return NULL;
-}
-
 /* A page of class cls with a free block, at the front of its queue (the direct slots
  * updated), or NULL when memory is exhausted. */
 static page_t *heap_find_page(heap_t *heap, unsigned cls)
@@ -159,8 +126,6 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
     page_t *page;
     for (int adopted = 0;; adopted++) {
         page = queue_take(heap, q);
-        if (!page)
-            page = full_take(heap, q);
         if (page) {
             page->alloc_seen = true;
             break;
@@ -175,7 +140,7 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
             break;
         }
     }
-    direct_update(heap, cls); /* once: pages that became full left the slots stale */
+    direct_update(heap, cls); /* once: pages that went to the full list left it stale */
     return page;
 }
 
@@ -192,7 +157,7 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
         purge_note_active();
     }
     page_t *page = heap->queues[cls].first;
-    if (!page || !page->free || (page->flags & PAGE_IN_FULL))
+    if (!page || !page->free)
         page = heap_find_page(heap, cls);
     if (unlikely(!page)) {
         heap_leave(heap);
@@ -245,8 +210,7 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
         page->local_free = b;
         if (page->flags & PAGE_IN_FULL) {
             page_unfull(heap, page);
-            page_queue_remove(&heap->queues[page->cls], page);
-            page_queue_insert_avail(&heap->queues[page->cls], page);
+            page_queue_push_back(&heap->queues[page->cls], page);
             direct_update(heap, page->cls);
         }
         if (--page->used == 0)

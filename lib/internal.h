@@ -129,9 +129,8 @@ typedef struct arena arena_t;
  * partition the first `capacity` blocks; capacity <= reserved. */
 typedef struct page {
     /* First cache line: what the fast paths read. */
-    /* The owning heap while the page takes the fast free path (owned, no flag but
-     * PAGE_IN_FULL), else NULL: free compares it with its own heap, one load for ownership
-     * and flags. */
+    /* The owning heap while the page takes the fast free path (owned, flags == 0), else
+     * NULL: free compares it with its own heap, one load for ownership and flags. */
     _Atomic(heap_t *) fast_owner;
     block_t *free;       /* the owner allocates from here */
     block_t *local_free; /* the owner's frees; becomes `free` when that runs dry */
@@ -141,10 +140,10 @@ typedef struct page {
     uint32_t used;
     uint32_t block_size;
     uint32_t span;          /* reserved * block_size: a block starts below this offset */
-    uint8_t flags;          /* owner-only PAGE_* bits; 0 or PAGE_IN_FULL on the fast path */
+    uint8_t flags;          /* owner-only: PAGE_HAS_ALIGNED, PAGE_IN_FULL; 0 on the fast path */
     _Atomic uint8_t in_use; /* enum page_state */
     uint8_t cls;
-    _Atomic uint8_t in_full; /* among its queue's full pages (see page-queue.c) */
+    _Atomic uint8_t in_full; /* on the heap's full list (see page-queue.c) */
     /* Second cache line: the slow paths'. */
     uint32_t capacity;
     uint32_t reserved;
@@ -181,19 +180,16 @@ enum page_state {
 };
 
 #define PAGE_HAS_ALIGNED 1 /* interior (aligned) pointers may be freed */
-#define PAGE_IN_FULL 2     /* at the full end of its class's queue (owner's copy of in_full) */
+#define PAGE_IN_FULL 2     /* on the heap's full list (owner's copy of in_full) */
 #define PAGE_HAS_HOLES 4   /* holes != 0: frees take the slow path, which checks them */
 #define PAGE_RESET 8       /* reset by the reclaimer: frees take the slow path until refilled */
 #define PAGE_SPLIT 16      /* a split slot's marker: its blocks are its sub-pages' */
 
-/* Sets the owner-only flags and, with them, whether frees take the fast path: the owner's
- * frees into a full page take it too, and wait on its local_free until the class has no
- * other page (heap.c, full_take). */
+/* Sets the owner-only flags and, with them, whether frees take the fast path. */
 static inline void page_set_flags(page_t *page, heap_t *owner, uint8_t flags)
 {
     page->flags = flags;
-    atomic_store_explicit(&page->fast_owner, flags & ~PAGE_IN_FULL ? NULL : owner,
-                          memory_order_relaxed);
+    atomic_store_explicit(&page->fast_owner, flags ? NULL : owner, memory_order_relaxed);
 }
 
 /* true when p is not the start of a block of page (an interior or stray pointer): one
@@ -472,12 +468,10 @@ typedef struct page_queue {
     page_t *first, *last;
 } page_queue_t;
 
-/* p is the only page its class allocates from: first in q, and only full pages after it
- * (they follow the others). */
+/* p is the only page its class allocates from (full pages are on the heap's full list). */
 static inline bool page_alone(const page_queue_t *q, const page_t *p)
 {
-    return q->first == p && !(p->flags & PAGE_IN_FULL) &&
-           (!p->next || (p->next->flags & PAGE_IN_FULL));
+    return q->first == p && !p->next;
 }
 #define EXT_CACHE_SLOTS 16
 typedef struct chunk_queue {
@@ -495,9 +489,8 @@ struct heap {
     /* the purger's own notes: slow_ops when last looked at, since when, when reclaimed */
     uint32_t seen_ops, seen_at, reclaimed_ops, reclaim_pass;
     bool reclaimed; /* also cleared by the owner: it is active again, wake the purger */
-    /* By class: the pages to allocate from, then those that had no free block left
-     * (PAGE_IN_FULL), oldest first; the owner's frees into those wait there (heap.c). */
     page_queue_t queues[SMALL_CLASSES];
+    page_queue_t full;          /* pages without a free block */
     _Atomic int full_has_xfree; /* another thread freed into a full page */
     chunk_queue_t chunks[2];    /* owned chunks, small and medium (list through next/prev) */
     /* bit cls: the class had its first page, which comes cheap: a sub-page up to
@@ -581,18 +574,14 @@ HIDDEN void abandon_fork_child(void);
 HIDDEN void page_queue_remove(page_queue_t *q, page_t *p);
 HIDDEN void page_queue_push_front(page_queue_t *q, page_t *p);
 HIDDEN void page_queue_push_back(page_queue_t *q, page_t *p);
-/* A page to allocate from joins its queue behind the current page, before the full ones: a
- * full page that got a free block back does not take the current page's turn for it. */
-HIDDEN void page_queue_insert_avail(page_queue_t *q, page_t *p);
-/* Points the direct slots of class cls at the queue's first page (page_empty when that one
- * is full). */
+/* Points the direct slots of class cls at the queue's first page. */
 HIDDEN void direct_update(heap_t *heap, unsigned cls);
-/* Takes a page off its queue, full or not. */
+/* Takes a page off whichever list of the heap holds it. */
 HIDDEN void page_unlink(heap_t *heap, page_t *page);
-/* A full page becomes one to allocate from (the caller puts it among those). */
+/* Takes a page off the full list (the caller puts it back in its queue). */
 HIDDEN void page_unfull(heap_t *heap, page_t *page);
-/* Moves a page without free blocks to the full end of its queue; false when a remote free
- * arrived meanwhile (collect again). The caller updates the class's direct slots. */
+/* Moves a page without free blocks to the full list; false when a remote free arrived
+ * meanwhile (collect again). The caller updates the class's direct slots. */
 HIDDEN bool page_to_full(heap_t *heap, page_t *page);
 
 /* chunk.c: pages from the heap's chunks, chunks from the arena. */

@@ -30,18 +30,6 @@
         (q)->first = (n);                                                                          \
     } while (0)
 
-/* Puts node n after node a of queue q. */
-#define DLIST_INSERT_AFTER(q, a, n)                                                                \
-    do {                                                                                           \
-        (n)->prev = (a);                                                                           \
-        (n)->next = (a)->next;                                                                     \
-        if ((a)->next)                                                                             \
-            (a)->next->prev = (n);                                                                 \
-        else                                                                                       \
-            (q)->last = (n);                                                                       \
-        (a)->next = (n);                                                                           \
-    } while (0)
-
 #define DLIST_PUSH_BACK(q, n)                                                                      \
     do {                                                                                           \
         (n)->next = NULL;                                                                          \

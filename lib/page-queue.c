@@ -1,9 +1,6 @@
-/* page-queue: a heap's page queues, one per size class: the pages to allocate from first,
- * then the full ones, oldest first (so that the pages a class allocates from are found
- * without walking the full ones, and a full page comes back, with every block freed into
- * it meanwhile, only when the class has no other); and the direct slots the malloc fast
- * path reads: which page a class allocates from next. Only the owner, or the purger
- * holding the heap by its claim, changes them. */
+/* page-queue: a heap's page queues (one per size class, and the full pages aside) and the
+ * direct slots the malloc fast path reads: which page a class allocates from next. Only
+ * the owner, or the purger holding the heap by its claim, changes them. */
 #include "internal.h"
 #include "list.h"
 
@@ -24,14 +21,6 @@ void page_queue_push_back(page_queue_t *q, page_t *p)
     DLIST_PUSH_BACK(q, p);
 }
 
-void page_queue_insert_avail(page_queue_t *q, page_t *p)
-{
-    if (q->first && !(q->first->flags & PAGE_IN_FULL))
-        DLIST_INSERT_AFTER(q, q->first, p);
-    else
-        DLIST_PUSH_FRONT(q, p);
-}
-
 /* The direct slots of each class, [lo, hi] by (size + 15) / 16, as constants: the slow
  * paths call direct_update on every page that fills or comes back, and working the bounds
  * out of sc_block_size there was a third of its cost (callgrind, churn). */
@@ -46,8 +35,7 @@ static const uint8_t direct_range[SMALL_CLASSES][2] = {{0, 0},
 #undef X
 _Static_assert(SMALL_CLASSES == 57, "direct_range lists classes 1..56");
 
-/* Points the direct slots of class cls at the queue's first page, or at page_empty when
- * the class has none to allocate from. */
+/* Points the direct slots of class cls at the queue's first page. */
 void direct_update(heap_t *heap, unsigned cls)
 {
     unsigned hi = direct_range[cls][1];
@@ -55,34 +43,35 @@ void direct_update(heap_t *heap, unsigned cls)
     LIB_ASSERT(cls == 1 || !hi || direct_range[cls][0] == (sc_block_size(cls - 1) >> 4) + 1);
     if (!hi)
         return; /* above DIRECT_MAX */
-    page_t *p = heap->queues[cls].first;
-    if (!p || (p->flags & PAGE_IN_FULL))
-        p = &page_empty;
+    page_t *p = heap->queues[cls].first ? heap->queues[cls].first : &page_empty;
     if (heap->direct[hi] == p)
         return; /* the class's slots change together */
     for (unsigned w = direct_range[cls][0]; w <= hi; w++)
         heap->direct[w] = p;
 }
 
-/* Takes a page off its queue. */
+/* Takes a page off whichever list holds it. */
 void page_unlink(heap_t *heap, page_t *page)
 {
-    if (page->flags & PAGE_IN_FULL)
+    if (page->flags & PAGE_IN_FULL) {
         page_unfull(heap, page);
-    page_queue_remove(&heap->queues[page->cls], page);
-    direct_update(heap, page->cls);
+    } else {
+        page_queue_remove(&heap->queues[page->cls], page);
+        direct_update(heap, page->cls);
+    }
 }
 
 void page_unfull(heap_t *heap, page_t *page)
 {
+    page_queue_remove(&heap->full, page);
     page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_IN_FULL);
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
 }
 
-/* Moves a page without free blocks to the back of its queue, among the full pages. Dekker
- * with free_slow: publish in_full, then look at xthread_free; a racing remote free either
- * is seen here or sees in_full and flags the heap. Returns false when a remote free arrived
- * (collect again). The caller updates the direct slots (one walk may move several pages). */
+/* Moves a page without free blocks to the full list. Dekker with free_slow: publish
+ * in_full, then look at xthread_free; a racing remote free either is seen here or sees
+ * in_full and flags the heap. Returns false when a remote free arrived (collect again).
+ * The caller updates the direct slots (one walk may move several pages). */
 bool page_to_full(heap_t *heap, page_t *page)
 {
     atomic_store_explicit(&page->in_full, 1, memory_order_seq_cst);
@@ -90,9 +79,8 @@ bool page_to_full(heap_t *heap, page_t *page)
         atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
         return false;
     }
-    page_queue_t *q = &heap->queues[page->cls];
-    page_queue_remove(q, page);
+    page_queue_remove(&heap->queues[page->cls], page);
     page_set_flags(page, heap, page->flags | PAGE_IN_FULL);
-    page_queue_push_back(q, page);
+    page_queue_push_back(&heap->full, page);
     return true;
 }

@@ -3,7 +3,7 @@
  * mincore(2), OS page by OS page, so every check is exact.
  *
  *   rel-reclaim kept|holes|inside|busy|fork|background|nobarrier|hole-double-free|loop|
- *               recycle|reset-double-free|remote|split
+ *               recycle|reset-double-free|remote|split|emptied|reuse
  *
  * A worker thread allocates on command and otherwise waits on a condition variable (no
  * allocator call: idle, as far as thpalloc can tell); the main thread makes thpalloc
@@ -1030,6 +1030,55 @@ static void test_emptied(void)
     worker_stop();
 }
 
+/* ---- reuse: what is freed into full pages is taken again before new memory --------------- */
+
+#define REUSE_BASE 400000 /* long-lived 64-byte blocks: 300000 first, the rest among the others */
+#define REUSE_RING 50000  /* short-lived ones, freed oldest first */
+#define REUSE_OPS 3000000
+static void *reuse_base[REUSE_BASE], *reuse_ring[REUSE_RING];
+
+static void test_reuse(void)
+{
+    /* the arrays are the program's own .bss: written before the first figure */
+    memset(reuse_base, 0, sizeof reuse_base);
+    memset(reuse_ring, 0, sizeof reuse_ring);
+    long before = anon_kib();
+    size_t nbase = 0, head = 0, n = 0;
+    int ok = 1;
+    for (; nbase < 300000 && ok; nbase++)
+        ok = (reuse_base[nbase] = malloc(64)) != NULL;
+    uint64_t x = 88172645463325252u;
+    for (long i = 0; i < REUSE_OPS && ok; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        if (n == REUSE_RING) {
+            free(reuse_ring[head]);
+            head = (head + 1) % REUSE_RING;
+            n--;
+        }
+        void *p = malloc(64);
+        ok = p != NULL;
+        memset(p, 1, 64);
+        reuse_ring[(head + n++) % REUSE_RING] = p;
+        /* now and then a long-lived block among them: their pages never empty */
+        if ((x & 63) == 0 && nbase < REUSE_BASE && ok)
+            ok = (reuse_base[nbase++] = malloc(64)) != NULL;
+    }
+    long after = anon_kib();
+    size_t live_kib = (nbase + n) * 64 / 1024;
+    report(ok && before > 0 && after > 0 &&
+               (size_t)(after - before) <= live_kib + live_kib / 16 + 1024,
+           "%zu long-lived and %zu short-lived 64-byte blocks, 3 M replaced oldest first: "
+           "anonymous memory +%ld KiB for %zu KiB live (bound +6.25 %% + 1 MiB)",
+           nbase, n, after - before, live_kib);
+    while (n) {
+        free(reuse_ring[head]);
+        head = (head + 1) % REUSE_RING;
+        n--;
+    }
+    for (size_t i = 0; i < nbase; i++)
+        free(reuse_base[i]);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1068,10 +1117,12 @@ int main(int argc, char **argv)
         test_split();
     else if (!strcmp(what, "emptied"))
         test_emptied();
+    else if (!strcmp(what, "reuse"))
+        test_reuse();
     else {
         fprintf(stderr, "usage: rel-reclaim "
                         "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop|"
-                        "recycle|reset-double-free|remote|split|emptied\n");
+                        "recycle|reset-double-free|remote|split|emptied|reuse\n");
         return 2;
     }
     printf("end\n");
