@@ -136,6 +136,24 @@ static int usable_interior(void)
 /* Where an attacker wants malloc to hand out memory. */
 static uintptr_t target[8] __attribute__((aligned(64)));
 
+/* Allocates blocks of 48 bytes until target comes back (3) or 2000 calls (3 too: the
+ * misuse went undetected); a correct allocator stops the process first. */
+static int allocate_until_target(void)
+{
+    for (int i = 0; i < 2000; i++) {
+        /* laundered: the compiler may assume malloc never returns target's address */
+        void *p = launder(malloc(48));
+        if (p == (void *)target) {
+            printf("silent corruption: malloc returned the attacker's address %p\n", p);
+            fflush(stdout);
+            return 3;
+        }
+    }
+    printf("misuse went undetected (no abort, target never returned)\n");
+    fflush(stdout);
+    return 3;
+}
+
 /* Redirects a freed block's list link to target, keeping its key (the attacker can read
  * it: it sits in the block), through a write after free or an overflow of its neighbour;
  * then allocates until target comes back. */
@@ -154,18 +172,7 @@ static int redirect(int overflow)
         memcpy(launder(a) + 48, words, sizeof words); /* 16 bytes past a's end */
     else
         memcpy(launder(b), words, sizeof words);
-    for (int i = 0; i < 2000; i++) {
-        /* laundered: the compiler may assume malloc never returns target's address */
-        void *p = launder(malloc(48));
-        if (p == (void *)target) {
-            printf("silent corruption: malloc returned the attacker's address %p\n", p);
-            fflush(stdout);
-            return 3;
-        }
-    }
-    printf("misuse went undetected (no abort, target never returned)\n");
-    fflush(stdout);
-    return 3;
+    return allocate_until_target();
 }
 
 static void *free_it(void *p)
@@ -193,17 +200,7 @@ static int remote_redirect(void)
     words[0] = (uintptr_t)target;
     target[1] = words[1];
     memcpy(launder(b), words, sizeof words);
-    for (int i = 0; i < 2000; i++) {
-        void *p = launder(malloc(48));
-        if (p == (void *)target) {
-            printf("silent corruption: malloc returned the attacker's address %p\n", p);
-            fflush(stdout);
-            return 3;
-        }
-    }
-    printf("misuse went undetected (no abort, target never returned)\n");
-    fflush(stdout);
-    return 3;
+    return allocate_until_target();
 }
 
 int main(int argc, char **argv)
