@@ -21,7 +21,7 @@ extern char **environ;
  * thp-status, which reads the library's object, would see a table never written. */
 static struct thpalloc_introspect introspect_state = {
     .magic = THPALLOC_INTROSPECT_MAGIC,
-    .version = 1,
+    .version = 2,
     .size = sizeof(struct thpalloc_introspect),
     .active = 2,
     .thp_mode = CFG_DEFAULT_THP,
@@ -144,17 +144,32 @@ bool introspect_in_charge(void)
     return introspect_state.active == 1;
 }
 
+/* Range slot i: the first few in the block, the rest in the table mapped on first need
+ * (NULL if it could not be). ranges_lock held. */
+static struct thpalloc_range *range_slot(uint64_t i)
+{
+    struct thpalloc_introspect *t = &introspect_state;
+    if (i < THPALLOC_RANGES_INLINE)
+        return &t->range[i];
+    if (!t->more)
+        t->more = (uintptr_t)meta_alloc((THPALLOC_RANGES_MAX - THPALLOC_RANGES_INLINE) *
+                                        sizeof(struct thpalloc_range));
+    return t->more ? (struct thpalloc_range *)(uintptr_t)t->more + (i - THPALLOC_RANGES_INLINE)
+                   : NULL;
+}
+
 void introspect_add_range(void *base, size_t size)
 {
     pthread_mutex_lock(&ranges_lock);
     struct thpalloc_introspect *t = &introspect_state;
     uint64_t i;
     for (i = 0; i < t->ranges_used; i++)
-        if (t->range[i].size == 0)
+        if (range_slot(i)->size == 0)
             break;
-    if (i < THPALLOC_RANGES_MAX) {
-        t->range[i].base = (uintptr_t)base;
-        t->range[i].size = size;
+    struct thpalloc_range *r = i < THPALLOC_RANGES_MAX ? range_slot(i) : NULL;
+    if (r) {
+        r->base = (uintptr_t)base;
+        r->size = size;
         if (i == t->ranges_used)
             t->ranges_used++;
     } else {
@@ -167,12 +182,14 @@ void introspect_remove_range(void *base)
 {
     pthread_mutex_lock(&ranges_lock);
     struct thpalloc_introspect *t = &introspect_state;
-    for (uint64_t i = 0; i < t->ranges_used; i++)
-        if (t->range[i].base == (uintptr_t)base && t->range[i].size) {
-            t->range[i].size = 0;
-            t->range[i].base = 0;
+    for (uint64_t i = 0; i < t->ranges_used; i++) {
+        struct thpalloc_range *r = range_slot(i);
+        if (r->base == (uintptr_t)base && r->size) {
+            r->size = 0;
+            r->base = 0;
             break;
         }
+    }
     pthread_mutex_unlock(&ranges_lock);
 }
 

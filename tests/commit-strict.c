@@ -25,7 +25,7 @@
 
 #include "proc-status.h"
 #include "relay-report.h"
-#include "thpalloc.h"
+#include "intro-range.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -44,7 +44,7 @@ struct charge {
 static int in_ranges(uint64_t lo, uint64_t hi)
 {
     for (uint64_t i = 0; i < intro->ranges_used && i < THPALLOC_RANGES_MAX; i++) {
-        const struct thpalloc_range *r = &intro->range[i];
+        const struct thpalloc_range *r = intro_range(intro, i);
         if (r->size && lo >= r->base && hi <= r->base + r->size)
             return 1;
     }

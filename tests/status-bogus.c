@@ -9,23 +9,47 @@
  *   outside  one 64 MiB range where nothing is mapped
  *   fields   state 7, thp mode 42, purge 9
  *   overlap  two ranges over the same mapping
+ *   more     six ranges, the two beyond the block's four in a "table" where nothing is mapped
  *   valid    (self only) one range over a 4 MiB mapping of its own, every field sane
+ *   many     (self only) six 1 MiB ranges of a 6 MiB mapping, two of them in a table of
+ *            their own (version 2's `more`)
+ *   v1       (self only) a version 1 block (thpalloc 0.1.0: every slot in the block) with
+ *            one range over a 4 MiB mapping
  * It prints "ready PID" and sleeps until killed. */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "thpalloc.h"
 
-struct thpalloc_introspect thpalloc_introspect;
+/* Version 1's layout: version 2's head, then every slot. */
+struct introspect_v1 {
+    uint64_t magic;
+    uint32_t version, size, active;
+    int32_t thp_mode;
+    uint64_t thp_threshold, arena_size;
+    int64_t purge_delay_ms;
+    uint32_t purge, policy_loaded;
+    uint64_t ranges_used, ranges_overflow;
+    struct thpalloc_range range[THPALLOC_RANGES_MAX];
+};
+_Static_assert(offsetof(struct introspect_v1, range) == offsetof(struct thpalloc_introspect, more),
+               "version 1's head is version 2's");
 
-static void lie(struct thpalloc_introspect *t, const char *mode)
+union {
+    struct thpalloc_introspect v2;
+    struct introspect_v1 v1;
+} thpalloc_introspect;
+
+static void sane(struct thpalloc_introspect *t)
 {
     t->magic = THPALLOC_INTROSPECT_MAGIC;
-    t->version = 1;
+    t->version = 2;
     t->size = sizeof *t;
     t->active = 1;
     t->thp_mode = 2;
@@ -33,10 +57,19 @@ static void lie(struct thpalloc_introspect *t, const char *mode)
     t->arena_size = 64 << 20;
     t->purge_delay_ms = 1000;
     t->policy_loaded = 1;
-    size_t len = 4 << 20;
+}
+
+static void *map(size_t len)
+{
     void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        m = NULL;
+    return m == MAP_FAILED ? NULL : m;
+}
+
+static void lie(struct thpalloc_introspect *t, const char *mode)
+{
+    sane(t);
+    size_t len = 4 << 20;
+    uint8_t *m = map(len);
     if (!strcmp(mode, "sizes")) {
         t->ranges_used = 2;
         t->range[0] = (struct thpalloc_range){(uintptr_t)m, (uint64_t)1 << 63};
@@ -54,6 +87,31 @@ static void lie(struct thpalloc_introspect *t, const char *mode)
         t->ranges_used = 2;
         t->range[0] = (struct thpalloc_range){(uintptr_t)m, len};
         t->range[1] = (struct thpalloc_range){(uintptr_t)m + 4096, 4096};
+    } else if (!strcmp(mode, "more")) {
+        t->ranges_used = THPALLOC_RANGES_INLINE + 2;
+        for (int i = 0; i < THPALLOC_RANGES_INLINE; i++)
+            t->range[i] = (struct thpalloc_range){(uintptr_t)m + ((size_t)i << 20), 1 << 20};
+        t->more = 0x10000000000ULL;
+    } else if (!strcmp(mode, "many")) {
+        uint8_t *six = map(6 << 20);
+        struct thpalloc_range *more = calloc(THPALLOC_RANGES_MAX, sizeof *more);
+        t->ranges_used = 6;
+        for (int i = 0; i < 6; i++) {
+            struct thpalloc_range r = {(uintptr_t)six + ((size_t)i << 20), 1 << 20};
+            if (i < THPALLOC_RANGES_INLINE)
+                t->range[i] = r;
+            else
+                more[i - THPALLOC_RANGES_INLINE] = r;
+        }
+        t->more = (uintptr_t)more;
+    } else if (!strcmp(mode, "v1")) {
+        /* the same head (sane's fields), then version 1's slots where `more` was */
+        struct introspect_v1 *o = (struct introspect_v1 *)t;
+        o->magic = THPALLOC_INTROSPECT_MAGIC_V1;
+        o->version = 1;
+        o->size = sizeof *o;
+        o->ranges_used = 1;
+        o->range[0] = (struct thpalloc_range){(uintptr_t)m, len};
     } else { /* valid */
         t->ranges_used = 1;
         t->range[0] = (struct thpalloc_range){(uintptr_t)m, len};
@@ -66,7 +124,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: status-bogus self|lib MODE\n");
         return 2;
     }
-    struct thpalloc_introspect *t = &thpalloc_introspect;
+    struct thpalloc_introspect *t = &thpalloc_introspect.v2;
     if (!strcmp(argv[1], "lib")) {
         void *h = dlopen("libthpalloc.so.1", RTLD_NOW | RTLD_NOLOAD);
         t = h ? dlsym(h, "thpalloc_introspect") : NULL;

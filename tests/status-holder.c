@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "thpalloc.h" /* the types only: the symbols are looked up at run time */
+#include "intro-range.h" /* the types only: the symbols are looked up at run time */
 
 #define BLOCK ((size_t)64 << 20)
 #define MIB ((uintptr_t)1 << 20)
@@ -42,11 +42,12 @@ static void charge_at(uintptr_t addr, size_t len)
 static void charge(const struct thpalloc_introspect *t, char *const *blocks, int n)
 {
     for (uint64_t i = 0; i < t->ranges_used; i++) {
-        uintptr_t base = t->range[i].base, end = base + t->range[i].size;
+        const struct thpalloc_range *r = intro_range(t, i);
+        uintptr_t base = r->base, end = base + r->size;
         bool has_block = false;
         for (int b = 0; b < n; b++)
             has_block |= (uintptr_t)blocks[b] >= base && (uintptr_t)blocks[b] < end;
-        if (!t->range[i].size || has_block || end - base < 8 * MIB)
+        if (!r->size || has_block || end - base < 8 * MIB)
             continue;
         charge_at(end - 4 * MIB, 2 * MIB);
         void *probe = mmap((void *)end, MIB, PROT_NONE,
@@ -90,9 +91,9 @@ int main(int argc, char **argv)
     const struct thpalloc_introspect *t = dlsym(RTLD_DEFAULT, "thpalloc_introspect");
     if (t) {
         for (uint64_t i = 0; i < t->ranges_used && i < THPALLOC_RANGES_MAX; i++)
-            if (t->range[i].size)
-                printf("range %#lx %lu\n", (unsigned long)t->range[i].base,
-                       (unsigned long)t->range[i].size);
+            if (intro_range(t, i)->size)
+                printf("range %#lx %lu\n", (unsigned long)intro_range(t, i)->base,
+                       (unsigned long)intro_range(t, i)->size);
         const char *c = getenv("STATUS_HOLDER_CHARGE");
         if (c && !strcmp(c, "1"))
             charge(t, blocks, n < MAX_BLOCKS ? n : MAX_BLOCKS);

@@ -7,8 +7,10 @@
 #   - a process whose introspection block lies (tests/status-bogus: its own exported block,
 #     run as a file named libthpalloc.so.1, or the real library's block overwritten): range
 #     sizes that wrap, a count beyond the table, a range where nothing is mapped, fields out
-#     of range, overlapping ranges: "implausible introspection data" and why, in text and
-#     JSON, instead of the figures; a block that tells the truth is still believed.
+#     of range, overlapping ranges, slots beyond the block in a table where nothing is
+#     mapped: "implausible introspection data" and why, in text and JSON, instead of the
+#     figures; a block that tells the truth is still believed, in version 2's layout (with
+#     ranges in the table beyond the block too) and in version 1's (thpalloc 0.1.0).
 # Both builds (plain, ASan+UBSan); every run under timeout.
 . "$TESTS_SRCDIR/status-lib.sh"
 
@@ -70,6 +72,7 @@ lie() {
     outside) echo "range 0 is not mapped in the process" ;;
     fields) echo "state 7 (0, 1 or 2)" ;;
     overlap) echo "ranges 0 and 1 overlap" ;;
+    more) echo "ranges 4 to 5 are said to be at 0x10000000000, which is not mapped in the process" ;;
     esac
 }
 
@@ -113,16 +116,20 @@ for T in $TOOLS; do
 
     # Lying introspection blocks.
     for how in self lib; do
-        for mode in sizes count outside fields overlap valid; do
-            [ $how = lib ] && [ $mode = valid ] && continue
+        for mode in sizes count outside fields overlap more valid many v1; do
+            case $how:$mode in lib:valid | lib:many | lib:v1) continue ;; esac
             if ! bogus $how $mode; then
                 ok 1 "$t: status-bogus $how $mode starts"
                 continue
             fi
             run timeout $LIMIT "$T" "$BPID"
-            if [ $mode = valid ]; then
+            if [ $mode = valid ] || [ $mode = v1 ]; then
                 ok $([ "$RC" -eq 0 ] && grep -qx '    arenas         1 range, 4 MiB reserved' "$OUT"; echo $?) \
-                    "$t: a block that tells the truth is believed (1 range, 4 MiB) (rc $RC)"
+                    "$t: a $mode block that tells the truth is believed (1 range, 4 MiB) (rc $RC)"
+            elif [ $mode = many ]; then
+                ok $([ "$RC" -eq 0 ] && grep -qx '    arenas         6 ranges, 6 MiB reserved' "$OUT"; echo $?) \
+                    "$t: six ranges, two in the table beyond the block, are read (6 MiB) (rc $RC)"
+                [ "$RC" -eq 0 ] || sed -n 's/^/#   /; /arena/p' "$OUT"
             else
                 ok $([ "$RC" -eq 0 ] && grep -qxF "    arena table    unavailable: implausible introspection data: $(lie $mode)" "$OUT" \
                     && ! grep -q '^    arenas ' "$OUT"; echo $?) \

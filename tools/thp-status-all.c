@@ -124,9 +124,9 @@ static const char *thpalloc_column(const struct proc *p)
         return "?";
     if (!p->loaded)
         return "no";
-    if (p->intro_ok && p->intro->active == 1)
+    if (p->intro_ok && p->intro->head.active == 1)
         return "yes";
-    return p->intro_ok && p->intro->active == 0 ? "dormant" : "loaded";
+    return p->intro_ok && p->intro->head.active == 0 ? "dormant" : "loaded";
 }
 
 static void all_text(const struct all *a)
@@ -240,7 +240,7 @@ static int thpalloc_state(const struct proc *p)
 {
     if (!p->maps_ok || !p->loaded)
         return -1;
-    return p->intro_ok && p->intro->active <= 1 ? (int)(1 - p->intro->active) : 2;
+    return p->intro_ok && p->intro->head.active <= 1 ? (int)(1 - p->intro->head.active) : 2;
 }
 
 /* The systemd service a process belongs to: the aggregation's key, bounded by what root

@@ -6,7 +6,9 @@
  * table is the process's own memory, which any code in it can write: what is read is
  * checked (fields within their ranges, a count the table can hold, ranges that are page
  * aligned, inside the process's mappings and apart from each other) before a figure of it
- * is believed; otherwise "implausible introspection data" and why. */
+ * is believed; otherwise "implausible introspection data" and why. Both layouts are read:
+ * version 2's (a few ranges in the block, the rest in a table it points to) and version
+ * 1's (thpalloc 0.1.0: every slot in the block), for processes started before an upgrade. */
 #include "thp-status-proc.h"
 
 #include <elf.h>
@@ -188,12 +190,15 @@ static bool mapped(const struct proc *p, uint64_t b, uint64_t e)
     return covered >= e;
 }
 
-/* What is wrong with the table read (have: the ranges its size holds), or NULL. Sets
- * *unmapped when it is only a range outside the mappings (they may just have changed). */
-static const char *implausible(const struct proc *p, const struct thpalloc_introspect *t,
-                               uint64_t have, bool *unmapped, char *buf, size_t cap)
+/* The head both versions share: everything before version 2's `more` (version 1's range[]). */
+#define HEAD_BYTES offsetof(struct thpalloc_introspect, more)
+#define V1_BYTES (HEAD_BYTES + THPALLOC_RANGES_MAX * sizeof(struct thpalloc_range))
+#define RANGE_BYTES sizeof(struct thpalloc_range)
+
+/* What is wrong with the head read (have: the slots read with it), or NULL. */
+static const char *implausible_head(const struct thpalloc_introspect *t, uint64_t have, char *buf,
+                                    size_t cap)
 {
-    *unmapped = false;
     if (t->size > (1u << 24))
         snprintf(buf, cap, "block size %" PRIu32, t->size);
     else if (t->active > 2)
@@ -211,15 +216,25 @@ static const char *implausible(const struct proc *p, const struct thpalloc_intro
     else if (t->ranges_used > THPALLOC_RANGES_MAX)
         snprintf(buf, cap, "%" PRIu64 " ranges (the table has %d)", t->ranges_used,
                  THPALLOC_RANGES_MAX);
-    else if (t->ranges_used > have)
+    else if (t->ranges_used > have &&
+             (t->magic == THPALLOC_INTROSPECT_MAGIC_V1 || have < THPALLOC_RANGES_INLINE))
         snprintf(buf, cap, "%" PRIu64 " ranges in a block of %" PRIu32 " bytes", t->ranges_used,
                  t->size);
+    else if (t->magic == THPALLOC_INTROSPECT_MAGIC && t->ranges_used > have && !t->more)
+        snprintf(buf, cap, "%" PRIu64 " ranges, %" PRIu64 " in the block and no table for the rest",
+                 t->ranges_used, have);
     else
-        buf[0] = '\0';
-    if (buf[0])
-        return buf;
-    for (uint64_t i = 0; i < t->ranges_used; i++) {
-        uint64_t b = t->range[i].base, s = t->range[i].size;
+        return NULL;
+    return buf;
+}
+
+/* What is wrong with the ranges read, or NULL. Sets *unmapped when it is only a range
+ * outside the mappings (they may just have changed). */
+static const char *implausible_ranges(const struct proc *p, const struct intro_table *tab,
+                                      bool *unmapped, char *buf, size_t cap)
+{
+    for (uint64_t i = 0; i < tab->head.ranges_used; i++) {
+        uint64_t b = tab->range[i].base, s = tab->range[i].size;
         if (!s)
             continue;
         if (b % 4096 || s % 4096 || s >= ADDR_LIMIT || b >= ADDR_LIMIT - s) {
@@ -227,7 +242,7 @@ static const char *implausible(const struct proc *p, const struct thpalloc_intro
             return buf;
         }
         for (uint64_t j = 0; j < i; j++) {
-            uint64_t b2 = t->range[j].base, s2 = t->range[j].size;
+            uint64_t b2 = tab->range[j].base, s2 = tab->range[j].size;
             if (s2 && b < b2 + s2 && b2 < b + s) {
                 snprintf(buf, cap, "ranges %" PRIu64 " and %" PRIu64 " overlap", j, i);
                 return buf;
@@ -242,38 +257,88 @@ static const char *implausible(const struct proc *p, const struct thpalloc_intro
     return NULL;
 }
 
-/* Reads the table at addr into t; false with p->intro_msg set. */
-static bool read_table(struct proc *p, uint64_t addr, struct thpalloc_introspect *t, size_t *got)
+/* process_vm_readv of n bytes at addr into the local pieces; false with p->intro_msg set
+ * (first: the first read of the process, which says what privilege it lacks). */
+static bool read_remote(struct proc *p, uint64_t addr, const struct iovec *local, int nlocal,
+                        size_t n, bool first)
 {
-    memset(t, 0, sizeof *t);
-    size_t head = offsetof(struct thpalloc_introspect, range);
-    struct iovec local = {t, head}, remote = {(void *)(uintptr_t)addr, head};
-    ssize_t n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
-    if (n != (ssize_t)head) {
-        int e = n < 0 ? errno : EIO;
+    struct iovec remote = {(void *)(uintptr_t)addr, n};
+    ssize_t got = process_vm_readv(p->pid, local, (unsigned long)nlocal, &remote, 1, 0);
+    if (got == (ssize_t)n)
+        return true;
+    int e = got < 0 ? errno : EIO;
+    if (first) {
         char why[300];
         ts_caps_advice(e, p->ruid, why, sizeof why);
         snprintf(p->intro_msg, sizeof p->intro_msg, "process_vm_readv: %.220s", why);
         if (e == ESRCH)
             p->vanished = true;
-        return false;
+    } else {
+        snprintf(p->intro_msg, sizeof p->intro_msg, "process_vm_readv: %s", strerror(e));
     }
-    if (t->magic != THPALLOC_INTROSPECT_MAGIC || t->version < 1 || t->size < head) {
+    return false;
+}
+
+/* Reads the block at addr into tab: the head, and the slots the block itself holds (all of
+ * version 1's, version 2's inline ones). *have: how many. False with p->intro_msg set. */
+static bool read_block(struct proc *p, uint64_t addr, struct intro_table *tab, uint64_t *have)
+{
+    memset(tab, 0, sizeof *tab);
+    struct thpalloc_introspect *t = &tab->head;
+    struct iovec local[2] = {{t, HEAD_BYTES}};
+    if (!read_remote(p, addr, local, 1, HEAD_BYTES, true))
+        return false;
+    bool v1 = t->magic == THPALLOC_INTROSPECT_MAGIC_V1;
+    if ((!v1 && t->magic != THPALLOC_INTROSPECT_MAGIC) || t->version < 1 || t->size < HEAD_BYTES) {
         snprintf(p->intro_msg, sizeof p->intro_msg,
                  "no valid introspection block at the symbol's address (magic %#" PRIx64 ")",
                  t->magic);
         return false;
     }
-    size_t want = t->size < sizeof *t ? t->size : sizeof *t;
-    local.iov_len = remote.iov_len = want;
-    n = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
-    if (n != (ssize_t)want) {
-        snprintf(p->intro_msg, sizeof p->intro_msg, "process_vm_readv: %s",
-                 strerror(n < 0 ? errno : EIO));
+    size_t want;
+    if (v1) { /* the head, then the slots straight into the table */
+        want = t->size < V1_BYTES ? t->size : V1_BYTES;
+        local[1] = (struct iovec){tab->range, (want - HEAD_BYTES) / RANGE_BYTES * RANGE_BYTES};
+        want = HEAD_BYTES + local[1].iov_len;
+        t->more = 0;
+    } else {
+        want = t->size < sizeof *t ? t->size : sizeof *t;
+        local[0].iov_len = want;
+    }
+    if (!read_remote(p, addr, local, v1 ? 2 : 1, want, false))
+        return false;
+    if (v1) {
+        *have = local[1].iov_len / RANGE_BYTES;
+    } else {
+        size_t in = offsetof(struct thpalloc_introspect, range);
+        *have = want > in ? (want - in) / RANGE_BYTES : 0;
+        memcpy(tab->range, t->range, *have * RANGE_BYTES);
+    }
+    return true;
+}
+
+/* Version 2's slots beyond the block, from its table at head.more. False with *bad set
+ * (*unmapped when the table is only outside the mappings read) or p->intro_msg set. */
+static bool read_more(struct proc *p, struct intro_table *tab, uint64_t have, const char **bad,
+                      bool *unmapped, char *buf, size_t cap)
+{
+    const struct thpalloc_introspect *t = &tab->head;
+    if (t->magic != THPALLOC_INTROSPECT_MAGIC || t->ranges_used <= have)
+        return true;
+    /* have == THPALLOC_RANGES_INLINE here (implausible_head): more[0] is that slot */
+    uint64_t n = t->ranges_used - have, at = t->more;
+    bool sane = at % 8 == 0 && at < ADDR_LIMIT - n * RANGE_BYTES;
+    if (!sane || !mapped(p, at, at + n * RANGE_BYTES)) {
+        snprintf(buf, cap,
+                 "ranges %" PRIu64 " to %" PRIu64 " are said to be at %#" PRIx64 ", which is %s",
+                 have, t->ranges_used - 1, at,
+                 sane ? "not mapped in the process" : "not an address of a table");
+        *bad = buf;
+        *unmapped = sane;
         return false;
     }
-    *got = want;
-    return true;
+    struct iovec local = {tab->range + have, n * RANGE_BYTES};
+    return read_remote(p, at, &local, 1, n * RANGE_BYTES, false);
 }
 
 void proc_read_introspect(struct proc *p)
@@ -288,40 +353,44 @@ void proc_read_introspect(struct proc *p)
         snprintf(p->intro_msg, sizeof p->intro_msg, "%s", msg);
         return;
     }
-    struct thpalloc_introspect *t = malloc(sizeof *t);
-    if (!t) {
+    struct intro_table *tab = malloc(sizeof *tab);
+    if (!tab) {
         snprintf(p->intro_msg, sizeof p->intro_msg, "out of memory");
         return;
     }
     ts_test_pause("introspect");
-    const size_t head = offsetof(struct thpalloc_introspect, range);
     const char *bad = NULL;
     char why[160];
     /* A range outside the mappings read before may be an arena made since: once more. */
     for (int attempt = 0; attempt < 2; attempt++) {
-        size_t got;
-        bool unmapped;
+        uint64_t have;
+        bool unmapped = false;
         if (attempt)
             proc_read_maps(p);
-        if (!read_table(p, p->lib_start + off, t, &got)) {
-            free(t);
+        if (!read_block(p, p->lib_start + off, tab, &have)) {
+            free(tab);
             return;
         }
-        bad = implausible(p, t, (got - head) / sizeof(struct thpalloc_range), &unmapped, why,
-                          sizeof why);
+        bad = implausible_head(&tab->head, have, why, sizeof why);
+        if (!bad && !read_more(p, tab, have, &bad, &unmapped, why, sizeof why) && !bad) {
+            free(tab);
+            return;
+        }
+        if (!bad)
+            bad = implausible_ranges(p, tab, &unmapped, why, sizeof why);
         if (!bad || !unmapped)
             break;
     }
     if (bad) {
         snprintf(p->intro_msg, sizeof p->intro_msg, "implausible introspection data: %s", bad);
-        free(t);
+        free(tab);
         return;
     }
-    for (uint64_t i = 0; i < t->ranges_used; i++)
-        if (t->range[i].size) {
-            p->reserved_bytes += t->range[i].size;
+    for (uint64_t i = 0; i < tab->head.ranges_used; i++)
+        if (tab->range[i].size) {
+            p->reserved_bytes += tab->range[i].size;
             p->nranges++;
         }
-    p->intro = t;
+    p->intro = tab;
     p->intro_ok = true;
 }

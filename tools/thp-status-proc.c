@@ -264,7 +264,7 @@ void proc_read_maps(struct proc *p)
 static uint64_t overlap(const struct proc *p, uint64_t s, uint64_t e)
 {
     uint64_t total = 0;
-    for (uint64_t i = 0; i < p->intro->ranges_used; i++) {
+    for (uint64_t i = 0; i < p->intro->head.ranges_used; i++) {
         const struct thpalloc_range *r = &p->intro->range[i];
         if (!r->size)
             continue;

@@ -23,6 +23,13 @@ struct perr {
     int err;
 };
 
+/* The library's block as read, version 1 or 2: its head (head.range: the inline slots as
+ * they were read) and every range slot it uses, wherever the version keeps them. */
+struct intro_table {
+    struct thpalloc_introspect head;
+    struct thpalloc_range range[THPALLOC_RANGES_MAX];
+};
+
 struct proc {
     pid_t pid;
     int dirfd;
@@ -50,7 +57,7 @@ struct proc {
     ino_t lib_ino;
     bool intro_ok;
     char intro_msg[256];
-    struct thpalloc_introspect *intro;
+    struct intro_table *intro;
     uint64_t reserved_bytes;
     unsigned nranges;
     bool attr_ok;

@@ -69,7 +69,7 @@ static void proc_text(const struct proc *p)
     else {
         printf("  %-16s loaded: %s\n", "thpalloc", ts_text(p->lib_path));
         if (p->intro_ok) {
-            const struct thpalloc_introspect *t = p->intro;
+            const struct thpalloc_introspect *t = &p->intro->head;
             printf("    %-14s %s\n", "state", active_name(t->active));
             printf("    %-14s %u range%s, %" PRIu64 " MiB reserved%s\n", "arenas", p->nranges,
                    p->nranges == 1 ? "" : "s", p->reserved_bytes >> 20,
@@ -128,10 +128,11 @@ static void proc_text(const struct proc *p)
         if (p->pol_problems)
             printf("    (the configuration has %zu problem%s: run thp-status --check)\n",
                    p->pol_problems, p->pol_problems == 1 ? "" : "s");
-        if (p->intro_ok && p->intro->policy_loaded && p->intro->thp_mode != (int32_t)p->pol.thp)
+        if (p->intro_ok && p->intro->head.policy_loaded &&
+            p->intro->head.thp_mode != (int32_t)p->pol.thp)
             printf("    ! the process runs with thp=%s: the configuration changed since it "
                    "started, or it was started with other settings\n",
-                   mode_name(p->intro->thp_mode));
+                   mode_name(p->intro->head.thp_mode));
     }
     text_errors(p);
 }
@@ -194,7 +195,7 @@ void proc_json(const struct proc *p, bool full)
         j_null("loaded");
     j_str("library", p->loaded ? p->lib_path : NULL);
     if (p->intro_ok) {
-        const struct thpalloc_introspect *t = p->intro;
+        const struct thpalloc_introspect *t = &p->intro->head;
         j_obj("introspect");
         j_str("state", t->active == 1 ? "active" : t->active == 0 ? "dormant" : "uninitialised");
         j_bool("policy_loaded", t->policy_loaded);
