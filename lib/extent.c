@@ -42,7 +42,11 @@ struct ext_free {
 };
 
 struct extent_map {
-    chunk_t *chunk;
+    /* The chunk's descriptor, short (CHUNK_DESC_SHORT): it lives and is recycled with the
+     * map, first, on the page the tags share (a descriptor from meta.c's segments would
+     * take a page of its own: perl's idle footprint, -4 KiB). */
+    _Alignas(page_t) uint8_t desc[CHUNK_DESC_SHORT];
+    chunk_t *chunk;               /* the chunk while the map is in use (desc), else NULL */
     struct extent_map *next_free; /* recycled maps */
     uint32_t used;                /* granules handed out */
     uint16_t tag[GRANULES];
@@ -201,16 +205,14 @@ static chunk_t *chunk_add(void)
         maps_free = m->next_free;
     else
         m = meta_alloc(sizeof *m); /* zero: fresh meta memory */
-    chunk_t *c = m ? chunk_desc_alloc() : NULL;
-    if (!c) {
-        if (m) {
-            m->next_free = maps_free;
-            maps_free = m;
-        }
+    if (!m) {
         arena_free_chunks(arena, base, 1);
         errno = ENOMEM;
         return NULL;
     }
+    /* Zero when fresh; recycled, an extent chunk's still: only what differs is set (no
+     * memset, so that a stale look at it never reads a NULL ext). */
+    chunk_t *c = (chunk_t *)(void *)m->desc;
     c->base = base;
     c->kind = CHUNK_EXTENT;
     c->page_shift = PAGE_SHIFT_NONE; /* every offset is page 0, whose fast_owner is NULL */
@@ -219,20 +221,18 @@ static chunk_t *chunk_add(void)
     c->nchunks = 1;
     c->ext = m;
     atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
-    /* NULL already (page_free clears it, a fresh descriptor is zero): written only if not,
-     * so that a fresh descriptor's page of slots stays untouched */
+    /* pages[0] is never written: its fast_owner stays NULL */
     LIB_ASSERT(!atomic_load_explicit(&c->pages[0].fast_owner, memory_order_relaxed));
-    if (atomic_load_explicit(&c->pages[0].fast_owner, memory_order_relaxed))
-        atomic_store_explicit(&c->pages[0].fast_owner, NULL, memory_order_relaxed);
     m->chunk = c;
     m->used = 0;
     m->next_free = NULL;
     if (!registry_set(base, 1, c)) {
         registry_set(base, 1, registry_unused(arena));
         arena_free_chunks(arena, base, 1);
+        c->kind = CHUNK_FREE;
+        m->chunk = NULL;
         m->next_free = maps_free;
         maps_free = m;
-        chunk_desc_free(c);
         errno = ENOMEM;
         return NULL;
     }
@@ -264,11 +264,12 @@ static void chunk_drop(chunk_t *c)
     DLIST_REMOVE(&ext_chunks, c);
     registry_set(c->base, 1, registry_unused(c->arena));
     arena_free_chunks(c->arena, c->base, 1);
-    /* c->ext stays: a racing look at a stale pointer reads a recycled map, never NULL */
+    /* c->ext stays: a racing look at a stale pointer reads this map, never NULL; and the
+     * descriptor stays an extent chunk's, page_shift and pages[0] included */
+    c->kind = CHUNK_FREE;
     m->chunk = NULL;
     m->next_free = maps_free;
     maps_free = m;
-    chunk_desc_free(c);
 }
 
 /* ---- runs -------------------------------------------------------------------------- */

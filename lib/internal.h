@@ -248,14 +248,30 @@ struct chunk {
      * holding it. */
     uint8_t split[SPLITS];
     uint32_t sub_free;
-    page_t sub[SUB_PAGES]; /* the first split slot's pages: beside the header, one page */
     /* large blocks */
     size_t large_size;    /* usable bytes */
     size_t nchunks;       /* chunks in the run */
     uint8_t *large_start; /* == base unless over-aligned */
     page_t pages[MAX_PAGES_PER_CHUNK];
-    page_t sub2[SUB_PAGES]; /* the second's: touched only by a heap that needs one */
+    page_t sub2[SUB_PAGES]; /* the second split slot's: touched only by a heap that needs one */
 };
+
+/* A descriptor from meta's segments (chunk_desc_alloc): the first split slot's sub-pages
+ * right before the header, so that a small process's sub-pages, header and first pages
+ * share one OS page, and a chunk without pages can do with a short descriptor. */
+typedef struct chunk_slot {
+    page_t sub[SUB_PAGES];
+    chunk_t c;
+} chunk_slot_t;
+
+/* What a chunk without pages (an extent chunk's, in its map) has of its descriptor: the
+ * header and pages[0], whose NULL fast_owner sends every free to the slow path. */
+#define CHUNK_DESC_SHORT (offsetof(chunk_t, pages) + sizeof(page_t))
+
+static inline page_t *chunk_sub1(const chunk_t *c)
+{
+    return ((chunk_slot_t *)((uintptr_t)c - offsetof(chunk_slot_t, c)))->sub;
+}
 
 /* The page of chunk c that holds p (chunks are 2 MiB-aligned; a large block's
  * PAGE_SHIFT_NONE makes every offset page 0). */
@@ -267,20 +283,21 @@ static inline page_t *page_of(chunk_t *c, const void *p)
 /* Sub-page j (0 .. SPLITS * SUB_PAGES - 1) of c: of split slot j / SUB_PAGES. */
 static inline page_t *chunk_sub(chunk_t *c, unsigned j)
 {
-    return j < SUB_PAGES ? &c->sub[j] : &c->sub2[j - SUB_PAGES];
+    return j < SUB_PAGES ? &chunk_sub1(c)[j] : &c->sub2[j - SUB_PAGES];
 }
 
 static inline bool page_is_sub(const page_t *p)
 {
     const chunk_t *c = p->chunk;
-    return (p >= c->sub && p < c->sub + SUB_PAGES) || (p >= c->sub2 && p < c->sub2 + SUB_PAGES);
+    const page_t *s = chunk_sub1(c);
+    return (p >= s && p < s + SUB_PAGES) || (p >= c->sub2 && p < c->sub2 + SUB_PAGES);
 }
 
 static inline unsigned sub_index(const page_t *p)
 {
     const chunk_t *c = p->chunk;
-    return p >= c->sub && p < c->sub + SUB_PAGES ? (unsigned)(p - c->sub)
-                                                 : SUB_PAGES + (unsigned)(p - c->sub2);
+    const page_t *s = chunk_sub1(c);
+    return p >= s && p < s + SUB_PAGES ? (unsigned)(p - s) : SUB_PAGES + (unsigned)(p - c->sub2);
 }
 
 /* The page that block p of a small-object chunk lies in, given page_of(c, p): that page, or
