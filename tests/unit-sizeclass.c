@@ -1,5 +1,6 @@
 /* Size classes: every size maps to the smallest class that holds it, block sizes are
- * multiples of 16, and waste above 128 B is at most 12.5 %. */
+ * multiples of 16, and waste above 128 B is at most 12.5 % and a 16-byte step (the page-fit
+ * classes between 4 and 8 KiB: 7281 B takes 8192, 12.51 %). */
 #include "sizeclass.h"
 #include "tap.h"
 
@@ -18,7 +19,7 @@ int main(void)
             tight = 0;
         if (b % 16)
             aligned = 0;
-        if (size > 128 && (b - size) * 8 > size) {
+        if (size > 128 && b - size > 16 && (b - size - 16) * 8 > size) {
             waste = 0;
             worst = b - size, worst_size = size;
         }
@@ -27,10 +28,24 @@ int main(void)
     tap_ok(fits, "every block holds its request");
     tap_ok(tight, "the class is the smallest that fits");
     tap_ok(aligned, "every block size is a multiple of 16");
-    tap_ok(waste, "waste above 128 B at most 12.5 %% (worst %zu at %zu)", worst, worst_size);
+    tap_ok(waste, "waste above 128 B at most 12.5 %% and 16 B (worst %zu at %zu)", worst,
+           worst_size);
     tap_ok(sc_class_of(SC_MAX_SIZE) == SC_COUNT - 1, "1 MiB is the last class");
     tap_ok(sc_block_size(sc_class_of(0)) == 16, "malloc(0) gets a 16-byte block");
     tap_ok(sc_block_size(sc_class_of(129)) == 144, "129 B -> 144 B");
     tap_ok(sc_block_size(sc_class_of(1000)) == 1024, "1000 B -> 1024 B");
+    /* (4 KiB, 8 KiB]: the largest blocks that n of fill a 64 KiB page, n = 15 .. 8 */
+    static const size_t fit[] = {4368, 4672, 5040, 5456, 5952, 6544, 7280, 8192};
+    int fill = 1;
+    for (unsigned i = 0; i < 8; i++) {
+        size_t b = sc_block_size(sc_class_of(4096) + 1 + i), n = (64 << 10) / b;
+        if (b != fit[i] || n != 15 - i || (64 << 10) - n * b >= 16 * n)
+            fill = 0;
+    }
+    tap_ok(fill, "the classes above 4 KiB fill a 64 KiB page to less than 16 B a block");
+    tap_ok(sc_block_size(sc_class_of(4104)) == 4368, "4104 B (4 KiB + sqlite's header) -> 4368 B");
+    tap_ok(sc_block_size(sc_class_of(4369)) == 4672, "4369 B -> 4672 B");
+    tap_ok(sc_block_size(sc_class_of(8192)) == 8192 && sc_block_size(sc_class_of(8193)) == 9216,
+           "8 KiB -> 8 KiB, 8 KiB + 1 -> 9 KiB");
     return tap_done();
 }
