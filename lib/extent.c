@@ -434,7 +434,8 @@ static void *run_alloc_locked(unsigned len, size_t align, bool *is_zero)
 static int block_granule(const chunk_t *c, const void *p)
 {
     uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
-    if (off & (GRANULE - 1))
+    /* beyond the chunk: a stale descriptor, its map reused for another chunk since */
+    if (off >= CHUNK_SIZE || (off & (GRANULE - 1)))
         return -1;
     unsigned g = (unsigned)(off >> GRANULE_SHIFT);
     uint16_t t = tag_get(map_of(c), g);
@@ -446,7 +447,9 @@ static int block_granule(const chunk_t *c, const void *p)
 void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
 {
     uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
-    uint16_t t = (off & (GRANULE - 1)) ? 0 : tag_get(map_of(c), (unsigned)(off >> GRANULE_SHIFT));
+    uint16_t t = off >= CHUNK_SIZE || (off & (GRANULE - 1))
+                     ? 0
+                     : tag_get(map_of(c), (unsigned)(off >> GRANULE_SHIFT));
     lib_fatal((t & TAG_HEAD) && invalid[0] == 'f' ? "free(): double free detected" : invalid, p);
 }
 

@@ -144,36 +144,40 @@ bool introspect_in_charge(void)
     return introspect_state.active == 1;
 }
 
-/* Range slot i: the first few in the block, the rest in the table mapped on first need
- * (NULL if it could not be). ranges_lock held. */
+/* The library's own count of range slots used and its table beyond the block: the block is
+ * writable by any code in the process, so what it says is published, never read back. */
+static uint64_t ranges_used;
+static struct thpalloc_range *ranges_more;
+
+/* Range slot i < THPALLOC_RANGES_MAX: the first few in the block, the rest in the table
+ * mapped on first need (NULL if it could not be). ranges_lock held. */
 static struct thpalloc_range *range_slot(uint64_t i)
 {
-    struct thpalloc_introspect *t = &introspect_state;
     if (i < THPALLOC_RANGES_INLINE)
-        return &t->range[i];
-    if (!t->more)
-        t->more = (uintptr_t)meta_alloc((THPALLOC_RANGES_MAX - THPALLOC_RANGES_INLINE) *
-                                        sizeof(struct thpalloc_range));
-    return t->more ? (struct thpalloc_range *)(uintptr_t)t->more + (i - THPALLOC_RANGES_INLINE)
-                   : NULL;
+        return &introspect_state.range[i];
+    if (!ranges_more) {
+        ranges_more = meta_alloc((THPALLOC_RANGES_MAX - THPALLOC_RANGES_INLINE) *
+                                 sizeof(struct thpalloc_range));
+        introspect_state.more = (uintptr_t)ranges_more;
+    }
+    return ranges_more ? ranges_more + (i - THPALLOC_RANGES_INLINE) : NULL;
 }
 
 void introspect_add_range(void *base, size_t size)
 {
     pthread_mutex_lock(&ranges_lock);
-    struct thpalloc_introspect *t = &introspect_state;
     uint64_t i;
-    for (i = 0; i < t->ranges_used; i++)
+    for (i = 0; i < ranges_used; i++)
         if (range_slot(i)->size == 0)
             break;
     struct thpalloc_range *r = i < THPALLOC_RANGES_MAX ? range_slot(i) : NULL;
     if (r) {
         r->base = (uintptr_t)base;
         r->size = size;
-        if (i == t->ranges_used)
-            t->ranges_used++;
+        if (i == ranges_used)
+            introspect_state.ranges_used = ++ranges_used;
     } else {
-        t->ranges_overflow++;
+        introspect_state.ranges_overflow++;
     }
     pthread_mutex_unlock(&ranges_lock);
 }
@@ -181,8 +185,7 @@ void introspect_add_range(void *base, size_t size)
 void introspect_remove_range(void *base)
 {
     pthread_mutex_lock(&ranges_lock);
-    struct thpalloc_introspect *t = &introspect_state;
-    for (uint64_t i = 0; i < t->ranges_used; i++) {
+    for (uint64_t i = 0; i < ranges_used; i++) {
         struct thpalloc_range *r = range_slot(i);
         if (r->base == (uintptr_t)base && r->size) {
             r->size = 0;

@@ -1,13 +1,13 @@
 /* Size classes: 16-byte steps up to 128 B, then eight classes per power of two, so that a
- * block is never more than 12.5 % larger than the request above 128 B (below, the 16-byte
- * alignment glibc guarantees decides). Every block size is a multiple of 16.
+ * block is never more than 12.5 % and 16 B larger than the request above 128 B (below, the
+ * 16-byte alignment glibc guarantees decides). Every block size is a multiple of 16.
  *
  * Between 4 and 8 KiB the eight classes are instead the largest blocks that n of fill a
  * 64 KiB page, n = 15 .. 8 (4368, 4672, 5040, 5456, 5952, 6544, 7280, 8192): a page leaves
- * at most 128 B unused (a request is at most 12.5 % and 16 B smaller than its block: 7281 B
- * takes 8192), and a page with a small header (4096 + 8 from sqlite's allocator,
- * 4096 + 272 for its page cache entries) takes 4368 B, not 4608. sqlite3's peak RSS on the
- * benchmark's inserts: 75.7 -> 72.7 MiB (glibc 70.7). */
+ * at most 128 B unused (the 16 B above: 7281 B takes 8192, 12.51 % more), and a page with a
+ * small header (4096 + 8 from sqlite's allocator, 4096 + 272 for its page cache entries)
+ * takes 4368 B, not 4608. sqlite3's peak RSS on the benchmark's inserts: 75.7 -> 72.7 MiB
+ * (glibc 70.7). */
 #ifndef THPALLOC_SIZECLASS_H
 #define THPALLOC_SIZECLASS_H
 

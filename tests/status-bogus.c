@@ -15,8 +15,12 @@
  *            their own (version 2's `more`)
  *   v1       (self only) a version 1 block (thpalloc 0.1.0: every slot in the block) with
  *            one range over a 4 MiB mapping
+ *   more-map (lib only) the lie of "more", then six blocks of 80 MiB, each a range the
+ *            library records: it must keep writing its own table, not the one the block
+ *            now points to
  * It prints "ready PID" and sleeps until killed. */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -133,7 +137,16 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    lie(t, argv[2]);
+    bool map_after = !strcmp(argv[2], "more-map");
+    lie(t, map_after ? "more" : argv[2]);
+    for (int i = 0; map_after && i < 6; i++) {
+        char *b = malloc((size_t)80 << 20);
+        if (!b) {
+            fprintf(stderr, "status-bogus: malloc(80 MiB) failed\n");
+            return 1;
+        }
+        b[0] = 1;
+    }
     printf("ready %d\n", (int)getpid());
     fflush(stdout);
     for (;;)

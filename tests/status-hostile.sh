@@ -10,7 +10,9 @@
 #     of range, overlapping ranges, slots beyond the block in a table where nothing is
 #     mapped: "implausible introspection data" and why, in text and JSON, instead of the
 #     figures; a block that tells the truth is still believed, in version 2's layout (with
-#     ranges in the table beyond the block too) and in version 1's (thpalloc 0.1.0).
+#     ranges in the table beyond the block too) and in version 1's (thpalloc 0.1.0); and a
+#     library whose block was pointed at an unmapped table goes on recording its ranges in
+#     its own (it never reads the block back).
 # Both builds (plain, ASan+UBSan); every run under timeout.
 . "$TESTS_SRCDIR/status-lib.sh"
 
@@ -143,6 +145,17 @@ for T in $TOOLS; do
             wait "$BPID" 2>/dev/null
         done
     done
+    # The library keeps its own count and table: a block pointed elsewhere is not written
+    # through when the process records more ranges.
+    if bogus lib more-map; then
+        run timeout $LIMIT "$T" "$BPID"
+        ok $([ "$RC" -eq 0 ] && kill -0 "$BPID" 2>/dev/null && grep -q '^    state          in charge$' "$OUT"; echo $?) \
+            "$t: a lying 'more', then six new ranges: the process lives on, the tool reads it (rc $RC)"
+        kill "$BPID"
+        wait "$BPID" 2>/dev/null
+    else
+        ok 1 "$t: status-bogus lib more-map starts and maps six ranges"
+    fi
     sanitizer_clean "$t"
 done
 done_testing

@@ -305,8 +305,16 @@ static bool read_block(struct proc *p, uint64_t addr, struct intro_table *tab, u
         want = t->size < sizeof *t ? t->size : sizeof *t;
         local[0].iov_len = want;
     }
+    uint64_t magic = t->magic;
+    uint32_t size = t->size;
     if (!read_remote(p, addr, local, v1 ? 2 : 1, want, false))
         return false;
+    if (t->magic != magic || t->size != size) { /* read again: what was checked still holds */
+        snprintf(p->intro_msg, sizeof p->intro_msg,
+                 "the introspection block changed while it was read (magic %#" PRIx64 ")",
+                 t->magic);
+        return false;
+    }
     if (v1) {
         *have = local[1].iov_len / RANGE_BYTES;
     } else {
