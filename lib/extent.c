@@ -43,8 +43,8 @@ struct ext_free {
 
 struct extent_map {
     /* The chunk's descriptor, short (CHUNK_DESC_SHORT): it lives and is recycled with the
-     * map, first, on the page the tags share (a descriptor from meta.c's segments would
-     * take a page of its own: perl's idle footprint, -4 KiB). */
+     * map, first, on the page the tags share, not in a 20 KiB slot of meta.c's segments
+     * (with meta.c's layout: idle16 -40 KiB, docs/benchmarks.md). */
     _Alignas(page_t) uint8_t desc[CHUNK_DESC_SHORT];
     chunk_t *chunk;               /* the chunk while the map is in use (desc), else NULL */
     struct extent_map *next_free; /* recycled maps */
