@@ -11,8 +11,8 @@
 
 /* ---- who answers what the fast paths do not ---------------------------------------------- */
 
-/* A safe point to start the purger (pthread_create allocates): the top of a malloc, the
- * end of a free, where no heap list is being walked. */
+/* A safe point to start the purger (pthread_create allocates) or to purge inline: the top
+ * of a malloc, the end of a free, where no heap list is being walked and no lock held. */
 static inline void safe_point(void)
 {
     if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
@@ -28,6 +28,7 @@ static void *shared_malloc(size_t size, size_t align, bool zero)
     void *p = size <= SC_MAX_SIZE && align <= CHUNK_SIZE / 2
                   ? extent_malloc_cached(size, align, zero)
                   : large_alloc(size, align, zero);
+    purge_inline_tick();
     safe_point();
     return p;
 }
@@ -61,12 +62,15 @@ static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
  * bad pointer). */
 static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p)
 {
-    if (c->kind == CHUNK_LARGE)
+    if (c->kind == CHUNK_LARGE) {
         large_free(c, p);
-    else if (c->kind == CHUNK_EXTENT)
+        purge_inline_tick();
+    } else if (c->kind == CHUNK_EXTENT) {
         extent_free_cached(c, p);
-    else
+        purge_inline_tick();
+    } else {
         heap_free_slow(c, page, p);
+    }
     safe_point();
 }
 

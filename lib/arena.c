@@ -19,14 +19,15 @@ static uint32_t next_purge_ms; /* earliest time a dirty chunk expires */
 static bool purge_armed;       /* some dirty chunk waits for its delay */
 
 /* The background purger: an idle process gets its memory back too. Started lazily, only
- * once PURGER_MIN_PENDING waits for purging, so most processes never see it. */
+ * once PURGER_MIN_PENDING waits for purging, so most processes never see it; until then the
+ * process's own safe points purge what is due (purge_inline_arm, purger.c). */
 #define PURGER_MIN_PENDING ((uint64_t)16 << 20)
 static bool purger_started, purger_waiting;
 /* Reclaimed heaps that became busy again (purge_note_active): counted before
  * purge_note_dirty looks at purger_waiting, looked at by the purger after it says it waits,
  * the same Dekker pair as stat_pages_dirty. */
 static _Atomic uint32_t purge_wakes;
-_Atomic int purger_wanted; /* start one at the next safe point (purger_start_if_wanted) */
+_Atomic int purger_wanted; /* PURGER_WANT_*: for the next safe point (purger_start_if_wanted) */
 
 static size_t padded_bytes; /* unused parts of padded tails (tail_pad), arena lock held */
 
@@ -37,7 +38,10 @@ static void want_purger_locked(void)
                        atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) + padded_bytes;
     if (!purger_started && pending >= PURGER_MIN_PENDING) {
         __atomic_store_n(&purger_started, true, __ATOMIC_RELAXED);
-        atomic_store(&purger_wanted, 1);
+        atomic_store(&purge_inline_armed, 0); /* the thread takes over */
+        atomic_store(&purger_wanted, PURGER_WANT_THREAD);
+    } else if (!purger_started) {
+        purge_inline_arm();
     }
 }
 static pthread_cond_t purger_cond = PTHREAD_COND_INITIALIZER;
@@ -704,7 +708,10 @@ void purge_note_dirty(void)
     } else if (atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
                    atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) <
                PURGER_MIN_PENDING) {
-        return; /* no purger yet, and too little waits to start one */
+        /* no purger yet, and too little waits to start one: the safe points look */
+        purge_inline_arm();
+        purge_inline_tick();
+        return;
     }
     pthread_mutex_lock(&arena_lock);
     if (purger_waiting)
@@ -712,6 +719,35 @@ void purge_note_dirty(void)
     else
         want_purger_locked();
     pthread_mutex_unlock(&arena_lock);
+}
+
+_Atomic int purge_inline_armed; /* no purger thread, and something waits for purge_delay */
+
+/* One heavier event in PURGE_INLINE_EVERY asks the next safe point to look at the clock
+ * while something waits: the misses of the fast paths do not read the clock, nor even call
+ * here. The tick is shared, not thread-local (thread-local state stays one pointer): a load
+ * and a store, not a locked add, so racing threads may lose a count, which only moves the
+ * next look. */
+#define PURGE_INLINE_EVERY 16u
+static _Atomic unsigned inline_tick;
+
+void purge_inline_count(void)
+{
+    unsigned tick = atomic_load_explicit(&inline_tick, memory_order_relaxed) + 1;
+    atomic_store_explicit(&inline_tick, tick, memory_order_relaxed);
+    if (tick % PURGE_INLINE_EVERY)
+        return;
+    int none = PURGER_WANT_NONE;
+    atomic_compare_exchange_strong(&purger_wanted, &none, PURGER_WANT_INLINE);
+}
+
+void purge_inline_arm(void)
+{
+    /* A plain load first: a loop that empties and refills a page comes here every time. */
+    if (atomic_load_explicit(&purge_inline_armed, memory_order_relaxed) ||
+        __atomic_load_n(&purger_started, __ATOMIC_RELAXED) || policy_in_force.purge_delay_ms < 0)
+        return;
+    atomic_store(&purge_inline_armed, 1);
 }
 
 /* Purges every dirty chunk whose delay has passed (all with force), a run per madvise.
@@ -891,5 +927,9 @@ void arena_fork_child(void)
     /* The purger thread does not exist in the child: a later free starts a new one. */
     pthread_cond_init(&purger_cond, NULL);
     purger_started = purger_waiting = false;
-    atomic_store(&purger_wanted, 0);
+    atomic_store(&purger_wanted, PURGER_WANT_NONE);
+    atomic_store(&purge_inline_armed, 0);
+    /* What the parent had waiting is the child's now: its safe points look at it. */
+    if (atomic_load(&stat_pages_dirty) || atomic_load(&stat_purge_pending))
+        purge_inline_arm();
 }

@@ -455,11 +455,29 @@ HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
 HIDDEN void purge_note_dirty(void);
 /* A heap the purger reclaimed is busy again: it has to be looked at after purge_delay. */
 HIDDEN void purge_note_active(void);
-/* Starts the background purger when one was asked for. Only at a safe point: the top of a
- * malloc or the end of a free, where no heap list is being walked (pthread_create
- * allocates). */
+/* What the next safe point does (purger_start_if_wanted): nothing, start the purger
+ * thread, or, in a process without one, look whether purge_delay has made something due
+ * and purge it. */
+enum { PURGER_WANT_NONE, PURGER_WANT_THREAD, PURGER_WANT_INLINE };
+/* Starts the background purger when one was asked for, or purges inline what is due. Only
+ * at a safe point: the top of a malloc or the end of a free, where no heap list is being
+ * walked and no lock is held (pthread_create allocates). */
 HIDDEN void purger_start_if_wanted(void);
 extern HIDDEN _Atomic int purger_wanted;
+/* Something waits for purge_delay in a process without the purger (arena.c): from now on
+ * the allocator's heavier events count (purge_inline_tick), and one in 16 asks the next
+ * safe point to look (purger.c). */
+HIDDEN void purge_inline_arm(void);
+extern HIDDEN _Atomic int purge_inline_armed;
+HIDDEN void purge_inline_count(void);
+/* A heavier event (a new page, an extent or a large block, a page left empty): a load and
+ * a branch while nothing waits, so that the safe points of the fast-path misses pay
+ * nothing. */
+static inline void purge_inline_tick(void)
+{
+    if (unlikely(atomic_load_explicit(&purge_inline_armed, memory_order_relaxed)))
+        purge_inline_count();
+}
 extern HIDDEN _Atomic uint64_t stat_pages_dirty;
 HIDDEN void arena_fork_prepare(void);
 HIDDEN void arena_fork_parent(void);

@@ -1,44 +1,94 @@
-/* purger: the background thread that gives memory back while the process is idle, and
- * "purge everything now" (thpalloc_purge, malloc_trim). It sits above the layers it drives:
- * the arena's free chunks and idle arenas (arena.c), the dirty page slots of live chunks
- * (page.c), the free runs of extent chunks (extent.c) and the free memory inside idle threads'
- * heaps (reclaim.c). It is started lazily, only once 16 MiB or more wait (the arena asks through
- * purger_wanted), and only at a safe point (alloc.c: the top of a malloc, the end of a free), never
- * from inside a heap operation: pthread_create allocates. */
+/* purger: the background thread that gives memory back while the process is idle, the
+ * same purge done inline by a process that has no such thread, and "purge everything now"
+ * (thpalloc_purge, malloc_trim). It sits above the layers it drives: the arena's free chunks
+ * and idle arenas (arena.c), the dirty page slots of live chunks (page.c), the free runs of
+ * extent chunks (extent.c) and the free memory inside idle and exited threads' heaps
+ * (reclaim.c). The thread is started lazily, only once 16 MiB or more wait (the arena asks
+ * through purger_wanted), and only at a safe point (alloc.c: the top of a malloc, the end of a
+ * free), never from inside a heap operation: pthread_create allocates. Below that, what is
+ * due is purged by the process's own slow paths (purge_inline): a small process gets back
+ * what it freed at its next allocator call after purge_delay, without a second thread. */
 #include "internal.h"
 
 #include <errno.h>
 
 #include <signal.h>
 
-/* Each pass purges what is due, then sleeps until the next thing is due, or on the
- * arena's condition variable when nothing waits. */
+/* The earlier of two due times (0: none). */
+static uint32_t due_min(uint32_t a, uint32_t b)
+{
+    return a == 0 || (b != 0 && (int32_t)(b - a) < 0) ? b : a;
+}
+
+/* What both the thread and the inline pass purge: free chunks, dirty page slots, free extent
+ * runs and exited threads' chunks whose purge_delay has passed. Returns when the next is
+ * due (0: nothing waits). */
+static uint32_t purge_due(uint32_t now)
+{
+    uint32_t due = arena_purge_due(now);
+    if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed)) {
+        uint32_t pages_next = 0, ext_next = 0;
+        pages_purge(now, false, &pages_next);
+        extents_purge(now, false, &ext_next);
+        due = due_min(due, due_min(pages_next, ext_next));
+    }
+    uint32_t abandoned_next = 0;
+    reclaim_abandoned(now, false, &abandoned_next);
+    return due_min(due, abandoned_next);
+}
+
+/* Each pass purges what is due and the insides of idle heaps, then sleeps until the next
+ * thing is due, or on the arena's condition variable when nothing waits. */
 static void *purger_main(void *arg)
 {
     (void)arg;
     for (;;) {
         uint32_t now = now_ms();
-        uint32_t due = arena_purge_due(now);
-        uint32_t pages_next = 0, ext_next = 0;
-        if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed)) {
-            pages_purge(now, false, &pages_next);
-            extents_purge(now, false, &ext_next);
-            if (ext_next && (pages_next == 0 || (int32_t)(ext_next - pages_next) < 0))
-                pages_next = ext_next;
-        }
         uint32_t wakes = arena_wakes();
-        uint32_t heaps_next = 0, abandoned_next = 0;
+        uint32_t due = purge_due(now);
+        uint32_t heaps_next = 0;
         reclaim_idle_heaps(now, false, &heaps_next);
-        reclaim_abandoned(now, false, &abandoned_next);
-        if (abandoned_next && (heaps_next == 0 || (int32_t)(abandoned_next - heaps_next) < 0))
-            heaps_next = abandoned_next;
-        if (pages_next && (due == 0 || (int32_t)(pages_next - due) < 0))
-            due = pages_next;
-        if (heaps_next && (due == 0 || (int32_t)(heaps_next - due) < 0))
-            due = heaps_next;
-        arena_wait_for_work(due, wakes);
+        arena_wait_for_work(due_min(due, heaps_next), wakes);
     }
     return NULL;
+}
+
+/* ---- inline, in a process without the thread ------------------------------------------ */
+
+/* A look (arena.c's purge_inline_count asks for one) reads the clock. Passes are at least
+ * PURGE_INLINE_GAP_MS apart, so that pages retiring one by one do not make every look walk
+ * the descriptors. */
+#define PURGE_INLINE_GAP_MS 50u
+
+static _Atomic uint32_t inline_next_ms; /* no pass before this (0: at the next look) */
+static _Atomic int inline_busy;         /* one pass at a time: the others go on with their work */
+
+static void purge_inline(void)
+{
+    uint32_t now = now_ms();
+    uint32_t at = atomic_load_explicit(&inline_next_ms, memory_order_relaxed);
+    if (at && (int32_t)(now - at) < 0)
+        return;
+    if (atomic_exchange_explicit(&inline_busy, 1, memory_order_acquire))
+        return;
+    long delay = policy_in_force.purge_delay_ms;
+    uint32_t gap =
+        delay < (long)PURGE_INLINE_GAP_MS ? (uint32_t)(delay > 0 ? delay : 1) : PURGE_INLINE_GAP_MS;
+    uint32_t next = purge_due(now);
+    if (next == 0) {
+        /* Nothing waits: stand down, then look again, the other side of purge_note_dirty's
+         * Dekker pair (it counts, then looks at purge_inline_armed): something counted
+         * meanwhile arms it again. */
+        atomic_store(&purge_inline_armed, 0);
+        atomic_store(&inline_next_ms, now + gap);
+        if (atomic_load(&stat_pages_dirty) || atomic_load(&stat_purge_pending))
+            purge_inline_arm();
+    } else {
+        if ((int32_t)(next - (now + gap)) < 0)
+            next = now + gap;
+        atomic_store_explicit(&inline_next_ms, next, memory_order_relaxed);
+    }
+    atomic_store_explicit(&inline_busy, 0, memory_order_release);
 }
 
 static void purger_start(void)
@@ -71,12 +121,18 @@ static void purger_start(void)
 
 void purger_start_if_wanted(void)
 {
+    int look = PURGER_WANT_INLINE;
+    if (atomic_compare_exchange_strong(&purger_wanted, &look, PURGER_WANT_NONE)) {
+        purge_inline();
+        return;
+    }
     /* Not from a thread past its heap's exit destructor: pthread_create's allocation there
      * would give it a heap that outlives it. Another thread starts the purger at its next
      * safe point. */
     if (tl_heap == &heap_exited)
         return;
-    if (atomic_exchange(&purger_wanted, 0))
+    int thread = PURGER_WANT_THREAD;
+    if (atomic_compare_exchange_strong(&purger_wanted, &thread, PURGER_WANT_NONE))
         purger_start();
 }
 

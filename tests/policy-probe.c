@@ -5,6 +5,10 @@
  *   policy-probe advise SIZE       malloc(64) and malloc(SIZE), then exit
  *   policy-probe purge MIB BLOCK   fill MIB MiB in BLOCK-byte blocks, free them all, then
  *                                  watch RSS with no further allocator call
+ *   policy-probe small MIB BLOCK   the same below the purger thread's 16 MiB, watched first
+ *                                  with no allocator call (PROBE_IDLE_MS), then with one
+ *                                  20000-byte malloc and free every 10 ms (PROBE_FORK: in
+ *                                  a child forked right after the frees)
  *   policy-probe threads           how many threads the process has */
 
 #include <dirent.h>
@@ -16,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -116,6 +121,34 @@ static int threads(void)
     return n;
 }
 
+/* Makes the bytes written at p observable: gcc drops a memset into a malloc'd block that
+ * nothing reads (the share probe then measured a block that was never touched: 0 %). */
+static void escape(void *p)
+{
+    __asm__ volatile("" : : "r"(p) : "memory");
+}
+
+/* Fills total bytes in blocks of block bytes, every byte written, reads the anonymous RSS
+ * into *full_kb, and frees them all. Returns 0, or the probe's exit status. */
+static int fill_and_free(size_t total, size_t block, unsigned long *full_kb)
+{
+    static void *ptrs[1 << 21];
+    size_t n = block ? total / block : 0;
+    if (n == 0 || n > sizeof ptrs / sizeof *ptrs)
+        return 2;
+    for (size_t i = 0; i < n; i++) {
+        ptrs[i] = malloc(block);
+        if (!ptrs[i])
+            return 1;
+        memset(ptrs[i], 7, block);
+        escape(ptrs[i]);
+    }
+    *full_kb = field_kb(read_proc("/proc/self/smaps_rollup"), "Anonymous:");
+    for (size_t i = 0; i < n; i++)
+        free(ptrs[i]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -146,6 +179,7 @@ int main(int argc, char **argv)
         if (!p)
             return 1;
         memset(p, 1, size);
+        escape(p);
         unsigned long kb = huge_kb_in((uintptr_t)p, (uintptr_t)p + size);
         out_u("share", (unsigned long)(kb * 1024 * 100 / size));
         out_u("aligned", ((uintptr_t)p & ((2u << 20) - 1)) == 0);
@@ -162,22 +196,69 @@ int main(int argc, char **argv)
         out_u("threads", (unsigned long)threads());
         return 0;
     }
+    if (strcmp(argv[1], "small") == 0 && argc == 4) {
+        /* A process too small for the purger thread: what it freed goes back at its own
+         * allocator calls once purge_delay has passed, and not before. */
+        size_t total = strtoull(argv[2], NULL, 0) << 20;
+        unsigned long base = field_kb(read_proc("/proc/self/smaps_rollup"), "Anonymous:");
+        unsigned long full;
+        int rc = fill_and_free(total, strtoull(argv[3], NULL, 0), &full);
+        if (rc)
+            return rc;
+        if (getenv("PROBE_FORK")) {
+            /* The child inherits what waits, and has no purger of its own: it is the one
+             * watched; the parent only waits for it. */
+            pid_t pid = fork();
+            if (pid < 0)
+                return 1;
+            if (pid > 0) {
+                int st;
+                if (waitpid(pid, &st, 0) != pid)
+                    return 1;
+                return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+            }
+        }
+        long t0 = now_ms();
+        long idle = strtol(getenv("PROBE_IDLE_MS") ? getenv("PROBE_IDLE_MS") : "0", NULL, 10);
+        long watch = strtol(getenv("PROBE_WATCH_MS") ? getenv("PROBE_WATCH_MS") : "3000", NULL, 10);
+        struct timespec ts = {0, 10 * 1000000L};
+        while (now_ms() - t0 < idle)
+            nanosleep(&ts, NULL);
+        unsigned long idle_kb = field_kb(read_proc("/proc/self/smaps_rollup"), "Anonymous:");
+        long drop = -1;
+        unsigned long anon = idle_kb;
+        for (;;) {
+            /* volatile: a malloc and free of a block nobody uses would be folded away */
+            char *volatile q = malloc(20000);
+            if (!q)
+                return 1;
+            q[0] = 1;
+            free(q);
+            anon = field_kb(read_proc("/proc/self/smaps_rollup"), "Anonymous:");
+            long el = now_ms() - t0;
+            /* back: within a tenth of what was freed of where the process started */
+            if (anon < base + (full - base) / 10) {
+                drop = el;
+                break;
+            }
+            if (el >= watch)
+                break;
+            nanosleep(&ts, NULL);
+        }
+        out_u("base_kb", base);
+        out_u("full_kb", full);
+        out_u("idle_kb", idle_kb);
+        out_u("end_kb", anon);
+        out_u("drop_ms", drop < 0 ? 999999UL : (unsigned long)drop);
+        out_u("threads", (unsigned long)threads());
+        return 0;
+    }
     if (strcmp(argv[1], "purge") == 0 && argc == 4) {
         size_t total = strtoull(argv[2], NULL, 0) << 20;
-        size_t block = strtoull(argv[3], NULL, 0);
-        size_t n = total / block;
-        static void *ptrs[1 << 21];
-        if (n > sizeof ptrs / sizeof *ptrs)
-            return 2;
-        for (size_t i = 0; i < n; i++) {
-            ptrs[i] = malloc(block);
-            if (!ptrs[i])
-                return 1;
-            memset(ptrs[i], 7, block);
-        }
-        unsigned long full = field_kb(read_proc("/proc/self/smaps_rollup"), "Anonymous:");
-        for (size_t i = 0; i < n; i++)
-            free(ptrs[i]);
+        unsigned long full;
+        int rc = fill_and_free(total, strtoull(argv[3], NULL, 0), &full);
+        if (rc)
+            return rc;
         /* From here on: no allocator call at all. */
         long t0 = now_ms(), drop = -1;
         unsigned long half_kb = 0, lazy_max = 0, anon = 0;

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Memory goes back to the kernel after purge_delay, with no further allocator call (the
-# background purger), as anonymous RSS and LazyFree in /proc/self/smaps_rollup show.
+# background purger), or, in a process too small for the purger, at its own allocator calls
+# after purge_delay; as anonymous RSS and LazyFree in /proc/self/smaps_rollup show.
 set -u
 probe=$TESTS_BUILDDIR/policy-probe
 n=0
@@ -44,4 +45,28 @@ block=4194304
 run THPALLOC_PURGE=free THPALLOC_PURGE_DELAY=200ms PROBE_WATCH_MS=1500
 test "$(get lazyfree_max_kb)" -gt 400000
 ok $? "purge=free: the memory shows as LazyFree ($(get lazyfree_max_kb) kB)"
+# Below the 16 MiB that start the purger thread, the process's own allocator calls give back
+# what purge_delay has made due: 8 MiB in small blocks (pages), in 12000-byte blocks and in
+# 60000-byte ones (extents), with purge_delay=300ms. Watched idle for 200 ms first (nothing
+# may go before the delay), then with a malloc and a free every 10 ms.
+small() { out=$(env "$@" LD_PRELOAD="$THPALLOC_LIB" timeout 30 "$probe" small 8 "$block"); echo "$out" | sed 's/^/# /'; }
+for block in 2000 12000 60000; do
+    echo "# 8 MiB in blocks of $block bytes"
+    small THPALLOC_PURGE_DELAY=300ms PROBE_IDLE_MS=200 PROBE_WATCH_MS=3000
+    d=$(get drop_ms); b=$(get base_kb); f=$(get full_kb); i=$(get idle_kb)
+    test "$i" -gt $(((b + f) / 2))
+    ok $? "small process, $block-byte blocks: still resident before purge_delay (${i} kB; ${b} -> ${f})"
+    test "$d" -ge 300 -a "$d" -le 1500
+    ok $? "small process, $block-byte blocks: back at its own calls after purge_delay (${d} ms, ${b} -> $(get end_kb) kB)"
+    test "$(get threads)" = 1
+    ok $? "small process, $block-byte blocks: no purger thread (threads=$(get threads))"
+done
+block=12000
+small THPALLOC_PURGE_DELAY=300ms PROBE_IDLE_MS=200 PROBE_WATCH_MS=3000 PROBE_FORK=1
+d=$(get drop_ms)
+test "$(get idle_kb)" -gt $((($(get base_kb) + $(get full_kb)) / 2)) -a "$d" -ge 300 -a "$d" -le 1500
+ok $? "small process, forked child: what the parent left waiting goes back at the child's calls (${d} ms)"
+small THPALLOC_PURGE_DELAY=never PROBE_WATCH_MS=1000
+test "$(get drop_ms)" = 999999 -a "$(get end_kb)" -gt $(($(get base_kb) + 6000))
+ok $? "small process, purge_delay=never: kept ($(get end_kb) kB after 1 s of calls)"
 echo "1..$n"
