@@ -279,7 +279,13 @@ struct merge {
     unsigned start, total;
     long was_pending; /* granules of the parts counted as waiting already */
     bool pending, zero;
-    uint32_t freed_at; /* the newest data's: a merged run waits as long as its youngest part */
+    /* A merged run waits as long as its largest pending part (age_len granules): a freed
+     * block that joins a big run freed long ago does not start the big run's wait again
+     * (a thread cache's flush next to it would keep it resident for as long as the
+     * program runs), and a big block freed now is not purged for the sake of a small
+     * old neighbour. */
+    uint32_t freed_at;
+    unsigned age_len;
 };
 
 static void absorb(struct extent_map *m, unsigned first, unsigned len, struct merge *g)
@@ -292,8 +298,10 @@ static void absorb(struct extent_map *m, unsigned first, unsigned len, struct me
     g->total += len;
     if (x->pending) {
         g->was_pending += len;
-        if (!g->pending || (int32_t)(x->freed_at - g->freed_at) > 0)
+        if (!g->pending || len > g->age_len) {
             g->freed_at = x->freed_at;
+            g->age_len = len;
+        }
         g->pending = true;
     }
     g->zero = g->zero && x->zero;
@@ -305,7 +313,7 @@ static void absorb(struct extent_map *m, unsigned first, unsigned len, struct me
 static struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, bool pending,
                                  bool zero, uint32_t freed_at)
 {
-    struct merge g = {first, len, 0, pending, zero, freed_at};
+    struct merge g = {first, len, 0, pending, zero, freed_at, pending ? len : 0};
     if (first > 0) {
         uint16_t t = tag_get(m, first - 1);
         if ((t & (TAG_TAIL | TAG_FREE)) == (TAG_TAIL | TAG_FREE))

@@ -284,6 +284,38 @@ int main(void)
     tap_ok(r2 == r && r2[0] == 0 && r2[256 * KIB - 1] == 0,
            "the purged run is reused, zero without a memset");
     extent_free(c, r2);
+
+    /* A merged run waits as long as its largest pending part: a small block freed next to a
+     * big run freed long ago does not restart the big run's wait, and a big block freed
+     * now is not purged early for a small old neighbour. */
+    uint8_t *hole = extent_alloc(256 * KIB, 0, false); /* where r was: the next go after keep */
+    for (int big_first = 1; big_first >= 0; big_first--) {
+        uint8_t *wide = extent_alloc(512 * KIB, 0, false);
+        uint8_t *small = extent_alloc(G, 0, false);
+        uint8_t *guard = extent_alloc(G, 0, false); /* small's other side stays in use */
+        memset(wide, 3, 512 * KIB);
+        memset(small, 3, G);
+        uint32_t t0 = now_ms();
+        extent_free(c, big_first ? wide : small);
+        struct timespec ts = {0, 200 * 1000000L}; /* past the coarse clock's tick */
+        nanosleep(&ts, NULL);
+        extent_free(c, big_first ? small : wide);
+        extents_purge(t0 + 1000 + 50, false, &next);
+        size_t res = resident(wide, 512 * KIB) + resident(small, G);
+        if (big_first)
+            tap_ok(small == wide + 512 * KIB && res == 0,
+                   "a small block freed 200 ms after its big neighbour: the run is purged on "
+                   "the big one's time (%zu bytes resident)",
+                   res);
+        else
+            tap_ok(small == wide + 512 * KIB && res == 512 * KIB + G,
+                   "a big block freed 200 ms after its small neighbour: the run waits for "
+                   "the big one (%zu bytes resident)",
+                   res);
+        extents_purge(now_ms() + 1001, false, &next);
+        extent_free(c, guard);
+    }
+    extent_free(c, hole);
     extent_free(c, keep);
 
     /* three chunks' worth, all freed: kept while resident, then all but the spare go back */
