@@ -19,6 +19,13 @@ static inline void safe_point(void)
         purger_start_if_wanted();
 }
 
+/* The calling thread's heap, or NULL for the shared sentinels (written by nobody). */
+static inline heap_t *own_heap(void)
+{
+    heap_t *heap = tl_heap;
+    return heap == &heap_empty || heap == &heap_exited ? NULL : heap;
+}
+
 /* A block no heap owns: an extent up to 1 MiB (aligned to at most half a chunk), else a
  * large block with chunks of its own; glibc's in pass-through. */
 static void *shared_malloc(size_t size, size_t align, bool zero)
@@ -28,7 +35,7 @@ static void *shared_malloc(size_t size, size_t align, bool zero)
     void *p = size <= SC_MAX_SIZE && align <= CHUNK_SIZE / 2
                   ? extent_malloc_cached(size, align, zero)
                   : large_alloc(size, align, zero);
-    purge_inline_tick();
+    purge_inline_tick(own_heap());
     safe_point();
     return p;
 }
@@ -64,10 +71,10 @@ static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p)
 {
     if (c->kind == CHUNK_LARGE) {
         large_free(c, p);
-        purge_inline_tick();
+        purge_inline_tick(own_heap());
     } else if (c->kind == CHUNK_EXTENT) {
         extent_free_cached(c, p);
-        purge_inline_tick();
+        purge_inline_tick(own_heap());
     } else {
         heap_free_slow(c, page, p);
     }

@@ -22,6 +22,10 @@ static bool purge_armed;       /* some dirty chunk waits for its delay */
  * once PURGER_MIN_PENDING waits for purging, so most processes never see it; until then the
  * process's own safe points purge what is due (purge_inline_arm, purger.c). */
 #define PURGER_MIN_PENDING ((uint64_t)16 << 20)
+/* Doubled each time the thread cannot be created (RLIMIT_NPROC, a pids cgroup, seccomp), up
+ * to PURGER_MAX_PENDING, so that not every note tries again; the inline passes go on. */
+#define PURGER_MAX_PENDING ((uint64_t)1 << 30)
+static uint64_t purger_min_pending = PURGER_MIN_PENDING;
 static bool purger_started, purger_waiting;
 /* Reclaimed heaps that became busy again (purge_note_active): counted before
  * purge_note_dirty looks at purger_waiting, looked at by the purger after it says it waits,
@@ -36,11 +40,12 @@ static void want_purger_locked(void)
 {
     uint64_t pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
                        atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) + padded_bytes;
-    if (!purger_started && pending >= PURGER_MIN_PENDING) {
-        __atomic_store_n(&purger_started, true, __ATOMIC_RELAXED);
+    if (!purger_started && pending >= purger_min_pending) {
+        __atomic_store_n(&purger_started, true, __ATOMIC_SEQ_CST);
         atomic_store(&purge_inline_armed, 0); /* the thread takes over */
         atomic_store(&purger_wanted, PURGER_WANT_THREAD);
     } else if (!purger_started) {
+        atomic_thread_fence(memory_order_seq_cst); /* counted (free_locked, tail_pad) first */
         purge_inline_arm();
     }
 }
@@ -621,7 +626,7 @@ void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)
     pthread_mutex_unlock(&arena_lock);
 }
 
-static size_t purge_run(arena_t *a, size_t i, size_t j);
+static size_t purge_run(arena_t *a, size_t i, size_t j, bool resident);
 
 /* Marks a run free (and dirty) in a, arena_lock held. */
 static void free_locked(arena_t *a, uint8_t *base, size_t n, uint32_t now)
@@ -669,25 +674,38 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
     pthread_mutex_unlock(&arena_lock);
 }
 
-void arena_free_chunks_purged(arena_t *a, uint8_t *base, size_t n)
+static void free_chunks_now(arena_t *a, uint8_t *base, size_t n, bool resident)
 {
-    if (a->dedicated || policy_in_force.purge_delay_ms < 0) {
-        arena_free_chunks(a, base, n);
-        return;
-    }
     pthread_mutex_lock(&arena_lock);
     atomic_fetch_sub_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
     free_locked(a, base, n, now_ms());
     size_t first = (size_t)(base - a->base) >> CHUNK_SHIFT;
-    size_t purged = purge_run(a, first, first + n);
+    size_t purged = purge_run(a, first, first + n, resident);
     atomic_fetch_sub_explicit(&stat_purge_pending, purged, memory_order_relaxed);
-    atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
-    if (purged != n << CHUNK_SHIFT && !purge_armed) {
+    if (resident)
+        atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
+    if (purged != n << CHUNK_SHIFT && !purge_armed && policy_in_force.purge_delay_ms >= 0) {
         /* refused: the delayed purge takes it */
         purge_armed = true;
         next_purge_ms = now_ms() + (uint32_t)policy_in_force.purge_delay_ms;
     }
     pthread_mutex_unlock(&arena_lock);
+}
+
+void arena_free_chunks_purged(arena_t *a, uint8_t *base, size_t n)
+{
+    if (a->dedicated || policy_in_force.purge_delay_ms < 0)
+        arena_free_chunks(a, base, n);
+    else
+        free_chunks_now(a, base, n, true);
+}
+
+void arena_free_chunks_clean(arena_t *a, uint8_t *base, size_t n)
+{
+    if (a->dedicated)
+        arena_free_chunks(a, base, n);
+    else
+        free_chunks_now(a, base, n, false);
 }
 
 void purge_note_active(void)
@@ -707,10 +725,10 @@ void purge_note_dirty(void)
             return;
     } else if (atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
                    atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) <
-               PURGER_MIN_PENDING) {
+               __atomic_load_n(&purger_min_pending, __ATOMIC_RELAXED)) {
         /* no purger yet, and too little waits to start one: the safe points look */
         purge_inline_arm();
-        purge_inline_tick();
+        purge_inline_tick(NULL);
         return;
     }
     pthread_mutex_lock(&arena_lock);
@@ -725,16 +743,21 @@ _Atomic int purge_inline_armed; /* no purger thread, and something waits for pur
 
 /* One heavier event in PURGE_INLINE_EVERY asks the next safe point to look at the clock
  * while something waits: the misses of the fast paths do not read the clock, nor even call
- * here. The tick is shared, not thread-local (thread-local state stays one pointer): a load
- * and a store, not a locked add, so racing threads may lose a count, which only moves the
- * next look. */
+ * here. The count is the heap's (owner-only: no line shared between threads is written on
+ * an extent cache hit); a thread without a heap counts on a shared tick, its own line, by a
+ * load and a store (racing threads may lose a count, which only moves the next look). */
 #define PURGE_INLINE_EVERY 16u
-static _Atomic unsigned inline_tick;
+static _Atomic unsigned inline_tick __attribute__((aligned(64)));
 
-void purge_inline_count(void)
+void purge_inline_count(heap_t *heap)
 {
-    unsigned tick = atomic_load_explicit(&inline_tick, memory_order_relaxed) + 1;
-    atomic_store_explicit(&inline_tick, tick, memory_order_relaxed);
+    unsigned tick;
+    if (heap) {
+        tick = ++heap->purge_tick;
+    } else {
+        tick = atomic_load_explicit(&inline_tick, memory_order_relaxed) + 1;
+        atomic_store_explicit(&inline_tick, tick, memory_order_relaxed);
+    }
     if (tick % PURGE_INLINE_EVERY)
         return;
     int none = PURGER_WANT_NONE;
@@ -743,11 +766,22 @@ void purge_inline_count(void)
 
 void purge_inline_arm(void)
 {
-    /* A plain load first: a loop that empties and refills a page comes here every time. */
+    /* A plain load first: a loop that empties and refills a page comes here every time. The
+     * caller has counted what waits and fenced (the Dekker pair with purge_inline's
+     * disarm). */
     if (atomic_load_explicit(&purge_inline_armed, memory_order_relaxed) ||
-        __atomic_load_n(&purger_started, __ATOMIC_RELAXED) || policy_in_force.purge_delay_ms < 0)
+        __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST) || policy_in_force.purge_delay_ms < 0)
         return;
     atomic_store(&purge_inline_armed, 1);
+    /* The thread may have been asked for meanwhile: want_purger_locked says started, then
+     * disarms; looking again after arming, one of the two sees the other. */
+    if (__atomic_load_n(&purger_started, __ATOMIC_SEQ_CST))
+        atomic_store(&purge_inline_armed, 0);
+}
+
+bool arena_purger_started(void)
+{
+    return __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST);
 }
 
 /* Purges every dirty chunk whose delay has passed (all with force), a run per madvise.
@@ -783,12 +817,14 @@ static size_t purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t 
 }
 
 /* Purges free chunks i .. j-1 of a (dirty), a run per madvise; returns the bytes. */
-static size_t purge_run(arena_t *a, size_t i, size_t j)
+/* resident false: the caller gave the memory back already; only the charge goes (strict
+ * overcommit) and the bits say so. */
+static size_t purge_run(arena_t *a, size_t i, size_t j, bool resident)
 {
     uint8_t *p = a->base + (i << CHUNK_SHIFT);
     size_t len = (j - i) << CHUNK_SHIFT;
     if (!(strict_commit() ? os_decommit(p, len, "thpalloc")
-                          : os_purge(p, len, policy_in_force.purge)))
+                          : !resident || os_purge(p, len, policy_in_force.purge)))
         return 0;
     for (size_t k = i; k < j; k++) {
         bit_clear(a->dirty, k);
@@ -826,7 +862,7 @@ static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
         while (j < a->nchunks && bit_get(a->dirty, j) &&
                (force || (int32_t)(now - a->freed_at[j]) >= (int32_t)delay))
             j++;
-        purged += purge_run(a, i, j);
+        purged += purge_run(a, i, j, true);
         i = j;
     }
     return purged;
@@ -907,8 +943,11 @@ void arena_wait_for_work(uint32_t due, uint32_t wakes)
 void arena_purger_not_started(void)
 {
     pthread_mutex_lock(&arena_lock);
-    __atomic_store_n(&purger_started, false, __ATOMIC_RELAXED); /* try again later */
+    __atomic_store_n(&purger_started, false, __ATOMIC_SEQ_CST); /* try again later */
+    if (purger_min_pending < PURGER_MAX_PENDING)
+        __atomic_store_n(&purger_min_pending, purger_min_pending * 2, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&arena_lock);
+    purge_inline_arm(); /* meanwhile the process's own calls purge */
 }
 
 void arena_fork_prepare(void)

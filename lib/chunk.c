@@ -340,7 +340,7 @@ static page_t *sub_page_new(heap_t *heap, unsigned cls)
  * class's first, or a slot of a chunk of this heap with room, or of a new chunk. */
 page_t *page_new(heap_t *heap, unsigned cls)
 {
-    purge_inline_tick(); /* a page to take: the next safe point may look */
+    purge_inline_tick(heap); /* a page to take: the next safe point may look */
     enum chunk_kind kind = kind_of_class(cls);
     page_t *kept = kept_page_steal(heap, cls);
     if (kept) {

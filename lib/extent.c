@@ -250,20 +250,26 @@ static chunk_t *chunk_add(void)
     return c;
 }
 
-/* An empty chunk back to the arena (which purges it after purge_delay). extent_lock held;
- * its one free run is in its bin. */
+/* An empty chunk back to the arena: resident (a heap needs a chunk), to be purged after
+ * purge_delay, or already purged or never written, as purged: counted as waiting, it
+ * showed megabytes in purge_pending that were not resident, and was purged twice.
+ * extent_lock held; its one free run is in its bin. */
 static void chunk_drop(chunk_t *c)
 {
     struct extent_map *m = map_of(c);
     struct ext_free *n = &m->node[0];
     LIB_ASSERT(m->used == 0 && n->len == GRANULES);
     bin_remove(n);
-    if (n->pending)
+    bool resident = n->pending;
+    if (resident)
         pending_add(-(long)GRANULES);
     tags_clear(m, 0, GRANULES);
     DLIST_REMOVE(&ext_chunks, c);
     registry_set(c->base, 1, registry_unused(c->arena));
-    arena_free_chunks(c->arena, c->base, 1);
+    if (resident)
+        arena_free_chunks(c->arena, c->base, 1);
+    else
+        arena_free_chunks_clean(c->arena, c->base, 1);
     /* c->ext stays: a racing look at a stale pointer reads this map, never NULL; and the
      * descriptor stays an extent chunk's, page_shift and pages[0] included */
     c->kind = CHUNK_FREE;

@@ -18,9 +18,11 @@ static pthread_t init_thread;
 static bool dormant;
 bool passthrough;
 
-/* Lock order: late, heaps, abandoned, arena, ranges, meta (the order they nest in). */
+/* Lock order: purge passes, late, heaps, abandoned, arena, ranges, meta (the order they
+ * nest in). */
 static void fork_prepare(void)
 {
+    purger_fork_prepare();
     reclaim_fork_prepare();
     thread_fork_prepare();
     abandon_fork_prepare();
@@ -39,6 +41,7 @@ static void fork_parent(void)
     abandon_fork_parent();
     thread_fork_parent();
     reclaim_fork_parent();
+    purger_fork_parent();
 }
 
 static void fork_child(void)
@@ -50,6 +53,7 @@ static void fork_child(void)
     abandon_fork_child();
     thread_fork_child();
     reclaim_fork_child();
+    purger_fork_child();
 }
 
 /* Who answers a call to malloc? Our references to malloc resolve to the process's malloc

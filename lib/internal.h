@@ -425,6 +425,9 @@ HIDDEN void arena_free_chunks(arena_t *arena, uint8_t *base, size_t n);
  * of the process is working in it, so keeping it resident for reuse only spreads the next
  * owner's pages over memory that is resident already). */
 HIDDEN void arena_free_chunks_purged(arena_t *arena, uint8_t *base, size_t n);
+/* The same for chunks whose memory the caller gave back already, or never wrote (an empty
+ * extent chunk whose run was purged): not waiting, not purged again. */
+HIDDEN void arena_free_chunks_clean(arena_t *arena, uint8_t *base, size_t n);
 /* Extends a run of n chunks to want chunks in place, when the chunks after it are free. */
 HIDDEN bool arena_grow_chunks(arena_t *arena, uint8_t *base, size_t n, size_t want,
                               size_t block_size);
@@ -469,14 +472,22 @@ extern HIDDEN _Atomic int purger_wanted;
  * safe point to look (purger.c). */
 HIDDEN void purge_inline_arm(void);
 extern HIDDEN _Atomic int purge_inline_armed;
-HIDDEN void purge_inline_count(void);
+HIDDEN void purge_inline_count(heap_t *heap);
+/* Whether the purger thread runs or has been asked for: no inline pass then. */
+HIDDEN bool arena_purger_started(void);
+/* Every purge pass (the thread's, an inline one, purge_all) holds purger.c's pass lock, and
+ * fork waits for it: a pass cut off by fork would leave the child pages marked PURGING and
+ * abandoned chunks taken out, with no thread to finish them. */
+HIDDEN void purger_fork_prepare(void);
+HIDDEN void purger_fork_parent(void);
+HIDDEN void purger_fork_child(void);
 /* A heavier event (a new page, an extent or a large block, a page left empty): a load and
  * a branch while nothing waits, so that the safe points of the fast-path misses pay
- * nothing. */
-static inline void purge_inline_tick(void)
+ * nothing. heap: the caller's own (it counts there), or NULL. */
+static inline void purge_inline_tick(heap_t *heap)
 {
     if (unlikely(atomic_load_explicit(&purge_inline_armed, memory_order_relaxed)))
-        purge_inline_count();
+        purge_inline_count(heap);
 }
 extern HIDDEN _Atomic uint64_t stat_pages_dirty;
 HIDDEN void arena_fork_prepare(void);
@@ -523,7 +534,8 @@ struct heap {
     uint32_t slow_ops; /* owner-only count of slow-path calls: activity, read by the purger */
     /* the purger's own notes: slow_ops when last looked at, since when, when reclaimed */
     uint32_t seen_ops, seen_at, reclaimed_ops, reclaim_pass;
-    bool reclaimed; /* also cleared by the owner: it is active again, wake the purger */
+    bool reclaimed;     /* also cleared by the owner: it is active again, wake the purger */
+    uint8_t purge_tick; /* owner-only: heavier events towards an inline look (arena.c) */
     page_queue_t queues[SMALL_CLASSES];
     page_queue_t full;          /* pages without a free block */
     _Atomic int full_has_xfree; /* another thread freed into a full page */

@@ -14,6 +14,9 @@
 
 #include <signal.h>
 
+/* Held by every pass: the thread's, an inline one, purge_all's; fork waits for it. */
+static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* The earlier of two due times (0: none). */
 static uint32_t due_min(uint32_t a, uint32_t b)
 {
@@ -43,11 +46,13 @@ static void *purger_main(void *arg)
 {
     (void)arg;
     for (;;) {
+        pthread_mutex_lock(&pass_lock);
         uint32_t now = now_ms();
         uint32_t wakes = arena_wakes();
         uint32_t due = purge_due(now);
         uint32_t heaps_next = 0;
         reclaim_idle_heaps(now, false, &heaps_next);
+        pthread_mutex_unlock(&pass_lock);
         arena_wait_for_work(due_min(due, heaps_next), wakes);
     }
     return NULL;
@@ -60,35 +65,45 @@ static void *purger_main(void *arg)
  * the descriptors. */
 #define PURGE_INLINE_GAP_MS 50u
 
-static _Atomic uint32_t inline_next_ms; /* no pass before this (0: at the next look) */
-static _Atomic int inline_busy;         /* one pass at a time: the others go on with their work */
+static uint32_t inline_last_ms;         /* the last pass (pass lock held) */
+static _Atomic uint32_t inline_next_ms; /* no pass before this */
 
 static void purge_inline(void)
 {
-    uint32_t now = now_ms();
-    uint32_t at = atomic_load_explicit(&inline_next_ms, memory_order_relaxed);
-    if (at && (int32_t)(now - at) < 0)
+    /* A look asked for before the last pass disarmed, or before the thread was asked for */
+    if (!atomic_load(&purge_inline_armed))
         return;
-    if (atomic_exchange_explicit(&inline_busy, 1, memory_order_acquire))
+    if (arena_purger_started()) {
+        atomic_store(&purge_inline_armed, 0);
         return;
+    }
     long delay = policy_in_force.purge_delay_ms;
     uint32_t gap =
         delay < (long)PURGE_INLINE_GAP_MS ? (uint32_t)(delay > 0 ? delay : 1) : PURGE_INLINE_GAP_MS;
-    uint32_t next = purge_due(now);
-    if (next == 0) {
-        /* Nothing waits: stand down, then look again, the other side of purge_note_dirty's
-         * Dekker pair (it counts, then looks at purge_inline_armed): something counted
-         * meanwhile arms it again. */
-        atomic_store(&purge_inline_armed, 0);
-        atomic_store(&inline_next_ms, now + gap);
-        if (atomic_load(&stat_pages_dirty) || atomic_load(&stat_purge_pending))
-            purge_inline_arm();
-    } else {
-        if ((int32_t)(next - (now + gap)) < 0)
-            next = now + gap;
+    uint32_t now = now_ms();
+    /* Unsigned ages: a process idle for weeks must not read an old due time as one in the
+     * future. Every due time is within purge_delay of the pass that noted it. */
+    uint32_t since = now - __atomic_load_n(&inline_last_ms, __ATOMIC_RELAXED);
+    uint32_t next = atomic_load_explicit(&inline_next_ms, memory_order_relaxed);
+    if (since < gap || (since <= (uint32_t)delay + gap && (int32_t)(now - next) < 0))
+        return;
+    /* One pass at a time, and none while another thread purges: the others go on. */
+    if (pthread_mutex_trylock(&pass_lock) != 0)
+        return;
+    __atomic_store_n(&inline_last_ms, now, __ATOMIC_RELAXED);
+    /* Disarmed before the pass, the other side of the notes' Dekker pair (they count,
+     * fence, then look at purge_inline_armed): what comes in meanwhile arms it again. */
+    atomic_store(&purge_inline_armed, 0);
+    next = purge_due(now);
+    if (next != 0) {
         atomic_store_explicit(&inline_next_ms, next, memory_order_relaxed);
+        purge_inline_arm();
+    } else if (atomic_load(&stat_pages_dirty) || atomic_load(&stat_purge_pending)) {
+        /* waiting, but not on a clock (a purge the kernel refused): look again later */
+        atomic_store_explicit(&inline_next_ms, now + gap, memory_order_relaxed);
+        purge_inline_arm();
     }
-    atomic_store_explicit(&inline_busy, 0, memory_order_release);
+    pthread_mutex_unlock(&pass_lock);
 }
 
 static void purger_start(void)
@@ -139,10 +154,28 @@ void purger_start_if_wanted(void)
 size_t purge_all(bool force)
 {
     uint32_t next;
+    pthread_mutex_lock(&pass_lock);
     size_t bytes = pages_purge(now_ms(), force, &next);
     /* heaps first: their cached extents go back to the runs that extents_purge gives back */
     bytes += reclaim_idle_heaps(now_ms(), force, &next);
     bytes += reclaim_abandoned(now_ms(), force, &next);
     bytes += extents_purge(now_ms(), force, &next);
-    return bytes + arena_purge_chunks(force);
+    bytes += arena_purge_chunks(force);
+    pthread_mutex_unlock(&pass_lock);
+    return bytes;
+}
+
+void purger_fork_prepare(void)
+{
+    pthread_mutex_lock(&pass_lock);
+}
+
+void purger_fork_parent(void)
+{
+    pthread_mutex_unlock(&pass_lock);
+}
+
+void purger_fork_child(void)
+{
+    pthread_mutex_init(&pass_lock, NULL);
 }
