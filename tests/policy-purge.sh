@@ -68,6 +68,33 @@ small THPALLOC_PURGE_DELAY=300ms PROBE_IDLE_MS=200 PROBE_WATCH_MS=3000 PROBE_FOR
 d=$(get drop_ms)
 test "$(get idle_kb)" -gt $((($(get base_kb) + $(get full_kb)) / 2)) -a "$d" -ge 250 -a "$d" -le 1500
 ok $? "small process, forked child: what the parent left waiting goes back at the child's calls (${d} ms)"
+# A real program: python3 builds ~20 MiB of strings and lists (less than 16 MiB waits at
+# once as it frees them), drops them, and goes on with light work for 1.5 s. What it freed
+# comes back at its own calls, with no second thread.
+if test -x /usr/bin/python3; then
+    out=$(THPALLOC_PURGE_DELAY=300ms LD_PRELOAD="$THPALLOC_LIB" timeout 30 /usr/bin/python3 -c '
+import time
+def status(key):
+    for l in open("/proc/self/status"):
+        if l.startswith(key + ":"): return int(l.split()[1])
+base = status("VmRSS")
+big = [("x" * (1000 + i % 5000)) for i in range(1500)]
+lists = [list(range(i % 2000)) for i in range(1200)]
+phase = status("VmRSS")
+del big, lists
+freed = status("VmRSS")
+t = time.time()
+while time.time() - t < 1.5:
+    s = [("y" * (500 + i % 3000)) for i in range(50)]
+    d = {i: str(i) * 10 for i in range(200)}
+    time.sleep(0.005)
+print("base_kb=%d\nphase_kb=%d\nfreed_kb=%d\nend_kb=%d\nthreads=%d" % (base, phase, freed, status("VmRSS"), status("Threads")))
+')
+    echo "$out" | sed 's/^/# /'
+    b=$(get base_kb); p=$(get phase_kb); f=$(get freed_kb); e=$(get end_kb)
+    test -n "$e" && test $((f - b)) -gt $(((p - b) / 4)) -a $((e - b)) -lt $(((p - b) / 4)) -a "$(get threads)" = 1
+    ok $? "python3: a phase's memory, resident after the frees (${f} kB), comes back during light work (${e} kB; ${b} -> ${p} kB), one thread"
+fi
 small THPALLOC_PURGE_DELAY=never PROBE_WATCH_MS=1000
 test "$(get drop_ms)" = 999999 -a "$(get end_kb)" -gt $(($(get base_kb) + 6000))
 ok $? "small process, purge_delay=never: kept ($(get end_kb) kB after 1 s of calls)"
