@@ -95,6 +95,22 @@ print("base_kb=%d\nphase_kb=%d\nfreed_kb=%d\nend_kb=%d\nthreads=%d" % (base, pha
     test -n "$e" && test $((f - b)) -gt $(((p - b) / 4)) -a $((e - b)) -lt $(((p - b) / 4)) -a "$(get threads)" = 1
     ok $? "python3: a phase's memory, resident after the frees (${f} kB), comes back during light work (${e} kB; ${b} -> ${p} kB), one thread"
 fi
+# The thread cannot be created (RLIMIT_NPROC: as nobody, with a limit of one process): 24 MiB
+# freed, more than starts the thread, still comes back at the process's own calls.
+nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && command -v prlimit >/dev/null &&
+    nobody test -r "$THPALLOC_LIB" -a -x "$probe"; then
+    out=$(THPALLOC_PURGE_DELAY=300ms PROBE_IDLE_MS=200 PROBE_WATCH_MS=3000 LD_PRELOAD="$THPALLOC_LIB" \
+        timeout 30 setpriv --reuid=65534 --regid=65534 --clear-groups prlimit --nproc=1:1 \
+        "$probe" small 24 12000)
+    echo "$out" | sed 's/^/# /'
+    d=$(get drop_ms)
+    test "$(get threads)" = 1 -a "$d" -ge 250 -a "$d" -le 1500
+    ok $? "no thread to be had (RLIMIT_NPROC): 24 MiB freed comes back at the process's own calls (${d} ms, threads=$(get threads))"
+else
+    n=$((n + 1))
+    echo "ok $n # SKIP needs root, setpriv and prlimit, and a build nobody can read"
+fi
 small THPALLOC_PURGE_DELAY=never PROBE_WATCH_MS=1000
 test "$(get drop_ms)" = 999999 -a "$(get end_kb)" -gt $(($(get base_kb) + 6000))
 ok $? "small process, purge_delay=never: kept ($(get end_kb) kB after 1 s of calls)"
