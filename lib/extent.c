@@ -250,26 +250,28 @@ static chunk_t *chunk_add(void)
     return c;
 }
 
-/* An empty chunk back to the arena: resident (a heap needs a chunk), to be purged after
- * purge_delay, or already purged or never written, as purged: counted as waiting, it
- * showed megabytes in purge_pending that were not resident, and was purged twice.
- * extent_lock held; its one free run is in its bin. */
+/* An empty chunk back to the arena. One known to read as zero (never written, or purged
+ * with DONTNEED) goes back as purged: counted as waiting, it showed megabytes in
+ * purge_pending that were not resident, and was purged twice. Any other (resident: a heap
+ * needs a chunk; or written where nothing purges extents: purge_delay never, mode always;
+ * or purged with MADV_FREE, whose old contents may come back) waits there for purge_delay,
+ * and is never handed out as zero. extent_lock held; its one free run is in its bin. */
 static void chunk_drop(chunk_t *c)
 {
     struct extent_map *m = map_of(c);
     struct ext_free *n = &m->node[0];
     LIB_ASSERT(m->used == 0 && n->len == GRANULES);
     bin_remove(n);
-    bool resident = n->pending;
-    if (resident)
+    if (n->pending)
         pending_add(-(long)GRANULES);
+    bool clean = !n->pending && n->zero;
     tags_clear(m, 0, GRANULES);
     DLIST_REMOVE(&ext_chunks, c);
     registry_set(c->base, 1, registry_unused(c->arena));
-    if (resident)
-        arena_free_chunks(c->arena, c->base, 1);
-    else
+    if (clean)
         arena_free_chunks_clean(c->arena, c->base, 1);
+    else
+        arena_free_chunks(c->arena, c->base, 1);
     /* c->ext stays: a racing look at a stale pointer reads this map, never NULL; and the
      * descriptor stays an extent chunk's, page_shift and pages[0] included */
     c->kind = CHUNK_FREE;

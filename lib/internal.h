@@ -425,8 +425,8 @@ HIDDEN void arena_free_chunks(arena_t *arena, uint8_t *base, size_t n);
  * of the process is working in it, so keeping it resident for reuse only spreads the next
  * owner's pages over memory that is resident already). */
 HIDDEN void arena_free_chunks_purged(arena_t *arena, uint8_t *base, size_t n);
-/* The same for chunks whose memory the caller gave back already, or never wrote (an empty
- * extent chunk whose run was purged): not waiting, not purged again. */
+/* The same for chunks that read as zero (the caller never wrote them, or purged them with
+ * DONTNEED: an empty extent chunk whose run was purged): not waiting, not purged again. */
 HIDDEN void arena_free_chunks_clean(arena_t *arena, uint8_t *base, size_t n);
 /* Extends a run of n chunks to want chunks in place, when the chunks after it are free. */
 HIDDEN bool arena_grow_chunks(arena_t *arena, uint8_t *base, size_t n, size_t want,

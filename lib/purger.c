@@ -7,7 +7,8 @@
  * through purger_wanted), and only at a safe point (alloc.c: the top of a malloc, the end of a
  * free), never from inside a heap operation: pthread_create allocates. Below that, what is
  * due is purged by the process's own slow paths (purge_inline): a small process gets back
- * what it freed at its next allocator call after purge_delay, without a second thread. */
+ * what it freed once purge_delay has passed, within 16 of its calls that go beyond the
+ * memory it holds, without a second thread. */
 #include "internal.h"
 
 #include <errno.h>
@@ -94,6 +95,7 @@ static void purge_inline(void)
     /* Disarmed before the pass, the other side of the notes' Dekker pair (they count,
      * fence, then look at purge_inline_armed): what comes in meanwhile arms it again. */
     atomic_store(&purge_inline_armed, 0);
+    atomic_thread_fence(memory_order_seq_cst);
     next = purge_due(now);
     if (next != 0) {
         atomic_store_explicit(&inline_next_ms, next, memory_order_relaxed);

@@ -9,6 +9,8 @@
  *                                  with no allocator call (PROBE_IDLE_MS), then with one
  *                                  20000-byte malloc and free every 10 ms (PROBE_FORK: in
  *                                  a child forked right after the frees)
+ *   policy-probe calloc-reuse      24 blocks of 1 MiB written and freed, then four callocs of
+ *                                  12 MiB (chunks the extents gave back): non-zero bytes
  *   policy-probe threads           how many threads the process has */
 
 #include <dirent.h>
@@ -189,6 +191,24 @@ int main(int argc, char **argv)
         volatile char *a = malloc(64);
         volatile char *b = malloc(strtoull(argv[2], NULL, 0));
         return a && b ? 0 : 1;
+    }
+    if (strcmp(argv[1], "calloc-reuse") == 0) {
+        unsigned long full;
+        int rc = fill_and_free((size_t)24 << 20, (size_t)1 << 20, &full);
+        if (rc)
+            return rc;
+        unsigned long bad = 0;
+        for (int k = 0; k < 4; k++) {
+            size_t n = (size_t)12 << 20;
+            unsigned char *q = calloc(1, n);
+            if (!q)
+                return 1;
+            for (size_t j = 0; j < n; j += 64)
+                bad += q[j] != 0;
+            free(q);
+        }
+        out_u("nonzero", bad);
+        return 0;
     }
     if (strcmp(argv[1], "threads") == 0) {
         void *p = malloc(100);
