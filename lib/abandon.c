@@ -93,7 +93,12 @@ bool abandoned_free(chunk_t *c, page_t *page, block_t *b)
         page->local_free = b;
         page->used--;
     }
+    bool emptied = mine && page->used == 0;
     pthread_mutex_unlock(&abandoned_lock);
+    /* A chunk put back with live blocks is looked at again only when something says so:
+     * a page of it emptied is worth a look after purge_delay. */
+    if (emptied)
+        purge_note_dirty();
     return mine;
 }
 

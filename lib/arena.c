@@ -22,8 +22,9 @@ static bool purge_armed;       /* some dirty chunk waits for its delay */
  * once PURGER_MIN_PENDING waits for purging, so most processes never see it; until then the
  * process's own safe points purge what is due (purge_inline_arm, purger.c). */
 #define PURGER_MIN_PENDING ((uint64_t)16 << 20)
-/* Doubled each time the thread cannot be created (RLIMIT_NPROC, a pids cgroup, seccomp), up
- * to PURGER_MAX_PENDING, so that not every note tries again; the inline passes go on. */
+/* Doubled each time the thread cannot be created (RLIMIT_NPROC, a pids cgroup, seccomp), so
+ * that not every note tries again; past PURGER_MAX_PENDING it is never tried again. The
+ * inline passes go on. */
 #define PURGER_MAX_PENDING ((uint64_t)1 << 30)
 static uint64_t purger_min_pending = PURGER_MIN_PENDING;
 static bool purger_started, purger_waiting;
@@ -684,10 +685,16 @@ static void free_chunks_now(arena_t *a, uint8_t *base, size_t n, bool resident)
     atomic_fetch_sub_explicit(&stat_purge_pending, purged, memory_order_relaxed);
     if (resident)
         atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
-    if (purged != n << CHUNK_SHIFT && !purge_armed && policy_in_force.purge_delay_ms >= 0) {
-        /* refused: the delayed purge takes it */
-        purge_armed = true;
-        next_purge_ms = now_ms() + (uint32_t)policy_in_force.purge_delay_ms;
+    if (purged != n << CHUNK_SHIFT && policy_in_force.purge_delay_ms >= 0) {
+        /* refused: the delayed purge takes it, and whoever purges is told */
+        if (!purge_armed) {
+            purge_armed = true;
+            next_purge_ms = now_ms() + (uint32_t)policy_in_force.purge_delay_ms;
+        }
+        if (purger_waiting)
+            pthread_cond_signal(&purger_cond);
+        else
+            want_purger_locked();
     }
     pthread_mutex_unlock(&arena_lock);
 }
@@ -862,7 +869,15 @@ static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
         while (j < a->nchunks && bit_get(a->dirty, j) &&
                (force || (int32_t)(now - a->freed_at[j]) >= (int32_t)delay))
             j++;
-        purged += purge_run(a, i, j, true);
+        size_t got = purge_run(a, i, j, true);
+        if (got == 0 && delay >= 0) {
+            /* refused (mlock, or no memory for the kernel's own work): try again later,
+             * not at every pass, and not never */
+            uint32_t t = now + (uint32_t)(delay > 50 ? delay : 50);
+            if (*next == 0 || (int32_t)(t - *next) < 0)
+                *next = t;
+        }
+        purged += got;
         i = j;
     }
     return purged;
@@ -944,8 +959,9 @@ void arena_purger_not_started(void)
 {
     pthread_mutex_lock(&arena_lock);
     __atomic_store_n(&purger_started, false, __ATOMIC_SEQ_CST); /* try again later */
-    if (purger_min_pending < PURGER_MAX_PENDING)
-        __atomic_store_n(&purger_min_pending, purger_min_pending * 2, __ATOMIC_RELAXED);
+    __atomic_store_n(&purger_min_pending,
+                     purger_min_pending < PURGER_MAX_PENDING ? purger_min_pending * 2 : UINT64_MAX,
+                     __ATOMIC_RELAXED);
     pthread_mutex_unlock(&arena_lock);
     purge_inline_arm(); /* meanwhile the process's own calls purge */
 }
