@@ -117,7 +117,7 @@ uint32_t page_collect(page_t *page)
             block_t *tail = head;
             n = 1;
             /* The walk only has to stay inside the page and end (a cycle): a link that
-             * lands off a block boundary is caught when malloc pops it (block_outside). */
+             * lands off a block boundary is caught when malloc pops it (its key). */
             for (block_t *b; (b = block_next(tail)) != NULL; tail = b) {
                 if (unlikely((uint64_t)((uint8_t *)b - page->start) >= page->span ||
                              n > page->reserved))

@@ -22,6 +22,10 @@
  *   overflow-link    the same through a 16-byte overflow of the block before it
  *   remote-link      the same for a block another thread freed (waiting on the page's list
  *                    of other threads' frees, which the owner walks when it collects it)
+ *   partial-link     write after free of one byte: bit 4 of a freed 48-byte block's link
+ *                    flipped (what an attacker can do without the secret), so that it leads
+ *                    16 bytes off the start of the block freed before it; then malloc(48)
+ *                    until that address comes back or 2000 calls
  *   ok               no misuse at all (the control: must exit 0)
  *
  * Before the misuse the program prints "ptr=0x%016lx" (the pointer handed to free/realloc,
@@ -175,6 +179,33 @@ static int redirect(int overflow)
     return allocate_until_target();
 }
 
+/* A partial overwrite of a freed block's link: without the secret, flipping its low bits
+ * moves where it leads by as much, into the middle of a neighbour (which glibc's 16-byte
+ * alignment check lets through). The pop must refuse an address that is not a block's
+ * start. */
+static int partial_link(void)
+{
+    char *a = malloc(48), *b = malloc(48);
+    if (!a || !b)
+        return 2;
+    announce(b);
+    free(a);
+    free(b); /* b's link leads to a */
+    void *off = (void *)((uintptr_t)a ^ 16);
+    ((volatile unsigned char *)launder(b))[0] ^= 16;
+    for (int i = 0; i < 2000; i++) {
+        void *p = launder(malloc(48));
+        if (p == off) {
+            printf("silent corruption: malloc returned %p, 16 bytes off block %p\n", p, (void *)a);
+            fflush(stdout);
+            return 3;
+        }
+    }
+    printf("misuse went undetected (no abort, %p never returned)\n", off);
+    fflush(stdout);
+    return 3;
+}
+
 static void *free_it(void *p)
 {
     free(p);
@@ -240,6 +271,8 @@ int main(int argc, char **argv)
         return redirect(1);
     if (!strcmp(c, "remote-link"))
         return remote_redirect();
+    if (!strcmp(c, "partial-link"))
+        return partial_link();
     if (!strcmp(c, "ok")) {
         char *p = malloc(48), *q = malloc(4 * MiB);
         if (!p || !q)
