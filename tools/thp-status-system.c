@@ -283,6 +283,7 @@ static void collect(struct sysview *v)
     read_mthp(v);
     int err;
     ts_proc_path(path, sizeof path, "meminfo");
+    ts_test_pause("meminfo"); /* tests/status-system: the tool's own charge, then the read */
     char *mi = ts_slurp(path, NULL, &err);
     if (mi) {
         v->meminfo_ok = true;
