@@ -350,20 +350,38 @@ static inline bool page_has_blocks(const page_t *p, memory_order mo)
 /* Beyond the registry's range: never on 32-bit (the 64-bit cast keeps the shift defined). */
 #define REG_OUT_OF_RANGE(a) ((uint64_t)(a) >> REG_ADDR_BITS)
 #define REG_ROOT_BITS (REG_ADDR_BITS - CHUNK_SHIFT - REG_LEAF_BITS)
+#define REG_REGION_SHIFT (CHUNK_SHIFT + REG_LEAF_BITS) /* a root entry's span: 16 GiB */
 /* Root entries are offsets from registry_empty_leaf (a leaf of NULLs in .bss, never
  * written), so that a lookup has no NULL test for a missing leaf: 0 means "empty". */
 extern HIDDEN _Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
 extern HIDDEN chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
+/* The root entry of one region, the first one registered (the first arena's), kept in
+ * .data among the globals every process writes: the root is indexed by the address's top
+ * bits and mmap puts arenas near the top, so their entry was a page of its own that every
+ * process wrote (4 KiB each). Its region goes from REG_REGION_NONE to that region once, and
+ * that region's entry is here, never in the root. */
+#define REG_REGION_NONE UINTPTR_MAX /* no address's region */
+struct registry_hot {
+    _Atomic uintptr_t region;
+    _Atomic uintptr_t off; /* as a root entry */
+};
+extern HIDDEN struct registry_hot registry_hot;
 
 /* The descriptor of the chunk holding p, the unused-chunk marker, or NULL (not ours; also
  * for NULL itself). */
 static inline chunk_t *registry_lookup(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
-    if (unlikely(REG_OUT_OF_RANGE(a)))
-        return NULL;
-    uintptr_t off = atomic_load_explicit(&registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)],
-                                         memory_order_acquire);
+    uintptr_t off;
+    /* The hot region first: it needs no range check (no region is out of range). */
+    if (likely(a >> REG_REGION_SHIFT ==
+               atomic_load_explicit(&registry_hot.region, memory_order_acquire))) {
+        off = atomic_load_explicit(&registry_hot.off, memory_order_acquire);
+    } else {
+        if (unlikely(REG_OUT_OF_RANGE(a)))
+            return NULL;
+        off = atomic_load_explicit(&registry_root[a >> REG_REGION_SHIFT], memory_order_acquire);
+    }
     chunk_t **leaf = (chunk_t **)((uintptr_t)registry_empty_leaf + off);
     return leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)];
 }

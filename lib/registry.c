@@ -1,12 +1,25 @@
 /* registry: chunk address -> chunk descriptor, for every chunk of ours. A two-level table over the
- * whole user address space: a root of offsets in .bss and leaves from meta.c, never freed, so a
- * lookup is two loads with no lock and no NULL test (registry_lookup, internal.h). Writers are
+ * whole user address space: a root of offsets in .bss (one entry of it, the first arena's, in
+ * .data: registry_hot) and leaves from meta.c, never freed, so a lookup is two loads with no
+ * lock and no NULL test (registry_lookup, internal.h). Writers are
  * arena-level events under the arena lock, or a large block's own resize; a leaf is installed with
  * a CAS. */
 #include "internal.h"
 
 _Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
 chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
+struct registry_hot registry_hot = {.region = REG_REGION_NONE};
+
+/* The root entry of region: the hot one's, taken for the first region registered. */
+static _Atomic uintptr_t *region_slot(uintptr_t region)
+{
+    uintptr_t hot = atomic_load_explicit(&registry_hot.region, memory_order_acquire);
+    while (hot == REG_REGION_NONE &&
+           !atomic_compare_exchange_weak_explicit(&registry_hot.region, &hot, region,
+                                                  memory_order_acq_rel, memory_order_acquire))
+        ;
+    return hot == REG_REGION_NONE || hot == region ? &registry_hot.off : &registry_root[region];
+}
 
 bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
 {
@@ -14,7 +27,7 @@ bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
         uintptr_t a = (uintptr_t)(base + (i << CHUNK_SHIFT));
         if (REG_OUT_OF_RANGE(a))
             return false; /* never: mmap stays below 2^48 unless asked for more */
-        _Atomic uintptr_t *slot = &registry_root[a >> (CHUNK_SHIFT + REG_LEAF_BITS)];
+        _Atomic uintptr_t *slot = region_slot(a >> REG_REGION_SHIFT);
         uintptr_t off = atomic_load_explicit(slot, memory_order_acquire);
         if (!off) {
             chunk_t **fresh = meta_alloc(sizeof(chunk_t *) << REG_LEAF_BITS);

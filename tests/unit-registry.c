@@ -26,6 +26,10 @@ int main(void)
     uintptr_t low = (uintptr_t)16 << CHUNK_SHIFT;
     tap_ok(set_get(low, &descs[0]),
            "a low chunk: set, then found from its first, middle and last byte");
+    tap_ok(atomic_load(&registry_hot.region) == low >> REG_REGION_SHIFT &&
+               atomic_load(&registry_hot.off) != 0 &&
+               atomic_load(&registry_root[low >> REG_REGION_SHIFT]) == 0,
+           "the first region registered is the hot one: its entry is not in the root");
     tap_ok(registry_lookup((void *)(low - 1)) == NULL &&
                registry_lookup((void *)(low + CHUNK_SIZE)) == NULL,
            "the bytes just before and after it are not ours");
@@ -41,6 +45,10 @@ int main(void)
                registry_lookup((void *)cross) == &descs[2] &&
                registry_lookup((void *)(cross + CHUNK_SIZE)) == &descs[2],
            "a run across a leaf boundary is found on both sides");
+    tap_ok(atomic_load(&registry_root[cross >> REG_REGION_SHIFT]) != 0 &&
+               atomic_load(&registry_root[(cross + CHUNK_SIZE) >> REG_REGION_SHIFT]) != 0 &&
+               atomic_load(&registry_hot.region) == low >> REG_REGION_SHIFT,
+           "other regions' entries are in the root, and the hot region stays the first");
     tap_ok(registry_set((uint8_t *)cross, 2, NULL) && registry_lookup((void *)cross) == NULL &&
                registry_lookup((void *)(cross + CHUNK_SIZE)) == NULL,
            "cleared again: not ours");
