@@ -361,17 +361,32 @@ extern HIDDEN chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
  * process wrote (4 KiB each). Its region goes from REG_REGION_NONE to that region once, and
  * that region's entry is here, never in the root. */
 #define REG_REGION_NONE UINTPTR_MAX /* no address's region */
+/* And the first arena's chunks apart, in a leaf of their own (registry_claim_hot): most
+ * processes have that one arena, so a lookup there is a subtraction, a comparison and a
+ * load, and no leaf of the two-level table is written for it. span is 0 until claimed, and
+ * set last (release): base and leaf are valid once a lookup sees it. */
 struct registry_hot {
+    _Atomic uintptr_t span; /* bytes from base: the first arena's */
+    uintptr_t base;
+    chunk_t **leaf; /* span >> CHUNK_SHIFT entries, from meta.c */
     _Atomic uintptr_t region;
     _Atomic uintptr_t off; /* as a root entry */
 };
 extern HIDDEN struct registry_hot registry_hot;
+/* Makes [base, base + nchunks chunks) the first arena's range, once (the arena lock held);
+ * false when claimed already or there is no memory for its leaf. */
+HIDDEN bool registry_claim_hot(uint8_t *base, size_t nchunks);
 
 /* The descriptor of the chunk holding p, the unused-chunk marker, or NULL (not ours; also
  * for NULL itself). */
 static inline chunk_t *registry_lookup(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
+    /* span first: read with acquire, so that base and leaf are those it was set with */
+    uintptr_t span = atomic_load_explicit(&registry_hot.span, memory_order_acquire);
+    uintptr_t in = a - registry_hot.base;
+    if (likely(in < span))
+        return __atomic_load_n(&registry_hot.leaf[in >> CHUNK_SHIFT], __ATOMIC_ACQUIRE);
     uintptr_t off;
     /* The hot region first: it needs no range check (no region is out of range). */
     if (likely(a >> REG_REGION_SHIFT ==

@@ -1,7 +1,8 @@
-/* registry: chunk address -> chunk descriptor, for every chunk of ours. A two-level table over the
- * whole user address space: a root of offsets in .bss (one entry of it, the first arena's, in
- * .data: registry_hot) and leaves from meta.c, never freed, so a lookup is two loads with no
- * lock and no NULL test (registry_lookup, internal.h). Writers are
+/* registry: chunk address -> chunk descriptor, for every chunk of ours. The first arena's chunks
+ * in a leaf of their own (registry_hot), then a two-level table over the whole user address
+ * space: a root of offsets in .bss (the first region's entry in .data, registry_hot) and leaves
+ * from meta.c, never freed, so a lookup is one load or two with no lock and no NULL test
+ * (registry_lookup, internal.h). Writers are
  * arena-level events under the arena lock, or a large block's own resize; a leaf is installed with
  * a CAS. */
 #include "internal.h"
@@ -9,6 +10,19 @@
 _Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
 chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
 struct registry_hot registry_hot = {.region = REG_REGION_NONE};
+
+bool registry_claim_hot(uint8_t *base, size_t nchunks)
+{
+    if (atomic_load_explicit(&registry_hot.span, memory_order_relaxed))
+        return false;
+    chunk_t **leaf = meta_alloc(nchunks * sizeof *leaf); /* zero: not ours */
+    if (!leaf)
+        return false;
+    registry_hot.base = (uintptr_t)base;
+    registry_hot.leaf = leaf;
+    atomic_store_explicit(&registry_hot.span, nchunks << CHUNK_SHIFT, memory_order_release);
+    return true;
+}
 
 /* The root entry of region: the hot one's, taken for the first region registered. */
 static _Atomic uintptr_t *region_slot(uintptr_t region)
@@ -25,6 +39,15 @@ bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
 {
     for (size_t i = 0; i < nchunks; i++) {
         uintptr_t a = (uintptr_t)(base + (i << CHUNK_SHIFT));
+        uintptr_t span = atomic_load_explicit(&registry_hot.span, memory_order_acquire);
+        if (a - registry_hot.base < span) {
+            /* Release: a thread that gets a pointer into this chunk sees the descriptor. */
+            __atomic_store_n(&registry_hot.leaf[(a - registry_hot.base) >> CHUNK_SHIFT], desc,
+                             __ATOMIC_RELEASE);
+            LIB_ASSERT(registry_lookup((void *)a) == desc &&
+                       registry_lookup((void *)(a + CHUNK_SIZE - 1)) == desc);
+            continue;
+        }
         if (REG_OUT_OF_RANGE(a))
             return false; /* never: mmap stays below 2^48 unless asked for more */
         _Atomic uintptr_t *slot = region_slot(a >> REG_REGION_SHIFT);

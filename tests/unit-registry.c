@@ -68,5 +68,27 @@ int main(void)
     tap_ok(set_get((uintptr_t)1 << 31, &descs[4]), "the chunk at 2 GiB");
 #endif
     tap_ok(registry_lookup((void *)low) == &descs[0], "the first entry survives all of it");
+
+    /* The first arena's range, in a leaf of its own: 4 chunks at the start of region 5,
+     * which nothing above used. */
+    uintptr_t hot = (uintptr_t)5 << REG_REGION_SHIFT;
+    tap_ok(registry_claim_hot((uint8_t *)hot, 4) && !registry_claim_hot((uint8_t *)low, 4),
+           "the first arena's range is claimed once");
+    tap_ok(registry_lookup((void *)hot) == NULL && set_get(hot, &descs[6]) &&
+               set_get(hot + 3 * CHUNK_SIZE, &descs[7]) &&
+               registry_lookup((void *)(hot + CHUNK_SIZE)) == NULL &&
+               atomic_load(&registry_root[hot >> REG_REGION_SHIFT]) == 0,
+           "its chunks are found, and the two-level table is not written for them");
+    tap_ok(registry_lookup((void *)(hot - 1)) == NULL &&
+               registry_lookup((void *)(hot + 4 * CHUNK_SIZE)) == NULL,
+           "the bytes just before and after the range are not ours");
+    tap_ok(set_get(hot + 4 * CHUNK_SIZE, &descs[5]) &&
+               atomic_load(&registry_root[hot >> REG_REGION_SHIFT]) != 0 &&
+               registry_lookup((void *)(hot + 3 * CHUNK_SIZE)) == &descs[7],
+           "the chunk after the range goes to the two-level table, the range keeps its own");
+    tap_ok(registry_set((uint8_t *)hot, 4, NULL) && registry_lookup((void *)hot) == NULL &&
+               registry_lookup((void *)(hot + 3 * CHUNK_SIZE)) == NULL &&
+               registry_lookup((void *)(hot + 4 * CHUNK_SIZE)) == &descs[5],
+           "the range cleared (its arena unmapped): not ours");
     return tap_done();
 }
