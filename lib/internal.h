@@ -355,11 +355,12 @@ static inline bool page_has_blocks(const page_t *p, memory_order mo)
  * written), so that a lookup has no NULL test for a missing leaf: 0 means "empty". */
 extern HIDDEN _Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
 extern HIDDEN chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
-/* The root entry of one region, the first one registered (the first arena's), kept in
- * .data among the globals every process writes: the root is indexed by the address's top
- * bits and mmap puts arenas near the top, so their entry was a page of its own that every
- * process wrote (4 KiB each). Its region goes from REG_REGION_NONE to that region once, and
- * that region's entry is here, never in the root. */
+/* The root entry of one region, the first one the two-level table gets (what lies outside
+ * the first arena: another arena, a block with a mapping of its own), kept in .data among
+ * the globals every process writes: the root is indexed by the address's top bits and mmap
+ * puts arenas near the top, so their entry was a page of its own that such a process
+ * wrote. Its region goes from REG_REGION_NONE to that region once, and that region's entry
+ * is here, never in the root. */
 #define REG_REGION_NONE UINTPTR_MAX /* no address's region */
 /* And the first arena's chunks apart, in a leaf of their own (registry_claim_hot): most
  * processes have that one arena, so a lookup there is a subtraction, a comparison and a
@@ -367,8 +368,8 @@ extern HIDDEN chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
  * set last (release): base and leaf are valid once a lookup sees it. */
 struct registry_hot {
     _Atomic uintptr_t span; /* bytes from base: the first arena's */
-    uintptr_t base;
-    chunk_t **leaf; /* span >> CHUNK_SHIFT entries, from meta.c */
+    _Atomic uintptr_t base;
+    chunk_t **_Atomic leaf; /* span >> CHUNK_SHIFT entries, from meta.c */
     _Atomic uintptr_t region;
     _Atomic uintptr_t off; /* as a root entry */
 };
@@ -384,9 +385,11 @@ static inline chunk_t *registry_lookup(const void *p)
     uintptr_t a = (uintptr_t)p;
     /* span first: read with acquire, so that base and leaf are those it was set with */
     uintptr_t span = atomic_load_explicit(&registry_hot.span, memory_order_acquire);
-    uintptr_t in = a - registry_hot.base;
+    uintptr_t in = a - atomic_load_explicit(&registry_hot.base, memory_order_relaxed);
     if (likely(in < span))
-        return __atomic_load_n(&registry_hot.leaf[in >> CHUNK_SHIFT], __ATOMIC_ACQUIRE);
+        return __atomic_load_n(
+            &atomic_load_explicit(&registry_hot.leaf, memory_order_relaxed)[in >> CHUNK_SHIFT],
+            __ATOMIC_ACQUIRE);
     uintptr_t off;
     /* The hot region first: it needs no range check (no region is out of range). */
     if (likely(a >> REG_REGION_SHIFT ==

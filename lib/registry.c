@@ -18,8 +18,8 @@ bool registry_claim_hot(uint8_t *base, size_t nchunks)
     chunk_t **leaf = meta_alloc(nchunks * sizeof *leaf); /* zero: not ours */
     if (!leaf)
         return false;
-    registry_hot.base = (uintptr_t)base;
-    registry_hot.leaf = leaf;
+    atomic_store_explicit(&registry_hot.base, (uintptr_t)base, memory_order_relaxed);
+    atomic_store_explicit(&registry_hot.leaf, leaf, memory_order_relaxed);
     atomic_store_explicit(&registry_hot.span, nchunks << CHUNK_SHIFT, memory_order_release);
     return true;
 }
@@ -40,10 +40,12 @@ bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
     for (size_t i = 0; i < nchunks; i++) {
         uintptr_t a = (uintptr_t)(base + (i << CHUNK_SHIFT));
         uintptr_t span = atomic_load_explicit(&registry_hot.span, memory_order_acquire);
-        if (a - registry_hot.base < span) {
+        uintptr_t in = a - atomic_load_explicit(&registry_hot.base, memory_order_relaxed);
+        if (in < span) {
             /* Release: a thread that gets a pointer into this chunk sees the descriptor. */
-            __atomic_store_n(&registry_hot.leaf[(a - registry_hot.base) >> CHUNK_SHIFT], desc,
-                             __ATOMIC_RELEASE);
+            __atomic_store_n(
+                &atomic_load_explicit(&registry_hot.leaf, memory_order_relaxed)[in >> CHUNK_SHIFT],
+                desc, __ATOMIC_RELEASE);
             LIB_ASSERT(registry_lookup((void *)a) == desc &&
                        registry_lookup((void *)(a + CHUNK_SIZE - 1)) == desc);
             continue;
