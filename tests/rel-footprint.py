@@ -27,8 +27,8 @@ BOUND_KIB = 80
 # python3 misses it (+204 KiB: the freed extents nothing purges without the purger thread,
 # docs/benchmarks.md); bounded so that a regression there shows too.
 PYTHON_BOUND_KIB = 256
-PAGES_MAX = 3  # relro, .data with the first .bss globals, the other globals (the registry
-# root's entry for the first arena lives in .data: registry_hot)
+PAGES_MAX = 3  # relro, .data with the first .bss globals, the other globals (the first
+# arena's registry entries are registry_hot's: no page of the root)
 
 
 
