@@ -1,12 +1,12 @@
 /* arena: address space reserved in pieces of arena_size, handed out as runs of 2 MiB
  * chunks (the unit of THP advice and of purging). All of it under one
  * lock: only chunk-level events (a new page chunk, a large block) come here. The registry
- * that maps chunks to descriptors is registry.c. */
+ * that maps chunks to descriptors is registry.c; who is told that free chunks wait for
+ * purge_delay, and the purger's sleep, purge-signal.c. */
 #include "internal.h"
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 /* Read-only: never written, so it costs no process a private page (and a stray write
  * through it faults). */
@@ -17,40 +17,6 @@ static arena_t *arenas;
 static arena_t *arena_desc_free;
 static uint32_t next_purge_ms; /* earliest time a dirty chunk expires */
 static bool purge_armed;       /* some dirty chunk waits for its delay */
-
-/* The background purger: an idle process gets its memory back too. Started lazily, only
- * once PURGER_MIN_PENDING waits for purging, so most processes never see it; until then the
- * process's own safe points purge what is due (purge_inline_arm, purger.c). */
-#define PURGER_MIN_PENDING ((uint64_t)16 << 20)
-/* Doubled each time the thread cannot be created (RLIMIT_NPROC, a pids cgroup, seccomp), so
- * that not every note tries again; past PURGER_MAX_PENDING it is never tried again. The
- * inline passes go on. */
-#define PURGER_MAX_PENDING ((uint64_t)1 << 30)
-static uint64_t purger_min_pending = PURGER_MIN_PENDING;
-static bool purger_started, purger_waiting;
-/* Reclaimed heaps that became busy again (purge_note_active): counted before
- * purge_note_dirty looks at purger_waiting, looked at by the purger after it says it waits,
- * the same Dekker pair as stat_pages_dirty. */
-static _Atomic uint32_t purge_wakes;
-_Atomic int purger_wanted; /* PURGER_WANT_*: for the next safe point (purger_start_if_wanted) */
-
-static size_t padded_bytes; /* unused parts of padded tails (tail_pad), arena lock held */
-
-/* Asks for a purger (arena lock held) once enough waits; it is started at a safe point. */
-static void want_purger_locked(void)
-{
-    uint64_t pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
-                       atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) + padded_bytes;
-    if (!purger_started && pending >= purger_min_pending) {
-        __atomic_store_n(&purger_started, true, __ATOMIC_SEQ_CST);
-        atomic_store(&purge_inline_armed, 0); /* the thread takes over */
-        atomic_store(&purger_wanted, PURGER_WANT_THREAD);
-    } else if (!purger_started) {
-        atomic_thread_fence(memory_order_seq_cst); /* counted (free_locked, tail_pad) first */
-        purge_inline_arm();
-    }
-}
-static pthread_cond_t purger_cond = PTHREAD_COND_INITIALIZER;
 
 /* ---- bitmaps ------------------------------------------------------------------------ */
 
@@ -90,7 +56,7 @@ static void tail_pad(arena_t *a, size_t i, size_t used)
     uint32_t now = now_ms();
     a->padded[i] = (uint32_t)used;
     a->freed_at[i] = now;
-    padded_bytes += CHUNK_SIZE - used;
+    atomic_fetch_add_explicit(&stat_tail_padded, CHUNK_SIZE - used, memory_order_relaxed);
     long delay = policy_in_force.purge_delay_ms;
     if (delay < 0)
         return;
@@ -99,16 +65,13 @@ static void tail_pad(arena_t *a, size_t i, size_t used)
         purge_armed = true;
         next_purge_ms = due;
     }
-    if (purger_waiting)
-        pthread_cond_signal(&purger_cond);
-    else
-        want_purger_locked();
+    purge_note_chunks();
 }
 
 /* A padded tail ends (purged, freed, or no longer a tail). */
 static void tail_unpad(arena_t *a, size_t i)
 {
-    padded_bytes -= CHUNK_SIZE - a->padded[i];
+    atomic_fetch_sub_explicit(&stat_tail_padded, CHUNK_SIZE - a->padded[i], memory_order_relaxed);
     a->padded[i] = 0;
 }
 
@@ -671,10 +634,7 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
         } else if ((int32_t)(now - next_purge_ms) >= 0) {
             purge_locked(now, false, true);
         }
-        if (purger_waiting)
-            pthread_cond_signal(&purger_cond);
-        else
-            want_purger_locked();
+        purge_note_chunks();
     }
     pthread_mutex_unlock(&arena_lock);
 }
@@ -695,10 +655,7 @@ static void free_chunks_now(arena_t *a, uint8_t *base, size_t n, bool resident)
             purge_armed = true;
             next_purge_ms = now_ms() + (uint32_t)policy_in_force.purge_delay_ms;
         }
-        if (purger_waiting)
-            pthread_cond_signal(&purger_cond);
-        else
-            want_purger_locked();
+        purge_note_chunks();
     }
     pthread_mutex_unlock(&arena_lock);
 }
@@ -717,82 +674,6 @@ void arena_free_chunks_clean(arena_t *a, uint8_t *base, size_t n)
         arena_free_chunks(a, base, n);
     else
         free_chunks_now(a, base, n, false);
-}
-
-void purge_note_active(void)
-{
-    atomic_fetch_add_explicit(&purge_wakes, 1, memory_order_seq_cst);
-    purge_note_dirty();
-}
-
-void purge_note_dirty(void)
-{
-    /* A running purger that is not waiting will see the page when it next looks (the new
-     * page is due after everything it waits for): no lock on this path, which a loop
-     * that empties and refills a page takes every time. */
-    atomic_thread_fence(memory_order_seq_cst);
-    if (__atomic_load_n(&purger_started, __ATOMIC_RELAXED)) {
-        if (!__atomic_load_n(&purger_waiting, __ATOMIC_SEQ_CST))
-            return;
-    } else if (atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
-                   atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) <
-               __atomic_load_n(&purger_min_pending, __ATOMIC_RELAXED)) {
-        /* no purger yet, and too little waits to start one: the safe points look */
-        purge_inline_arm();
-        purge_inline_tick(NULL);
-        return;
-    }
-    pthread_mutex_lock(&arena_lock);
-    if (purger_waiting)
-        pthread_cond_signal(&purger_cond);
-    else
-        want_purger_locked();
-    pthread_mutex_unlock(&arena_lock);
-}
-
-_Atomic int purge_inline_armed; /* no purger thread, and something waits for purge_delay */
-
-/* One heavier event in PURGE_INLINE_EVERY asks the next safe point to look at the clock
- * while something waits: the misses of the fast paths do not read the clock, nor even call
- * here. The count is the heap's (owner-only: no line shared between threads is written on
- * an extent cache hit); a thread without a heap counts on a shared tick, its own line, by a
- * load and a store (racing threads may lose a count, which only moves the next look). */
-#define PURGE_INLINE_EVERY 16u
-static _Atomic unsigned inline_tick __attribute__((aligned(64)));
-
-void purge_inline_count(heap_t *heap)
-{
-    unsigned tick;
-    if (heap) {
-        tick = ++heap->purge_tick;
-    } else {
-        tick = atomic_load_explicit(&inline_tick, memory_order_relaxed) + 1;
-        atomic_store_explicit(&inline_tick, tick, memory_order_relaxed);
-    }
-    if (tick % PURGE_INLINE_EVERY)
-        return;
-    int none = PURGER_WANT_NONE;
-    atomic_compare_exchange_strong(&purger_wanted, &none, PURGER_WANT_INLINE);
-}
-
-void purge_inline_arm(void)
-{
-    /* A plain load first: a loop that empties and refills a page comes here every time. The
-     * caller has counted what waits and fenced (the Dekker pair with purge_inline's
-     * disarm). */
-    if (atomic_load_explicit(&purge_inline_armed, memory_order_relaxed) ||
-        __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST) || policy_in_force.purge_delay_ms < 0)
-        return;
-    atomic_store(&purge_inline_armed, 1);
-    /* The thread may have been asked for meanwhile: want_purger_locked says started, then
-     * disarms; looking again after arming, one of the two sees the other. */
-    if (__atomic_load_n(&purger_started, __ATOMIC_SEQ_CST))
-        atomic_store(&purge_inline_armed, 0);
-}
-
-bool arena_purger_started(void)
-{
-    return __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST);
 }
 
 /* Purges every dirty chunk whose delay has passed (all with force), a run per madvise.
@@ -907,7 +788,7 @@ static void purge_locked(uint32_t now, bool force, bool unmap)
     atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
 }
 
-/* ---- what the purger (purger.c) drives --------------------------------------------------- */
+/* ---- what the purger (purger.c) drives ---------------------------------------------- */
 
 uint32_t arena_purge_due(uint32_t now)
 {
@@ -929,47 +810,6 @@ size_t arena_purge_chunks(bool force)
     return (size_t)(after - before);
 }
 
-uint32_t arena_wakes(void)
-{
-    return atomic_load_explicit(&purge_wakes, memory_order_seq_cst);
-}
-
-void arena_wait_for_work(uint32_t due, uint32_t wakes)
-{
-    if (due == 0) {
-        /* Nothing due: sleep until a free chunk or a dirty page arrives. Free chunks
-         * notify under this lock; a dirty page counts itself, then looks at
-         * purger_waiting without the lock (purge_note_dirty): so say "waiting" first,
-         * then look at the count (a Dekker pair, one of the two sees the other). */
-        pthread_mutex_lock(&arena_lock);
-        __atomic_store_n(&purger_waiting, true, __ATOMIC_SEQ_CST);
-        if (!atomic_load_explicit(&stat_pages_dirty, memory_order_seq_cst) && !purge_armed &&
-            atomic_load_explicit(&purge_wakes, memory_order_seq_cst) == wakes)
-            pthread_cond_wait(&purger_cond, &arena_lock);
-        __atomic_store_n(&purger_waiting, false, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&arena_lock);
-        return;
-    }
-    int32_t wait = (int32_t)(due - now_ms());
-    if (wait <= 0)
-        return;
-    /* + 5 ms: the coarse clock may lag the timer by a tick */
-    struct timespec ts = {(time_t)(wait + 5) / 1000, (long)((wait + 5) % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
-void arena_purger_not_started(void)
-{
-    pthread_mutex_lock(&arena_lock);
-    __atomic_store_n(&purger_started, false, __ATOMIC_SEQ_CST); /* try again later */
-    __atomic_store_n(&purger_min_pending,
-                     purger_min_pending < PURGER_MAX_PENDING ? purger_min_pending * 2 : UINT64_MAX,
-                     __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&arena_lock);
-    purge_inline_arm(); /* meanwhile the process's own calls purge */
-}
-
 void arena_fork_prepare(void)
 {
     pthread_mutex_lock(&arena_lock);
@@ -983,12 +823,4 @@ void arena_fork_parent(void)
 void arena_fork_child(void)
 {
     pthread_mutex_init(&arena_lock, NULL);
-    /* The purger thread does not exist in the child: a later free starts a new one. */
-    pthread_cond_init(&purger_cond, NULL);
-    purger_started = purger_waiting = false;
-    atomic_store(&purger_wanted, PURGER_WANT_NONE);
-    atomic_store(&purge_inline_armed, 0);
-    /* What the parent had waiting is the child's now: its safe points look at it. */
-    if (atomic_load(&stat_pages_dirty) || atomic_load(&stat_purge_pending))
-        purge_inline_arm();
 }

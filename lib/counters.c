@@ -4,4 +4,4 @@
 #include "internal.h"
 
 _Atomic uint64_t stat_reserved, stat_huge_advised, stat_purged, stat_purge_pending, stat_committed;
-_Atomic uint64_t stat_pages_dirty;
+_Atomic uint64_t stat_pages_dirty, stat_tail_padded;

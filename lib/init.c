@@ -18,8 +18,8 @@ static pthread_t init_thread;
 static bool dormant;
 bool passthrough;
 
-/* Lock order: purge passes, late, heaps, abandoned, arena, ranges, meta (the order they
- * nest in). */
+/* Lock order: purge passes, late, heaps, abandoned, extents, arena, purge signal, ranges,
+ * meta (the order they nest in). */
 static void fork_prepare(void)
 {
     purger_fork_prepare();
@@ -28,6 +28,7 @@ static void fork_prepare(void)
     abandon_fork_prepare();
     extent_fork_prepare();
     arena_fork_prepare();
+    purge_signal_fork_prepare();
     policy_fork_prepare();
     meta_fork_prepare();
 }
@@ -36,6 +37,7 @@ static void fork_parent(void)
 {
     meta_fork_parent();
     policy_fork_parent();
+    purge_signal_fork_parent();
     arena_fork_parent();
     extent_fork_parent();
     abandon_fork_parent();
@@ -48,6 +50,7 @@ static void fork_child(void)
 {
     meta_fork_child();
     policy_fork_child();
+    purge_signal_fork_child();
     arena_fork_child();
     extent_fork_child();
     abandon_fork_child();

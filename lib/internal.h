@@ -479,24 +479,24 @@ HIDDEN uint8_t *arena_resize_dedicated(arena_t *arena, chunk_t *desc, size_t wan
 HIDDEN void arena_readvise(arena_t *arena, uint8_t *base, size_t n, size_t block_size);
 /* The purger's side of the arena (purger.c drives these): purges the free chunks whose
  * purge_delay has passed and the arenas idle as long, and returns when the next is due (0:
- * none); purges every free chunk now (bytes); the count of wake-ups from heaps active again;
- * sleeps until due (0: until a free chunk, a dirty page or a wake-up arrives); a purger
- * could not be started (ask again later). */
+ * none); purges every free chunk now (bytes). */
 HIDDEN uint32_t arena_purge_due(uint32_t now);
 HIDDEN size_t arena_purge_chunks(bool force);
-HIDDEN uint32_t arena_wakes(void);
-HIDDEN void arena_wait_for_work(uint32_t due, uint32_t wakes);
-HIDDEN void arena_purger_not_started(void);
 /* purger.c: gives back everything free now, whatever purge_delay says (thpalloc_purge,
  * malloc_trim): free chunks, dirty page slots, the inside of every heap. Returns bytes. */
 HIDDEN size_t purge_all(bool force);
 /* Purges DIRTY page slots of live chunks older than purge_delay (all when force); returns
  * the bytes purged and sets *next to the time the next one is due (0: none). */
 HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
-/* A page slot became dirty: wake the purger, or ask for one (purger_start_if_wanted). */
+/* purge-signal.c: the notes that something waits for purge_delay, and the purger's sleep.
+ * A page slot became dirty (or an extent run, an exited thread's page): wake the purger, or
+ * ask for one (purger_start_if_wanted), or arm the inline pass. */
 HIDDEN void purge_note_dirty(void);
 /* A heap the purger reclaimed is busy again: it has to be looked at after purge_delay. */
 HIDDEN void purge_note_active(void);
+/* The arena has free chunks or a padded tail waiting (arena lock held: the arena's lock
+ * comes before purge-signal's). */
+HIDDEN void purge_note_chunks(void);
 /* What the next safe point does (purger_start_if_wanted): nothing, start the purger
  * thread, or, in a process without one, look whether purge_delay has made something due
  * and purge it. */
@@ -506,14 +506,23 @@ enum { PURGER_WANT_NONE, PURGER_WANT_THREAD, PURGER_WANT_INLINE };
  * walked and no lock is held (pthread_create allocates). */
 HIDDEN void purger_start_if_wanted(void);
 extern HIDDEN _Atomic int purger_wanted;
-/* Something waits for purge_delay in a process without the purger (arena.c): from now on
- * the allocator's heavier events count (purge_inline_tick), and one in 16 asks the next
- * safe point to look (purger.c). */
+/* Something waits for purge_delay in a process without the purger: from now on the
+ * allocator's heavier events count (purge_inline_tick), and one in 16 asks the next safe
+ * point to look (purger.c). */
 HIDDEN void purge_inline_arm(void);
 extern HIDDEN _Atomic int purge_inline_armed;
 HIDDEN void purge_inline_count(heap_t *heap);
 /* Whether the purger thread runs or has been asked for: no inline pass then. */
-HIDDEN bool arena_purger_started(void);
+HIDDEN bool purger_thread_started(void);
+/* The thread could not be created: ask again once twice as much waits. */
+HIDDEN void purger_thread_not_started(void);
+/* The purger's sleep: the count of wake-ups (read before a pass), then a sleep until due,
+ * or, with due 0, until a free chunk, a dirty page or a wake-up arrives after that count. */
+HIDDEN uint32_t purge_wakes_seen(void);
+HIDDEN void purge_wait_for_work(uint32_t due, uint32_t wakes);
+HIDDEN void purge_signal_fork_prepare(void);
+HIDDEN void purge_signal_fork_parent(void);
+HIDDEN void purge_signal_fork_child(void);
 /* Every purge pass (the thread's, an inline one, purge_all) holds purger.c's pass lock, and
  * fork waits for it: a pass cut off by fork would leave the child pages marked PURGING and
  * abandoned chunks taken out, with no thread to finish them. */
@@ -529,6 +538,9 @@ static inline void purge_inline_tick(heap_t *heap)
         purge_inline_count(heap);
 }
 extern HIDDEN _Atomic uint64_t stat_pages_dirty;
+/* The unused parts of live large blocks' padded tails that keep a huge page until
+ * purge_delay passes (arena.c, under its lock): waiting too, for purge-signal's count. */
+extern HIDDEN _Atomic uint64_t stat_tail_padded;
 HIDDEN void arena_fork_prepare(void);
 HIDDEN void arena_fork_parent(void);
 HIDDEN void arena_fork_child(void);

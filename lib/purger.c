@@ -42,26 +42,26 @@ static uint32_t purge_due(uint32_t now)
 }
 
 /* Each pass purges what is due and the insides of idle heaps, then sleeps until the next
- * thing is due, or on the arena's condition variable when nothing waits. */
+ * thing is due, or on purge-signal's condition variable when nothing waits. */
 static void *purger_main(void *arg)
 {
     (void)arg;
     for (;;) {
         pthread_mutex_lock(&pass_lock);
         uint32_t now = now_ms();
-        uint32_t wakes = arena_wakes();
+        uint32_t wakes = purge_wakes_seen();
         uint32_t due = purge_due(now);
         uint32_t heaps_next = 0;
         reclaim_idle_heaps(now, false, &heaps_next);
         pthread_mutex_unlock(&pass_lock);
-        arena_wait_for_work(due_min(due, heaps_next), wakes);
+        purge_wait_for_work(due_min(due, heaps_next), wakes);
     }
     return NULL;
 }
 
 /* ---- inline, in a process without the thread ------------------------------------------ */
 
-/* A look (arena.c's purge_inline_count asks for one) reads the clock. Passes are at least
+/* A look (purge-signal.c's purge_inline_count asks for one) reads the clock. Passes are at least
  * PURGE_INLINE_GAP_MS apart, so that pages retiring one by one do not make every look walk
  * the descriptors. */
 #define PURGE_INLINE_GAP_MS 50u
@@ -74,7 +74,7 @@ static void purge_inline(void)
     /* A look asked for before the last pass disarmed, or before the thread was asked for */
     if (!atomic_load(&purge_inline_armed))
         return;
-    if (arena_purger_started()) {
+    if (purger_thread_started()) {
         atomic_store(&purge_inline_armed, 0);
         return;
     }
@@ -133,7 +133,7 @@ static void purger_start(void)
     if (rc == 0)
         pthread_setname_np(t, "thpalloc-purge");
     else
-        arena_purger_not_started();
+        purger_thread_not_started();
 }
 
 void purger_start_if_wanted(void)

@@ -1,0 +1,204 @@
+/* purge-signal: who purges, and when they are told. Memory that waits for purge_delay is
+ * noted here by the layers that free it (the arena's free chunks and padded tails, page.c's
+ * dirty page slots, extent runs, exited threads' chunks): in a process without the purger
+ * thread the note arms the inline pass (purger.c runs it at a safe point, one heavier event
+ * in PURGE_INLINE_EVERY); once PURGER_MIN_PENDING waits it asks for the thread; with the
+ * thread running it wakes it when it sleeps for want of work. The thread sleeps here too.
+ * Nothing here purges: the purge itself is the arena's, page.c's, extent.c's and
+ * reclaim.c's, driven by purger.c.
+ *
+ * signal_lock guards the thread's state (asked for, waiting) and the condition variable it
+ * waits on. The arena notes under its own lock, so the order is arena, then signal. */
+#include "internal.h"
+
+#include <time.h>
+
+/* The background purger: an idle process gets its memory back too. Started lazily, only
+ * once PURGER_MIN_PENDING waits for purging, so most processes never see it; until then the
+ * process's own safe points purge what is due (purge_inline_arm, purger.c). */
+#define PURGER_MIN_PENDING ((uint64_t)16 << 20)
+/* Doubled each time the thread cannot be created (RLIMIT_NPROC, a pids cgroup, seccomp), so
+ * that not every note tries again; past PURGER_MAX_PENDING it is never tried again. The
+ * inline passes go on. */
+#define PURGER_MAX_PENDING ((uint64_t)1 << 30)
+
+static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t purger_cond = PTHREAD_COND_INITIALIZER;
+static uint64_t purger_min_pending = PURGER_MIN_PENDING;
+static bool purger_started, purger_waiting;
+/* New work the purger would otherwise sleep through: free chunks or padded tails noted by
+ * the arena (counted under signal_lock), reclaimed heaps that became busy again
+ * (purge_note_active). The purger reads the count before a pass and sleeps only if it has not
+ * moved; dirty page slots are seen through stat_pages_dirty instead (the same Dekker pair). */
+static _Atomic uint32_t purge_wakes;
+_Atomic int purger_wanted;      /* PURGER_WANT_*: for the next safe point */
+_Atomic int purge_inline_armed; /* no purger thread, and something waits for purge_delay */
+
+/* What waits for purge_delay, all kinds together. */
+static uint64_t pending_bytes(void)
+{
+    return atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
+           atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) +
+           atomic_load_explicit(&stat_tail_padded, memory_order_relaxed);
+}
+
+/* Asks for a purger (signal_lock held) once enough waits; it is started at a safe point.
+ * Below that, the process's own safe points look. */
+static void want_purger_locked(void)
+{
+    if (!purger_started && pending_bytes() >= purger_min_pending) {
+        __atomic_store_n(&purger_started, true, __ATOMIC_SEQ_CST);
+        atomic_store(&purge_inline_armed, 0); /* the thread takes over */
+        atomic_store(&purger_wanted, PURGER_WANT_THREAD);
+    } else if (!purger_started) {
+        atomic_thread_fence(memory_order_seq_cst); /* the caller counted what waits first */
+        purge_inline_arm();
+    }
+}
+
+void purge_note_chunks(void)
+{
+    pthread_mutex_lock(&signal_lock);
+    atomic_fetch_add_explicit(&purge_wakes, 1, memory_order_seq_cst);
+    if (purger_waiting)
+        pthread_cond_signal(&purger_cond);
+    else
+        want_purger_locked();
+    pthread_mutex_unlock(&signal_lock);
+}
+
+void purge_note_active(void)
+{
+    atomic_fetch_add_explicit(&purge_wakes, 1, memory_order_seq_cst);
+    purge_note_dirty();
+}
+
+void purge_note_dirty(void)
+{
+    /* A running purger that is not waiting will see the page when it next looks (the new
+     * page is due after everything it waits for): no lock on this path, which a loop
+     * that empties and refills a page takes every time. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (__atomic_load_n(&purger_started, __ATOMIC_RELAXED)) {
+        if (!__atomic_load_n(&purger_waiting, __ATOMIC_SEQ_CST))
+            return;
+    } else if (pending_bytes() < __atomic_load_n(&purger_min_pending, __ATOMIC_RELAXED)) {
+        /* no purger yet, and too little waits to start one: the safe points look */
+        purge_inline_arm();
+        purge_inline_tick(NULL);
+        return;
+    }
+    pthread_mutex_lock(&signal_lock);
+    if (purger_waiting)
+        pthread_cond_signal(&purger_cond);
+    else
+        want_purger_locked();
+    pthread_mutex_unlock(&signal_lock);
+}
+
+/* One heavier event in PURGE_INLINE_EVERY asks the next safe point to look at the clock
+ * while something waits: the misses of the fast paths do not read the clock, nor even call
+ * here. The count is the heap's (owner-only: no line shared between threads is written on
+ * an extent cache hit); a thread without a heap counts on a shared tick, its own line, by a
+ * load and a store (racing threads may lose a count, which only moves the next look). */
+#define PURGE_INLINE_EVERY 16u
+static _Atomic unsigned inline_tick __attribute__((aligned(64)));
+
+void purge_inline_count(heap_t *heap)
+{
+    unsigned tick;
+    if (heap) {
+        tick = ++heap->purge_tick;
+    } else {
+        tick = atomic_load_explicit(&inline_tick, memory_order_relaxed) + 1;
+        atomic_store_explicit(&inline_tick, tick, memory_order_relaxed);
+    }
+    if (tick % PURGE_INLINE_EVERY)
+        return;
+    int none = PURGER_WANT_NONE;
+    atomic_compare_exchange_strong(&purger_wanted, &none, PURGER_WANT_INLINE);
+}
+
+void purge_inline_arm(void)
+{
+    /* A plain load first: a loop that empties and refills a page comes here every time. The
+     * caller has counted what waits and fenced (the Dekker pair with purge_inline's
+     * disarm). */
+    if (atomic_load_explicit(&purge_inline_armed, memory_order_relaxed) ||
+        __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST) || policy_in_force.purge_delay_ms < 0)
+        return;
+    atomic_store(&purge_inline_armed, 1);
+    /* The thread may have been asked for meanwhile: want_purger_locked says started, then
+     * disarms; looking again after arming, one of the two sees the other. */
+    if (__atomic_load_n(&purger_started, __ATOMIC_SEQ_CST))
+        atomic_store(&purge_inline_armed, 0);
+}
+
+bool purger_thread_started(void)
+{
+    return __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST);
+}
+
+void purger_thread_not_started(void)
+{
+    pthread_mutex_lock(&signal_lock);
+    __atomic_store_n(&purger_started, false, __ATOMIC_SEQ_CST); /* try again later */
+    __atomic_store_n(&purger_min_pending,
+                     purger_min_pending < PURGER_MAX_PENDING ? purger_min_pending * 2 : UINT64_MAX,
+                     __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&signal_lock);
+    purge_inline_arm(); /* meanwhile the process's own calls purge */
+}
+
+uint32_t purge_wakes_seen(void)
+{
+    return atomic_load_explicit(&purge_wakes, memory_order_seq_cst);
+}
+
+void purge_wait_for_work(uint32_t due, uint32_t wakes)
+{
+    if (due == 0) {
+        /* Nothing due: sleep until a free chunk, a dirty page or a wake-up arrives. Chunks
+         * and wake-ups count under this lock; a dirty page counts itself, then looks at
+         * purger_waiting without the lock (purge_note_dirty): so say "waiting" first, then
+         * look at the counts (a Dekker pair, one of the two sees the other). */
+        pthread_mutex_lock(&signal_lock);
+        __atomic_store_n(&purger_waiting, true, __ATOMIC_SEQ_CST);
+        if (!atomic_load_explicit(&stat_pages_dirty, memory_order_seq_cst) &&
+            atomic_load_explicit(&purge_wakes, memory_order_seq_cst) == wakes)
+            pthread_cond_wait(&purger_cond, &signal_lock);
+        __atomic_store_n(&purger_waiting, false, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&signal_lock);
+        return;
+    }
+    int32_t wait = (int32_t)(due - now_ms());
+    if (wait <= 0)
+        return;
+    /* + 5 ms: the coarse clock may lag the timer by a tick */
+    struct timespec ts = {(time_t)(wait + 5) / 1000, (long)((wait + 5) % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+void purge_signal_fork_prepare(void)
+{
+    pthread_mutex_lock(&signal_lock);
+}
+
+void purge_signal_fork_parent(void)
+{
+    pthread_mutex_unlock(&signal_lock);
+}
+
+void purge_signal_fork_child(void)
+{
+    pthread_mutex_init(&signal_lock, NULL);
+    /* The purger thread does not exist in the child: a later free starts a new one. */
+    pthread_cond_init(&purger_cond, NULL);
+    purger_started = purger_waiting = false;
+    atomic_store(&purger_wanted, PURGER_WANT_NONE);
+    atomic_store(&purge_inline_armed, 0);
+    /* What the parent had waiting is the child's now: its safe points look at it. */
+    if (pending_bytes())
+        purge_inline_arm();
+}
