@@ -116,6 +116,13 @@ void cfg_key_list(char *buf, size_t cap);
 /* Formats the value of key k in canonical form ("2M", "1s", "never") into buf. */
 void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, size_t cap);
 
+/* Shared by config.c and config-keys.c: bounded copies and appends without stdio (the result
+ * is cut to fit cap, always terminated), and key k's field of s set through its own type. */
+void cfg_str_copy(char *dst, size_t cap, const char *src);
+void cfg_str_cat(char *dst, size_t cap, const char *src);
+void cfg_str_cat_u64(char *dst, size_t cap, uint64_t v);
+void cfg_field_set(struct cfg_settings *s, enum cfg_key k, int64_t v);
+
 /* Systemd unit from the text of a /proc/PID/cgroup file: the first *.service or *.scope
  * path component after skipping *.slice ones. false when there is none. */
 bool cfg_unit_from_cgroup(const char *cgroup_text, char *unit, size_t cap);

@@ -1,10 +1,10 @@
 #!/bin/sh
 # rel-sanitize: the parser, the tests' C programs and the allocator under the sanitizers.
 #  1. ASan + UBSan (gcc -fsanitize=address,undefined -fno-sanitize-recover=all): the policy
-#     code (lib/config.c, thp.c, os.c) with the unit tests that drive it (unit-config,
-#     unit-thp, unit-sizeclass) pass; the stress and reliability programs run clean under
-#     glibc's malloc with ASan watching the programs themselves (stress-threads soak and
-#     prodcons, rel-threads cycles, rel-misuse's control case).
+#     code (lib/config.c, config-keys.c, thp.c, os.c) with the unit tests that drive it
+#     (unit-config, unit-thp, unit-sizeclass) pass; the stress and reliability programs run
+#     clean under glibc's malloc with ASan watching the programs themselves (stress-threads
+#     soak and prodcons, rel-threads cycles, rel-misuse's control case).
 #  2. UBSan in the allocator: the lib/ sources built as a separate libthpalloc.so.1 with
 #     -fsanitize=undefined -fno-sanitize-recover=all, preloaded into: api-table (its table
 #     must equal the regular library's, line for line), foreign-free (glibc and
@@ -58,8 +58,8 @@ runs() {
 }
 
 # 1. ASan + UBSan
-build unit-config "$top/tests/unit-config.c" "$top/lib/config.c" "$top/lib/thp.c" \
-    "$top/lib/os.c" "$inih"
+build unit-config "$top/tests/unit-config.c" "$top/lib/config.c" "$top/lib/config-keys.c" \
+    "$top/lib/thp.c" "$top/lib/os.c" "$inih"
 build unit-thp "$top/tests/unit-thp.c" "$top/lib/thp.c" "$top/lib/os.c"
 build unit-sizeclass "$top/tests/unit-sizeclass.c"
 build stress-threads "$top/tests/stress-threads.c"
