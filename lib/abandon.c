@@ -156,7 +156,7 @@ size_t abandoned_take_due(uint32_t now, bool force, uint32_t *next, chunk_queue_
     chunk_t *cn;
     for (chunk_t *c = abandoned.first; c; c = cn) {
         cn = c->next;
-        if (!force && (int32_t)(now - c->abandoned_at) < (int32_t)delay) {
+        if (!force && !clock_passed(now, c->abandoned_at, delay)) {
             uint32_t t = c->abandoned_at + (uint32_t)delay;
             if (*next == 0 || (int32_t)(t - *next) < 0)
                 *next = t;

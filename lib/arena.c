@@ -61,7 +61,8 @@ static void tail_pad(arena_t *a, size_t i, size_t used)
     if (delay < 0)
         return;
     uint32_t due = now + (uint32_t)delay;
-    if (!purge_armed || (int32_t)(due - next_purge_ms) < 0) {
+    if (!purge_armed ||
+        (!clock_reached(now, next_purge_ms) && (int32_t)(due - next_purge_ms) < 0)) {
         purge_armed = true;
         next_purge_ms = due;
     }
@@ -241,7 +242,7 @@ static void arenas_unmap_idle(uint32_t now, bool force, uint32_t *next)
             a->idle = true;
             a->idle_since = now;
         }
-        bool due = force || (delay >= 0 && (int32_t)(now - a->idle_since) >= (int32_t)delay);
+        bool due = force || (delay >= 0 && clock_passed(now, a->idle_since, delay));
         if (!spare || !due) {
             if (spare && delay >= 0) {
                 uint32_t t = a->idle_since + (uint32_t)delay;
@@ -424,7 +425,7 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
     pthread_mutex_lock(&arena_lock);
     if (purge_armed) {
         uint32_t now = now_ms();
-        if ((int32_t)(now - next_purge_ms) >= 0)
+        if (clock_reached(now, next_purge_ms))
             purge_locked(now, false, true);
     }
     arena_t *a = NULL;
@@ -631,7 +632,7 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
         if (!purge_armed) {
             purge_armed = true;
             next_purge_ms = now + (uint32_t)delay;
-        } else if ((int32_t)(now - next_purge_ms) >= 0) {
+        } else if (clock_reached(now, next_purge_ms)) {
             purge_locked(now, false, true);
         }
         purge_note_chunks();
@@ -687,7 +688,7 @@ static size_t purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t 
     for (size_t i = 0; i < a->nchunks && i < ARENA_MAX_CHUNKS; i++) {
         if (!a->padded[i])
             continue;
-        if (!force && (delay < 0 || (int32_t)(now - a->freed_at[i]) < (int32_t)delay)) {
+        if (!force && (delay < 0 || !clock_passed(now, a->freed_at[i], delay))) {
             uint32_t t = a->freed_at[i] + (uint32_t)delay;
             if (delay >= 0 && (*next == 0 || (int32_t)(t - *next) < 0))
                 *next = t;
@@ -740,7 +741,7 @@ static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
     size_t i = 0;
     while (i < a->nchunks) {
         bool due = bit_get(a->dirty, i) &&
-                   (force || (delay >= 0 && (int32_t)(now - a->freed_at[i]) >= (int32_t)delay));
+                   (force || (delay >= 0 && clock_passed(now, a->freed_at[i], delay)));
         if (!due) {
             if (bit_get(a->dirty, i)) {
                 uint32_t t = a->freed_at[i] + (uint32_t)delay;
@@ -752,7 +753,7 @@ static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
         }
         size_t j = i + 1;
         while (j < a->nchunks && bit_get(a->dirty, j) &&
-               (force || (int32_t)(now - a->freed_at[j]) >= (int32_t)delay))
+               (force || clock_passed(now, a->freed_at[j], delay)))
             j++;
         size_t got = purge_run(a, i, j, true);
         if (got == 0 && delay >= 0) {
@@ -793,7 +794,7 @@ static void purge_locked(uint32_t now, bool force, bool unmap)
 uint32_t arena_purge_due(uint32_t now)
 {
     pthread_mutex_lock(&arena_lock);
-    if (purge_armed && (int32_t)(now - next_purge_ms) >= 0)
+    if (purge_armed && clock_reached(now, next_purge_ms))
         purge_locked(now, false, true);
     uint32_t next = purge_armed ? next_purge_ms : 0;
     pthread_mutex_unlock(&arena_lock);

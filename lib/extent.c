@@ -650,8 +650,7 @@ size_t extents_purge(uint32_t now, bool force, uint32_t *next)
                 break; /* cannot happen: runs tile the chunk */
             struct ext_free *n = &m->node[g];
             if ((t & TAG_FREE) && n->pending) {
-                int32_t age = (int32_t)(now - n->freed_at);
-                if (force || (delay >= 0 && age >= (int32_t)delay)) {
+                if (force || (delay >= 0 && clock_passed(now, n->freed_at, delay))) {
                     if (!run_purge(m, n, &purged))
                         break; /* refused (out of memory for the kernel?): next pass */
                     g = 0;     /* the lock was dropped: the runs may have moved */

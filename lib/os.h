@@ -69,6 +69,27 @@ size_t os_read_fd(int fd, char *buf, size_t cap);
 void os_startup_random(uint64_t out[2]);
 /* Monotonic milliseconds from the coarse clock (vDSO: no system call). */
 uint32_t now_ms(void);
+
+/* The ms clock wraps every 49.7 days, and every time compared with it is a stamp (when
+ * something was freed) or a due time (a stamp plus purge_delay, at most 24 h). A time less
+ * than CLOCK_AHEAD_MS ahead of now has not been reached: a due time, or a stamp that another
+ * thread took from a later read of the clock. Any other is in the past, however old: a
+ * process idle for weeks reads the stamps of then as old, where an int32_t difference read
+ * those of more than 24.8 days as ones in the future (and kept their memory as long again).
+ * Only past 48.7 days idle does a stamp read as recent, and then at most 25 h too late. */
+#define CLOCK_AHEAD_MS ((uint32_t)25 * 3600 * 1000)
+
+/* Whether now has reached time t. */
+static inline bool clock_reached(uint32_t now, uint32_t t)
+{
+    return (uint32_t)(now - t) <= UINT32_MAX - CLOCK_AHEAD_MS;
+}
+
+/* Whether delay ms (0 .. 24 h) have passed since stamp. */
+static inline bool clock_passed(uint32_t now, uint32_t stamp, long delay)
+{
+    return clock_reached(now, stamp + (uint32_t)delay);
+}
 /* The kernel's base page size (the auxiliary vector: no system call). */
 size_t os_page_size(void);
 /* Writes a whole string to fd 2 (never through stdio). */

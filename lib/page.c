@@ -222,7 +222,7 @@ static void purge_chunk_pages(chunk_t *c, void *arg)
         if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_DIRTY)
             continue;
         uint32_t at = p->retired_at;
-        if (!w->force && (delay < 0 || (int32_t)(w->now - at) < (int32_t)delay)) {
+        if (!w->force && (delay < 0 || !clock_passed(w->now, at, delay))) {
             uint32_t due = at + (uint32_t)delay;
             if (delay >= 0 && (w->next == 0 || (int32_t)(due - w->next) < 0))
                 w->next = due;

@@ -171,9 +171,10 @@ void purge_wait_for_work(uint32_t due, uint32_t wakes)
         pthread_mutex_unlock(&signal_lock);
         return;
     }
-    int32_t wait = (int32_t)(due - now_ms());
-    if (wait <= 0)
+    uint32_t now = now_ms();
+    if (clock_reached(now, due))
         return;
+    uint32_t wait = due - now;
     /* + 5 ms: the coarse clock may lag the timer by a tick */
     struct timespec ts = {(time_t)(wait + 5) / 1000, (long)((wait + 5) % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0)

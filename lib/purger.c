@@ -86,7 +86,7 @@ static void purge_inline(void)
      * future. Every due time is within purge_delay of the pass that noted it. */
     uint32_t since = now - __atomic_load_n(&inline_last_ms, __ATOMIC_RELAXED);
     uint32_t next = atomic_load_explicit(&inline_next_ms, memory_order_relaxed);
-    if (since < gap || (since <= (uint32_t)delay + gap && (int32_t)(now - next) < 0))
+    if (since < gap || (since <= (uint32_t)delay + gap && !clock_reached(now, next)))
         return;
     /* One pass at a time, and none while another thread purges: the others go on. */
     if (pthread_mutex_trylock(&pass_lock) != 0)

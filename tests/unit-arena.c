@@ -153,5 +153,24 @@ int main(void)
     registry_set(big3, 2, NULL);
     arena_free_chunks(b, big3, 2);
     tap_ok(!strcmp(prot_at(big3), "none"), "freed: the mapping is gone");
+
+    /* The ms clock: a chunk freed weeks before the next look is due (a difference read as
+     * int32_t took 30 days for 24.8 days in the future); a look whose clock read came a
+     * moment before the free, as another thread's may, leaves it waiting. */
+    uint8_t *w = get(1, &a, &zero);
+    memset(w, 0x77, 4096);
+    uint32_t t0 = now_ms();
+    uint64_t pending = atomic_load(&stat_purge_pending);
+    arena_free_chunks(a, w, 1);
+    uint32_t next = arena_purge_due(t0 - 5);
+    tap_ok(next != 0 && atomic_load(&stat_purge_pending) == pending + CHUNK_SIZE &&
+               !strcmp(prot_at(w), "rw-p"),
+           "a look at a time just before the free: the chunk waits (due in %d ms, %s)",
+           (int)(next - t0), prot_at(w));
+    const uint32_t days30 = 30u * 24 * 3600 * 1000;
+    next = arena_purge_due(t0 + days30);
+    tap_ok(next == 0 && atomic_load(&stat_purge_pending) == pending &&
+               strcmp(prot_at(w), "rw-p") != 0,
+           "a look 30 days after the free: the chunk is purged (%s), nothing waits", prot_at(w));
     return tap_done();
 }
