@@ -491,6 +491,14 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
     return a->base + (first << CHUNK_SHIFT);
 }
 
+uint32_t arena_freed_at(const arena_t *a, const uint8_t *base)
+{
+    /* Written under the arena lock when the chunk was freed; the caller took it since, under
+     * the same lock, and nobody writes it while the chunk is handed out (tail_pad only for
+     * large blocks' own chunks). */
+    return a->freed_at[(size_t)(base - a->base) >> CHUNK_SHIFT];
+}
+
 bool arena_grow_chunks(arena_t *a, uint8_t *base, size_t n, size_t want, size_t block_size)
 {
     if (a->dedicated)

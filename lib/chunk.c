@@ -117,11 +117,12 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
     c->nchunks = 1;
     /* A chunk the arena had not purged yet is resident: its other slots are dirty, so that
      * the purger gives back the ones left unused (and new pages take them first). The
-     * first is the caller's: taken here, before the purger can see the chunk. */
+     * first is the caller's: taken here, before the purger can see the chunk. They have
+     * waited since the chunk was freed: the rest of purge_delay, not all of it again. */
     *dirty_out = !zero;
     bool dirty = !zero && c->npages > 1 && policy_in_force.purge_delay_ms > 0 &&
                  policy_in_force.thp.mode != THP_MODE_ALWAYS;
-    uint32_t now = dirty ? now_ms() : 0;
+    uint32_t now = dirty ? arena_freed_at(arena, base) : 0;
     atomic_store_explicit(&c->ndirty, dirty ? c->npages - 1 : 0, memory_order_relaxed);
 #ifdef THPALLOC_DEBUG
     for (unsigned i = 0; i < c->npages; i++) /* a descriptor is recycled with every slot FREE */

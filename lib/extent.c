@@ -241,7 +241,8 @@ static chunk_t *chunk_add(void)
     n->len = GRANULES;
     n->pending = !zero && purge_enabled(); /* not purged by the arena yet: resident */
     n->zero = zero;
-    n->freed_at = now_ms();
+    /* resident, it has waited since the arena got it: the rest of purge_delay */
+    n->freed_at = n->pending ? arena_freed_at(arena, base) : now_ms();
     if (n->pending)
         pending_add(GRANULES);
     tags_set(m, 0, GRANULES, TAG_FREE);

@@ -475,6 +475,10 @@ HIDDEN bool arena_grow_chunks(arena_t *arena, uint8_t *base, size_t n, size_t wa
  * base, or NULL (ENOMEM) with the block untouched. */
 HIDDEN uint8_t *arena_resize_dedicated(arena_t *arena, chunk_t *desc, size_t want,
                                        size_t block_size);
+/* When chunk base of a was freed last (the ms clock): a chunk handed out resident (not
+ * is_zero) has waited that long already, and its unused parts wait only for the rest of
+ * purge_delay. The caller owns the chunk. */
+HIDDEN uint32_t arena_freed_at(const arena_t *a, const uint8_t *base);
 /* Gives a large block's run the advice its (new) size calls for. */
 HIDDEN void arena_readvise(arena_t *arena, uint8_t *base, size_t n, size_t block_size);
 /* The purger's side of the arena (purger.c drives these): purges the free chunks whose
