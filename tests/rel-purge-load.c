@@ -158,6 +158,33 @@ static int rollup(long *anon, long *huge)
     return *anon >= 0;
 }
 
+/* For the diagnosis of a phase over its bound: the mappings that hold 1 MiB or more, or a
+ * huge page, with their Rss and AnonHugePages (the arenas are 64 MiB mappings, a block of
+ * its own has one of its own). After the measurement, so stdio may allocate. */
+static void dump_big_mappings(int ph)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return;
+    char line[512], range[64] = "";
+    long rss = 0, huge;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+            snprintf(range, sizeof range, "%lx-%lx (%lu kB)", lo, hi, (hi - lo) >> 10);
+            rss = 0;
+        } else if (!strncmp(line, "Rss:", 4)) {
+            rss = strtol(line + 4, NULL, 10);
+        } else if (!strncmp(line, "AnonHugePages:", 14)) {
+            huge = strtol(line + 14, NULL, 10);
+            if (rss >= 1024 || huge > 0)
+                printf("# phase %d over its bound: %s Rss %ld kB, AnonHugePages %ld kB\n", ph,
+                       range, rss, huge);
+        }
+    }
+    fclose(f);
+}
+
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -242,6 +269,8 @@ int main(int argc, char **argv)
             printf("# %s\n", line);
         else {
             printf("%sok - %s\n", extra <= bound_kb ? "" : "not ", line);
+            if (extra > bound_kb)
+                dump_big_mappings(ph);
         }
     }
     if (p_purge) {
