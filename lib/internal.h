@@ -590,7 +590,7 @@ struct heap {
     /* the purger's own notes: slow_ops when last looked at, since when, when reclaimed */
     uint32_t seen_ops, seen_at, reclaimed_ops, reclaim_pass;
     bool reclaimed;     /* also cleared by the owner: it is active again, wake the purger */
-    uint8_t purge_tick; /* owner-only: heavier events towards an inline look (arena.c) */
+    uint8_t purge_tick; /* owner-only: heavier events towards an inline look (purge-signal.c) */
     page_queue_t queues[SMALL_CLASSES];
     page_queue_t full;          /* pages without a free block */
     _Atomic int full_has_xfree; /* another thread freed into a full page */
