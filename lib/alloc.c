@@ -102,6 +102,24 @@ static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
         if (likely(!atomic_load_explicit(&heap->claimed, memory_order_acquire))) {
             page_t *page = heap->direct[(size + 15) >> 4];
             block_t *b = page->free;
+            if (unlikely(!b)) {
+                /* The owner's frees become the free list here, as page_ready does, unless
+                 * another thread freed into this page or a full one of the heap: the slow
+                 * path collects those, so that pages can empty. With 16 KiB pages most
+                 * slow-path visits were this. page_empty and a reset page have neither list.
+                 * Counted and marked as the slow path does: the busy heap's rules and kept
+                 * pages' ages run on slow_ops, page_retire keeps only pages allocated from. */
+                b = page->local_free;
+                if (b &&
+                    likely(!atomic_load_explicit(&page->xthread_free, memory_order_relaxed) &&
+                           !atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))) {
+                    page->local_free = NULL;
+                    page->alloc_seen = true;
+                    heap->slow_ops++;
+                } else {
+                    b = NULL;
+                }
+            }
             if (likely(b)) {
                 if (unlikely(block_outside(page, b) || b->key != block_key(b)))
                     malloc_corrupt(page, b);

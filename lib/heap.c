@@ -144,6 +144,15 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
     return page;
 }
 
+#ifdef THPALLOC_DEBUG
+/* The fast path's slot for size leads to first, the class queue's first page, or to
+ * page_empty when the queue is empty: what every change of a queue keeps (direct_update). */
+static bool direct_slot_is(const heap_t *heap, size_t size, const page_t *first)
+{
+    return size > DIRECT_MAX || heap->direct[(size + 15) >> 4] == (first ? first : &page_empty);
+}
+#endif
+
 /* A block of a small class from the heap's pages (the caller owns the heap, or holds
  * late_lock for the shared late heap). */
 void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
@@ -157,8 +166,10 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
         purge_note_active();
     }
     page_t *page = heap->queues[cls].first;
+    LIB_ASSERT(direct_slot_is(heap, size, page));
     if (!page || !page->free)
         page = heap_find_page(heap, cls);
+    LIB_ASSERT(direct_slot_is(heap, size, heap->queues[cls].first));
     if (unlikely(!page)) {
         heap_leave(heap);
         errno = ENOMEM;
