@@ -222,7 +222,8 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
         if (page->flags & PAGE_IN_FULL) {
             page_unfull(heap, page);
             page_queue_push_back(&heap->queues[page->cls], page);
-            direct_update(heap, page->cls);
+            if (heap->queues[page->cls].first == page)
+                direct_update(heap, page->cls); /* the queue was empty */
         }
         if (--page->used == 0)
             page_retire(heap, page);
