@@ -4,12 +4,16 @@
  * loop, or a thread that frees and allocates again, pays no lock. The cache goes back to
  * the shared runs under one lock when it fills, at thread exit and when the purger reclaims
  * an idle thread (reclaim.c), so what one thread frees is never held from the others for
- * long. A cached block keeps the free key in its second word, as a small block does: a
+ * long. Until a second thread allocates, there is no cache: one thread's extents go to the
+ * runs at once. A cached block keeps the free key in its second word, as a small block does: a
  * second free of it is caught, and a write after free is caught when it is handed out
  * again. The cache is the heap's, used inside the reclaim handshake (heap_enter). */
 #include "internal.h"
 
 #include <string.h>
+
+/* Set by thread.c, the heaps' lives, when a second heap is made. */
+_Atomic int heap_second_made;
 
 #define CACHE_LEN_MAX 16 /* granules: blocks up to 64 KiB */
 #define CACHE_BYTES ((size_t)128 << 10)
@@ -75,7 +79,13 @@ void extent_free_cached(chunk_t *c, void *p)
     if (unlikely(!len))
         extent_bad_pointer(c, p, "free(): invalid pointer");
     heap_t *heap = cache_heap();
-    if (!heap || len > CACHE_LEN_MAX) {
+    /* The cache spares threads the extent lock and one another; a process that has only
+     * ever had one allocating thread frees into the shared runs, where its requests of
+     * other lengths reuse the memory: python3's idle Private_Dirty -52 KiB (its start-up
+     * freed 96 KiB of extents into the cache and then took new ones), instructions the
+     * same (callgrind: realloc -1.1 %, python3 +0.1 %). */
+    if (!heap || len > CACHE_LEN_MAX ||
+        !atomic_load_explicit(&heap_second_made, memory_order_relaxed)) {
         extent_free(c, p);
         return;
     }

@@ -647,6 +647,10 @@ HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
  * from the shared late heap for a thread past its exit destructor. */
 HIDDEN heap_t *heap_create(void);
 HIDDEN void *late_malloc(size_t size, bool zero);
+/* Set by thread.c when a second heap is made, never cleared: until then the process has one
+ * thread that allocates, and its extents bypass the thread cache (extent-cache.c, where it
+ * lives: below the heaps' lives in the layers). */
+extern HIDDEN _Atomic int heap_second_made;
 /* At thread exit: puts the heap's chunks on the abandoned list as they stand. */
 HIDDEN void heap_abandon(heap_t *heap);
 /* Takes the full pages that other threads freed into back to the class queues, their frees

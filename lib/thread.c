@@ -44,7 +44,8 @@ static heap_t *heap_new(void)
     }
     if (heap) {
         /* Set up under the lock: the purger looks at heaps in use under it. */
-        heaps_live++;
+        if (++heaps_live > 1)
+            atomic_store_explicit(&heap_second_made, 1, memory_order_relaxed);
         heap_t *keep_next = heap->next_all;
         memset(heap, 0, sizeof *heap);
         heap->next_all = keep_next;

@@ -5,8 +5,9 @@
  * CASE is one of
  *   small-double     free(p) twice, p = malloc(48), same thread
  *   extent-double    free(p) twice, p = malloc(100 KiB) (an extent: boundary tags)
- *   extent-cached-double  free(p) twice, p = malloc(20 KiB) (the first free keeps it in the
- *                    thread's extent cache)
+ *   extent-cached-double  free(p) twice, p = malloc(20 KiB), after a second thread has
+ *                    allocated (the first free keeps it in the thread's extent cache, which
+ *                    a process that has only ever had one thread does without)
  *   extent-interior  free(p + 4096), p = malloc(100 KiB)
  *   extent-realloc-interior  realloc(p + 16, 200 KiB), p = malloc(100 KiB)
  *   large-double     free(p) twice, p = malloc(4 MiB) (a block with chunks of its own)
@@ -70,6 +71,19 @@ static void look_for_duplicates(size_t n)
     else
         printf("misuse went undetected (no duplicate seen at once)\n");
     fflush(stdout);
+}
+
+static void *alloc_once(void *arg)
+{
+    free(malloc(48));
+    return arg;
+}
+
+/* A second thread allocates (and so has a heap of its own), then exits. */
+static int second_heap(void)
+{
+    pthread_t t;
+    return pthread_create(&t, NULL, alloc_once, NULL) || pthread_join(t, NULL);
 }
 
 static int double_free(size_t n)
@@ -246,7 +260,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "extent-double"))
         return double_free(100 * KiB);
     if (!strcmp(c, "extent-cached-double"))
-        return double_free(20 * KiB);
+        return second_heap() ? 2 : double_free(20 * KiB);
     if (!strcmp(c, "extent-interior"))
         return interior(100 * KiB, 4096);
     if (!strcmp(c, "extent-realloc-interior"))

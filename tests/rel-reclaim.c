@@ -3,7 +3,7 @@
  * mincore(2), OS page by OS page, so every check is exact.
  *
  *   rel-reclaim kept|holes|inside|busy|fork|background|nobarrier|hole-double-free|loop|
- *               recycle|reset-double-free|remote|split|emptied|reuse
+ *               recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse
  *
  * A worker thread allocates on command and otherwise waits on a condition variable (no
  * allocator call: idle, as far as thpalloc can tell); the main thread makes thpalloc
@@ -1079,6 +1079,47 @@ static void test_reuse(void)
         free(reuse_base[i]);
 }
 
+/* Until a second thread allocates, the process frees its extents into the shared runs at
+ * once, so that a request of another length reuses what it freed; afterwards a freed extent
+ * waits in the freeing thread's cache for a request of its own length (extent-cache.c). Run
+ * before any other thread of this program exists. */
+static void *alloc_once(void *arg)
+{
+    free(malloc(SMALL));
+    return arg;
+}
+
+static void test_extent_reuse(void)
+{
+    free(malloc(SMALL)); /* a heap for the main thread: extents alone do not make one */
+    char *a = malloc(40 << 10), *fence = malloc(40 << 10);
+    free(a);
+    char *b = malloc(12 << 10);
+    report(b == a,
+           "extent-reuse: one thread: a freed 40 KiB extent serves the next 12 KiB request "
+           "(%p, freed %p)",
+           (void *)b, (void *)a);
+    pthread_t t;
+    if (pthread_create(&t, NULL, alloc_once, NULL) || pthread_join(t, NULL)) {
+        report(0, "extent-reuse: pthread_create");
+        return;
+    }
+    char *c = malloc(40 << 10), *fence2 = malloc(40 << 10);
+    free(c);
+    char *d = malloc(12 << 10);
+    report(d != c,
+           "extent-reuse: after a second thread allocated, the freed 40 KiB extent waits "
+           "in the thread's cache (12 KiB at %p, freed %p)",
+           (void *)d, (void *)c);
+    char *e = malloc(40 << 10);
+    report(e == c, "extent-reuse: and the next 40 KiB request takes it from there (%p)", (void *)e);
+    free(b);
+    free(d);
+    free(e);
+    free(fence);
+    free(fence2);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1119,10 +1160,12 @@ int main(int argc, char **argv)
         test_emptied();
     else if (!strcmp(what, "reuse"))
         test_reuse();
+    else if (!strcmp(what, "extent-reuse"))
+        test_extent_reuse();
     else {
         fprintf(stderr, "usage: rel-reclaim "
                         "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop|"
-                        "recycle|reset-double-free|remote|split|emptied|reuse\n");
+                        "recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse\n");
         return 2;
     }
     printf("end\n");

@@ -14,12 +14,15 @@
 # memory stays flat (emptied). Blocks freed into full pages are allocated again before new
 # memory is taken: a program that keeps 350,000 blocks of 64 bytes and replaces 50,000 more
 # oldest first stays within 6.25 % of its live bytes (reuse; 25 % above when full pages came
-# back only once their class had no other page).
+# back only once their class had no other page). Until a second thread allocates, freed
+# extents go to the shared runs at once and serve requests of other lengths; then they wait
+# in the thread's cache for their own (extent-reuse).
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/rel-reclaim
 test -x "$prog" || bail "$prog not built"
-for what in kept holes inside busy fork recycle nobarrier loop remote split emptied reuse; do
+for what in kept holes inside busy fork recycle nobarrier loop remote split emptied reuse \
+    extent-reuse; do
     relay "$what" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" "$what"
 done
 relay background 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" background
