@@ -2,11 +2,12 @@
  * the last few blocks of up to CACHE_LEN_MAX granules it freed (its own or other threads'),
  * up to CACHE_BYTES, and takes a block of the same length from there first: a malloc/free
  * loop, or a thread that frees and allocates again, pays no lock. The cache goes back to
- * the shared runs under one lock when it fills, at thread exit and when the purger reclaims
- * an idle thread (reclaim.c), so what one thread frees is never held from the others for
- * long. Until a second thread allocates, there is no cache: one thread's extents go to the
- * runs at once. A cached block keeps the free key in its second word, as a small block does: a
- * second free of it is caught, and a write after free is caught when it is handed out
+ * the shared runs under one lock when it fills, at thread exit, when the purger reclaims
+ * an idle thread (reclaim.c) and, for a busy thread, once a block has sat there for a whole
+ * purge_delay (extent_cache_age), so what one thread frees is never held from the others or
+ * from the purge for long. Until a second thread allocates, there is no cache: one thread's extents
+ * go to the runs at once. A cached block keeps the free key in its second word, as a small block
+ * does: a second free of it is caught, and a write after free is caught when it is handed out
  * again. The cache is the heap's, used inside the reclaim handshake (heap_enter). */
 #include "internal.h"
 
@@ -38,6 +39,7 @@ static void *cache_take(heap_t *heap, unsigned len)
         unsigned last = --heap->ext_cache_n;
         heap->ext_cache[i] = heap->ext_cache[last];
         heap->ext_cache_len[i] = heap->ext_cache_len[last];
+        heap->ext_cache_era[i] = heap->ext_cache_era[last];
         cache_bytes_set(heap, heap->ext_cache_bytes - ((size_t)len << EXT_GRANULE_SHIFT));
         if (unlikely(b->key != block_key(b)))
             malloc_corrupt(NULL, b);
@@ -54,6 +56,45 @@ void extent_cache_flush(heap_t *heap)
     extent_free_many(heap->ext_cache, heap->ext_cache_n);
     heap->ext_cache_n = 0;
     cache_bytes_set(heap, 0);
+}
+
+/* Eras of purge_delay, counted by the owner's looks: a block that
+ * came in two eras ago has sat a whole purge_delay (at most two) and goes to the runs, which
+ * purge it after one more. No clock on the paths that fill and take from the cache. */
+void extent_cache_age(heap_t *heap)
+{
+    heap->ext_cache_looked = heap->slow_ops;
+    long delay = policy_in_force.purge_delay_ms;
+    if (delay < 0)
+        return; /* purge_delay = never: kept as the runs are */
+    uint32_t now = now_ms();
+    heap_enter(heap);
+    if (!heap->ext_cache_n || !clock_passed(now, heap->ext_cache_era_at, delay)) {
+        heap_leave(heap);
+        return;
+    }
+    heap->ext_cache_era_at = now;
+    uint8_t era = ++heap->ext_cache_eras;
+    void *old[EXT_CACHE_SLOTS];
+    unsigned n_old = 0, kept = 0;
+    size_t bytes = heap->ext_cache_bytes;
+    for (unsigned i = 0; i < heap->ext_cache_n; i++) {
+        if ((uint8_t)(era - heap->ext_cache_era[i]) >= 2) {
+            old[n_old++] = heap->ext_cache[i];
+            bytes -= (size_t)heap->ext_cache_len[i] << EXT_GRANULE_SHIFT;
+            continue;
+        }
+        heap->ext_cache[kept] = heap->ext_cache[i];
+        heap->ext_cache_len[kept] = heap->ext_cache_len[i];
+        heap->ext_cache_era[kept] = heap->ext_cache_era[i];
+        kept++;
+    }
+    if (n_old) {
+        heap->ext_cache_n = kept;
+        cache_bytes_set(heap, bytes);
+        extent_free_many(old, n_old);
+    }
+    heap_leave(heap);
 }
 
 void *extent_malloc_cached(size_t size, size_t align, bool zero)
@@ -101,6 +142,7 @@ void extent_free_cached(chunk_t *c, void *p)
     b->key = block_key(b);
     heap->ext_cache[heap->ext_cache_n] = p;
     heap->ext_cache_len[heap->ext_cache_n] = (uint16_t)len;
+    heap->ext_cache_era[heap->ext_cache_n] = heap->ext_cache_eras;
     heap->ext_cache_n++;
     cache_bytes_set(heap, heap->ext_cache_bytes + bytes);
     heap_leave(heap);

@@ -604,6 +604,10 @@ struct heap {
      * (extent.c): owner-only, or the purger's under the claim. */
     void *ext_cache[EXT_CACHE_SLOTS];
     uint16_t ext_cache_len[EXT_CACHE_SLOTS];
+    uint8_t ext_cache_era[EXT_CACHE_SLOTS]; /* ext_cache_eras when the block came in */
+    uint8_t ext_cache_eras;                 /* one more every purge_delay (extent_cache_age) */
+    uint32_t ext_cache_era_at;              /* ms clock when the era began */
+    uint32_t ext_cache_looked;              /* slow_ops at the owner's last look */
     uint32_t ext_cache_n;
     size_t ext_cache_bytes; /* also read by the statistics */
     heap_t *next_all;       /* all heaps ever made */
@@ -796,6 +800,12 @@ HIDDEN void extent_free_cached(chunk_t *c, void *p);
 /* Gives a heap's cached extents back to the shared runs (its owner, or the purger holding
  * it): at thread exit and when the purger reclaims an idle heap. */
 HIDDEN void extent_cache_flush(heap_t *heap);
+/* The owner, outside its handshake, now and then from malloc's slow path (every
+ * EXT_CACHE_LOOK_OPS slow_ops): blocks that have sat in its cache for a whole purge_delay go back
+ * to the shared runs, so that a thread that stays busy does not hold what it freed from the others
+ * and from the purge (an idle one's cache the purger flushes, reclaim.c). */
+#define EXT_CACHE_LOOK_OPS 256
+HIDDEN void extent_cache_age(heap_t *heap);
 
 /* large blocks (large.c) */
 HIDDEN void *large_alloc(size_t size, size_t align, bool zero);

@@ -3,7 +3,7 @@
  * mincore(2), OS page by OS page, so every check is exact.
  *
  *   rel-reclaim kept|holes|inside|busy|fork|background|nobarrier|hole-double-free|loop|
- *               recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse
+ *               recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse|cache-age
  *
  * A worker thread allocates on command and otherwise waits on a condition variable (no
  * allocator call: idle, as far as thpalloc can tell); the main thread makes thpalloc
@@ -1079,6 +1079,65 @@ static void test_reuse(void)
         free(reuse_base[i]);
 }
 
+/* ---- cache-age: a busy thread's cached extents go back after purge_delay ------------- */
+
+#define AGE_BLOCKS 3 /* 120 KiB: the cache holds 128 */
+#define AGE_SIZE ((size_t)40 << 10)
+static unsigned char *age_block[AGE_BLOCKS];
+
+static void job_age_fill_free(void)
+{
+    free(malloc(SMALL)); /* a heap of its own: extents alone do not make one */
+    for (int i = 0; i < AGE_BLOCKS; i++) {
+        age_block[i] = malloc(AGE_SIZE);
+        if (age_block[i])
+            fill(age_block[i], AGE_SIZE, (unsigned)i);
+    }
+    for (int i = 0; i < AGE_BLOCKS; i++)
+        free(age_block[i]); /* into the worker's extent cache */
+}
+
+/* 1.5 s of small blocks taken and given back: slow paths all along, no extent. */
+static void job_age_busy(void)
+{
+    static void *b[2000];
+    double t0 = now_s();
+    while (now_s() - t0 < 1.5) {
+        for (int i = 0; i < 2000; i++)
+            b[i] = malloc(SMALL);
+        for (int i = 0; i < 2000; i++)
+            free(b[i]);
+    }
+}
+
+static int age_resident(void)
+{
+    int n = 0;
+    for (int i = 0; i < AGE_BLOCKS; i++)
+        for (size_t off = 0; off < AGE_SIZE; off += OSP)
+            n += resident(age_block[i] + off) == 1;
+    return n;
+}
+
+static void test_cache_age(void)
+{
+    free(malloc(SMALL)); /* the main thread's heap: with the worker's, the caches are on */
+    worker_start();
+    on_worker(job_age_fill_free);
+    int pages = (int)(AGE_BLOCKS * AGE_SIZE / OSP), before = age_resident();
+    report(before == pages,
+           "the worker freed %d blocks of %zu KiB into its cache, "
+           "resident (%d of %d OS pages)",
+           AGE_BLOCKS, AGE_SIZE >> 10, before, pages);
+    on_worker(job_age_busy);
+    int after = age_resident();
+    report(after == 0,
+           "after 1.5 s of work with no extent (purge_delay 200ms), none of them is "
+           "resident (%d of %d): the busy thread's cache gave them back",
+           after, pages);
+    worker_stop();
+}
+
 /* Until a second thread allocates, the process frees its extents into the shared runs at
  * once, so that a request of another length reuses what it freed; afterwards a freed extent
  * waits in the freeing thread's cache for a request of its own length (extent-cache.c). Run
@@ -1096,23 +1155,23 @@ static void test_extent_reuse(void)
     free(a);
     char *b = malloc(12 << 10);
     report(b == a,
-           "extent-reuse: one thread: a freed 40 KiB extent serves the next 12 KiB request "
+           "one thread: a freed 40 KiB extent serves the next 12 KiB request "
            "(%p, freed %p)",
            (void *)b, (void *)a);
     pthread_t t;
     if (pthread_create(&t, NULL, alloc_once, NULL) || pthread_join(t, NULL)) {
-        report(0, "extent-reuse: pthread_create");
+        report(0, "pthread_create");
         return;
     }
     char *c = malloc(40 << 10), *fence2 = malloc(40 << 10);
     free(c);
     char *d = malloc(12 << 10);
     report(d != c,
-           "extent-reuse: after a second thread allocated, the freed 40 KiB extent waits "
+           "after a second thread allocated, the freed 40 KiB extent waits "
            "in the thread's cache (12 KiB at %p, freed %p)",
            (void *)d, (void *)c);
     char *e = malloc(40 << 10);
-    report(e == c, "extent-reuse: and the next 40 KiB request takes it from there (%p)", (void *)e);
+    report(e == c, "and the next 40 KiB request takes it from there (%p)", (void *)e);
     free(b);
     free(d);
     free(e);
@@ -1162,10 +1221,13 @@ int main(int argc, char **argv)
         test_reuse();
     else if (!strcmp(what, "extent-reuse"))
         test_extent_reuse();
+    else if (!strcmp(what, "cache-age"))
+        test_cache_age();
     else {
-        fprintf(stderr, "usage: rel-reclaim "
-                        "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop|"
-                        "recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse\n");
+        fprintf(stderr,
+                "usage: rel-reclaim "
+                "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop|"
+                "recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse|cache-age\n");
         return 2;
     }
     printf("end\n");

@@ -16,7 +16,8 @@
 # oldest first stays within 6.25 % of its live bytes (reuse; 25 % above when full pages came
 # back only once their class had no other page). Until a second thread allocates, freed
 # extents go to the shared runs at once and serve requests of other lengths; then they wait
-# in the thread's cache for their own (extent-reuse).
+# in the thread's cache for their own (extent-reuse), but not for longer than purge_delay
+# while the thread stays busy (cache-age: the purger flushes only idle threads' caches).
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/rel-reclaim
@@ -26,6 +27,7 @@ for what in kept holes inside busy fork recycle nobarrier loop remote split empt
     relay "$what" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" "$what"
 done
 relay background 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" background
+relay cache-age 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" cache-age
 
 # A double free of a block in a hole, or of a block of a page reset empty, aborts with
 # glibc's words, like any other.
