@@ -5,10 +5,11 @@
  * the shared runs under one lock when it fills, at thread exit, when the purger reclaims
  * an idle thread (reclaim.c) and, for a busy thread, once a block has sat there for a whole
  * purge_delay (extent_cache_age), so what one thread frees is never held from the others or
- * from the purge for long. Until a second thread allocates, there is no cache: one thread's extents
- * go to the runs at once. A cached block keeps the free key in its second word, as a small block
- * does: a second free of it is caught, and a write after free is caught when it is handed out
- * again. The cache is the heap's, used inside the reclaim handshake (heap_enter). */
+ * from the purge for long. Until a second thread allocates, there is no cache: one thread's
+ * extents go to the runs at once. A cached block keeps the free key in its second word, as a
+ * small block does: a second free of it is caught, and a write after free is caught when it
+ * is handed out again. The cache is the heap's, used inside the reclaim handshake
+ * (heap_enter). */
 #include "internal.h"
 
 #include <string.h>
@@ -58,9 +59,9 @@ void extent_cache_flush(heap_t *heap)
     cache_bytes_set(heap, 0);
 }
 
-/* Eras of purge_delay, counted by the owner's looks: a block that
- * came in two eras ago has sat a whole purge_delay (at most two) and goes to the runs, which
- * purge it after one more. No clock on the paths that fill and take from the cache. */
+/* Eras of purge_delay, counted by the owner's looks: a block that came in two eras ago has
+ * sat a whole purge_delay (at most two) and goes to the runs, which purge it after one more.
+ * No clock on the paths that fill and take from the cache. */
 void extent_cache_age(heap_t *heap)
 {
     heap->ext_cache_looked = heap->slow_ops;

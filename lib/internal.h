@@ -801,9 +801,9 @@ HIDDEN void extent_free_cached(chunk_t *c, void *p);
  * it): at thread exit and when the purger reclaims an idle heap. */
 HIDDEN void extent_cache_flush(heap_t *heap);
 /* The owner, outside its handshake, now and then from malloc's slow path (every
- * EXT_CACHE_LOOK_OPS slow_ops): blocks that have sat in its cache for a whole purge_delay go back
- * to the shared runs, so that a thread that stays busy does not hold what it freed from the others
- * and from the purge (an idle one's cache the purger flushes, reclaim.c). */
+ * EXT_CACHE_LOOK_OPS slow_ops): blocks that have sat in its cache for a whole purge_delay
+ * go back to the shared runs, so that a thread that stays busy does not hold what it freed
+ * from the others and from the purge (an idle one's cache the purger flushes, reclaim.c). */
 #define EXT_CACHE_LOOK_OPS 256
 HIDDEN void extent_cache_age(heap_t *heap);
 
