@@ -85,6 +85,18 @@ static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p)
     safe_point();
 }
 
+/* The fast path's page ran dry (inside its handshake): the next page when it is ready. */
+static NOINLINE void *malloc_dry(heap_t *heap, page_t *page, size_t size)
+{
+    void *b = heap_malloc_dry(heap, page);
+    heap_leave(heap);
+    if (likely(b)) {
+        safe_point();
+        return b;
+    }
+    return malloc_slow(heap, size, false);
+}
+
 /* The owner freed its page's last block on the fast path. */
 static NOINLINE void free_retire(heap_t *heap, page_t *page)
 {
@@ -122,7 +134,7 @@ static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
                     page->alloc_seen = true;
                     heap->slow_ops++;
                 } else {
-                    b = NULL;
+                    return malloc_dry(heap, page, size); /* the next page, if ready */
                 }
             }
             if (likely(b)) {

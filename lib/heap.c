@@ -175,16 +175,48 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
         errno = ENOMEM;
         return NULL;
     }
-    block_t *b = page->free;
-    if (unlikely(block_outside(page, b) || b->key != block_key(b)))
-        malloc_corrupt(page, b);
-    page->free = block_next(b);
-    page->used++;
-    b->key = 0;
+    block_t *b = page_pop(page);
     heap_leave(heap);
     if (zero)
         memset(b, 0, page->block_size);
     return b;
+}
+
+/* The fast path's page ran dry and the owner's frees were not taken (there were none, or
+ * other threads freed into it or into a full page). When the page has nothing to collect or
+ * carve and the next page of its queue has blocks of its own, this does what heap_find_page
+ * would (the dry page to the full list, the next one to allocate from) without the general
+ * path's looks; else it changes nothing and returns NULL, and the slow path decides. Inside
+ * the fast path's handshake (busy set, claimed seen clear). */
+void *heap_malloc_dry(heap_t *heap, page_t *page)
+{
+    page_t *next = page->next;
+    /* page_empty and heap_empty have no next page: nothing is written to them */
+    if (!next || atomic_load_explicit(&page->xthread_free, memory_order_relaxed) ||
+        atomic_load_explicit(&next->xthread_free, memory_order_relaxed) || heap->reclaimed ||
+        page->local_free || page->holes || (page->flags & PAGE_RESET) ||
+        page->capacity < page->reserved || (next->flags & PAGE_RESET) ||
+        (!next->free && !next->local_free) ||
+        atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))
+        return NULL;
+    /* the look at the extent cache is malloc_slow's */
+    if (heap->ext_cache_n && heap->slow_ops - heap->ext_cache_looked >= EXT_CACHE_LOOK_OPS)
+        return NULL;
+    LIB_ASSERT(heap->queues[page->cls].first == page);
+    if (!page_to_full(heap, page))
+        return NULL; /* a remote free arrived just now: the slow path collects it */
+    heap->slow_ops++;
+    if (!next->free) {
+        next->free = next->local_free;
+        next->local_free = NULL;
+    }
+#ifdef THPALLOC_DEBUG
+    page_check(next);
+#endif
+    next->alloc_seen = true;
+    direct_update(heap, page->cls);
+    LIB_ASSERT(heap->queues[page->cls].first == next);
+    return page_pop(next);
 }
 
 void heap_free_slow(chunk_t *c, page_t *page, void *p)

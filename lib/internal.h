@@ -647,6 +647,9 @@ extern HIDDEN page_t page_empty;
 /* A block of a small class from the heap's pages (the caller owns the heap, or holds the
  * late lock for the shared late heap). */
 HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
+/* The fast path's page ran dry: the next page of its queue, when that is all it takes (inside
+ * the fast path's handshake). NULL: nothing changed, the slow path decides. */
+HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page);
 /* thread.c: the calling thread's new heap (tl_heap, and the exit destructor armed); a block
  * from the shared late heap for a thread past its exit destructor. */
 HIDDEN heap_t *heap_create(void);
@@ -671,6 +674,18 @@ HIDDEN void heap_free_slow(chunk_t *c, page_t *page, void *p);
 HIDDEN void free_check_double(page_t *page, void *p);
 /* malloc popped a block without the free key: a double free or a write after free. */
 HIDDEN void malloc_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
+/* Pops page's first free block (page->free is not empty), checked as every pop is: inside
+ * the page and carrying its key. */
+static inline block_t *page_pop(page_t *page)
+{
+    block_t *b = page->free;
+    if (unlikely(block_outside(page, b) || b->key != block_key(b)))
+        malloc_corrupt(page, b);
+    page->free = block_next(b);
+    page->used++;
+    b->key = 0;
+    return b;
+}
 HIDDEN void page_retire(heap_t *heap, page_t *page);
 HIDDEN void heap_thread_exit(void *heap);
 /* thread.c: the thread-exit key (init, once; no allocation). */
