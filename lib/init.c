@@ -118,10 +118,13 @@ void lib_init(void)
         pthread_atfork(fork_prepare, fork_parent, fork_child);
         chunk_new_prepare = reclaim_emptied_chunks;
     }
+    atomic_store_explicit(&lib_ready_native, !passthrough, memory_order_release);
     atomic_store_explicit(&init_state, INIT_DONE, memory_order_release);
 }
 
-bool lib_passthrough(void)
+_Atomic bool lib_ready_native;
+
+bool lib_passthrough_init(void)
 {
     lib_init();
     return passthrough;
