@@ -70,6 +70,16 @@ void heap_rescue_full(heap_t *heap, bool may_free)
     }
 }
 
+/* Whether page_ready could give page a free block: a list, other threads' frees, holes, or
+ * blocks left to carve (a reset page has none carved). heap_malloc_dry hands a dry page over
+ * only when this says no; the debug build's page_ready checks that it agrees. */
+static inline bool page_may_ready(const page_t *page)
+{
+    return page->free || page->local_free ||
+           atomic_load_explicit(&page->xthread_free, memory_order_relaxed) || page->holes ||
+           (page->flags & PAGE_RESET) || page->capacity < page->reserved;
+}
+
 /* Makes page ready to allocate from, if it can be: the owner's frees, other threads', its
  * holes, the reclaimer's reset, a few more blocks carved. Returns whether it has a free
  * block. */
@@ -82,17 +92,24 @@ static inline bool page_ready(heap_t *heap, page_t *page)
             page->local_free = NULL;
         }
     } else
-#endif
         page_collect(page);
-    if (likely(page->free && !(page->flags & PAGE_RESET)))
-        return true;
-    if (!page->free && page->holes)
-        page_refill_holes(heap, page);
-    if (page->flags & PAGE_RESET)
-        page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_RESET);
-    if (!page->free && page->capacity < page->reserved)
-        page_extend(page);
-    return page->free != NULL;
+#else
+    bool may = page_may_ready(page);
+    uint32_t remote = page_collect(page);
+#endif
+    bool ready = true;
+    if (unlikely(!page->free || (page->flags & PAGE_RESET))) {
+        if (!page->free && page->holes)
+            page_refill_holes(heap, page);
+        if (page->flags & PAGE_RESET)
+            page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_RESET);
+        if (!page->free && page->capacity < page->reserved)
+            page_extend(page);
+        ready = page->free != NULL;
+    }
+    /* page_may_ready's no holds: nothing came of the page but a remote free since */
+    LIB_ASSERT(may || remote || !ready);
+    return ready;
 }
 
 /* The first page of the class's queue that can be made ready, moved to the front; the ones
@@ -192,12 +209,12 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
 {
     page_t *next = page->next;
     /* page_empty and heap_empty have no next page: nothing is written to them */
-    if (!next || atomic_load_explicit(&page->xthread_free, memory_order_relaxed) ||
-        atomic_load_explicit(&next->xthread_free, memory_order_relaxed) || heap->reclaimed ||
-        page->local_free || page->holes || (page->flags & PAGE_RESET) ||
-        page->capacity < page->reserved || (next->flags & PAGE_RESET) ||
-        (!next->free && !next->local_free) ||
+    if (!next || page_may_ready(page) || heap->reclaimed ||
         atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))
+        return NULL;
+    /* the next page ready as it is: page_ready's first case, nothing to collect or carve */
+    if (atomic_load_explicit(&next->xthread_free, memory_order_relaxed) ||
+        (next->flags & PAGE_RESET) || (!next->free && !next->local_free))
         return NULL;
     /* the look at the extent cache is malloc_slow's */
     if (heap->ext_cache_n && heap->slow_ops - heap->ext_cache_looked >= EXT_CACHE_LOOK_OPS)
