@@ -62,9 +62,7 @@ static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
         if (!heap)
             return NULL;
     }
-    /* owner-only counts, read outside the handshake as hints: the look re-reads inside */
-    if (unlikely(heap->ext_cache_n) &&
-        heap->slow_ops - heap->ext_cache_looked >= EXT_CACHE_LOOK_OPS)
+    if (unlikely(extent_cache_look_due(heap)))
         extent_cache_age(heap);
     return heap_malloc_small(heap, size, zero);
 }

@@ -216,9 +216,8 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
     if (atomic_load_explicit(&next->xthread_free, memory_order_relaxed) ||
         (next->flags & PAGE_RESET) || (!next->free && !next->local_free))
         return NULL;
-    /* the look at the extent cache is malloc_slow's */
-    if (heap->ext_cache_n && heap->slow_ops - heap->ext_cache_looked >= EXT_CACHE_LOOK_OPS)
-        return NULL;
+    if (extent_cache_look_due(heap))
+        return NULL; /* malloc_slow looks */
     LIB_ASSERT(heap->queues[page->cls].first == page);
     if (!page_to_full(heap, page))
         return NULL; /* a remote free arrived just now: the slow path collects it */

@@ -821,6 +821,12 @@ HIDDEN void extent_cache_flush(heap_t *heap);
  * from the others and from the purge (an idle one's cache the purger flushes, reclaim.c). */
 #define EXT_CACHE_LOOK_OPS 256
 HIDDEN void extent_cache_age(heap_t *heap);
+/* Whether the owner's next look is due (owner-only counts, read outside the handshake as
+ * hints: the look re-reads inside). */
+static inline bool extent_cache_look_due(const heap_t *heap)
+{
+    return heap->ext_cache_n && heap->slow_ops - heap->ext_cache_looked >= EXT_CACHE_LOOK_OPS;
+}
 
 /* large blocks (large.c) */
 HIDDEN void *large_alloc(size_t size, size_t align, bool zero);
