@@ -53,15 +53,13 @@ struct extent_map {
     struct ext_free node[GRANULES];
 };
 
-struct ext_bin {
-    struct ext_free *first, *last;
-};
-
 static pthread_mutex_t extent_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
-/* By exact length, pending runs at the front; stored longest first (bin_of), so that a
- * process whose only free run is the rest of its chunk writes the bins' first page, beside
- * the globals it writes anyway, not a page of their 8 KiB of its own. */
-static struct ext_bin bins[GRANULES + 1];
+/* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps its
+ * last node in its first node's prev), stored longest first (bin_of) after the globals
+ * above. A small process's runs, short blocks and the rest of its chunk, touch two pages
+ * of them, not three (python3 idle: -4 KiB); aligned to a page, the globals took a page of
+ * their own (perl +4 KiB). */
+static struct ext_free *bins[GRANULES];
 static uint64_t binmap[(GRANULES + 64) / 64];
 static chunk_queue_t ext_chunks; /* every extent chunk (list through next/prev) */
 static chunk_t *spare;           /* an empty chunk kept for the next request */
@@ -100,26 +98,46 @@ static void pending_add(long granules)
 
 /* ---- bins ------------------------------------------------------------------------ */
 
-static inline struct ext_bin *bin_of(unsigned len)
+static inline struct ext_free **bin_of(unsigned len)
 {
     return &bins[GRANULES - len];
 }
 
 static void bin_insert(struct ext_free *n)
 {
-    struct ext_bin *b = bin_of(n->len);
-    if (n->pending || !b->first)
-        DLIST_PUSH_FRONT(b, n); /* resident first: reuse before touching purged memory */
-    else
-        DLIST_PUSH_BACK(b, n);
+    struct ext_free **b = bin_of(n->len), *f = *b;
+    if (!f) {
+        n->next = NULL;
+        n->prev = n;
+        *b = n;
+    } else if (n->pending) { /* resident first: reuse before touching purged memory */
+        n->next = f;
+        n->prev = f->prev;
+        f->prev = n;
+        *b = n;
+    } else {
+        n->prev = f->prev;
+        n->next = NULL;
+        f->prev->next = n;
+        f->prev = n;
+    }
     binmap[n->len / 64] |= (uint64_t)1 << (n->len % 64);
 }
 
 static void bin_remove(struct ext_free *n)
 {
-    struct ext_bin *b = bin_of(n->len);
-    DLIST_REMOVE(b, n);
-    if (!b->first)
+    struct ext_free **b = bin_of(n->len), *f = *b;
+    LIB_ASSERT(f && !f->prev->next); /* f's prev is the bin's last node */
+    if (n == f)
+        *b = n->next;
+    else
+        n->prev->next = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    else if (n != f)
+        f->prev = n->prev; /* n was the last */
+    n->next = n->prev = NULL;
+    if (!*b)
         binmap[n->len / 64] &= ~((uint64_t)1 << (n->len % 64));
 }
 
@@ -432,7 +450,7 @@ static void *run_alloc_locked(unsigned len, size_t align, bool *is_zero)
             return NULL;
         k = GRANULES;
     }
-    struct ext_free *n = bin_of(k)->first;
+    struct ext_free *n = *bin_of(k);
     struct extent_map *m = map_of_node(n);
     unsigned first = n->index;
     if (slack) {
