@@ -31,6 +31,9 @@
 #define TAG_FREE 0x1000u
 #define TAG_BUSY 0x2000u /* taken out by the purger */
 
+#define TRIM_COST_CALL 4u  /* a madvise costs about as much as 4 page faults */
+#define TRIM_COST_MAX 256u /* a refault budget of 1 MiB faulted again per purge_delay */
+
 /* A free run, indexed by its first granule. */
 struct ext_free {
     struct ext_free *next, *prev; /* in the bin of its length */
@@ -39,6 +42,7 @@ struct ext_free {
     uint16_t index : 10;          /* its first granule: the way back to the map */
     uint16_t pending : 1;         /* resident (it held data), to be purged after purge_delay */
     uint16_t zero : 1;            /* known to read as zero (fresh, or purged with DONTNEED) */
+    uint16_t trimmed : 1;         /* some of it purged at its free (trim), at freed_at */
 };
 
 struct extent_map {
@@ -65,7 +69,12 @@ static chunk_queue_t ext_chunks; /* every extent chunk (list through next/prev) 
 static chunk_t *spare;           /* an empty chunk kept for the next request */
 static _Atomic int empty_kept;   /* some empty chunk besides the spare is kept, resident */
 static struct extent_map *maps_free;
-static size_t pending_granules;    /* in free runs waiting for purge_delay */
+static size_t pending_granules; /* in free runs waiting for purge_delay */
+/* Trim (block_free_locked): policy_in_force.trim_threshold, doubled trim_shift times by the
+ * refaults (trim_taken); past a chunk, none. */
+static unsigned trim_shift;
+static unsigned trim_cost;         /* of the refaults since trim_window_at */
+static uint32_t trim_window_at;    /* ms clock */
 static unsigned purging;           /* runs the purger holds out (BUSY) right now */
 _Atomic uint64_t stat_extent_used; /* bytes handed out (statistics) */
 
@@ -259,6 +268,7 @@ static chunk_t *chunk_add(void)
     n->len = GRANULES;
     n->pending = !zero && purge_enabled(); /* not purged by the arena yet: resident */
     n->zero = zero;
+    n->trimmed = false;
     /* resident, it has waited since the arena got it: the rest of purge_delay */
     n->freed_at = n->pending ? arena_freed_at(arena, base) : now_ms();
     if (n->pending)
@@ -305,7 +315,7 @@ static void chunk_drop(chunk_t *c)
 struct merge {
     unsigned start, total;
     long was_pending; /* granules of the parts counted as waiting already */
-    bool pending, zero;
+    bool pending, zero, trimmed;
     /* A merged run waits as long as its largest pending part (age_len granules): a freed
      * block that joins a big run freed long ago does not start the big run's wait again
      * (a thread cache's flush next to it would keep it resident for as long as the
@@ -332,15 +342,17 @@ static void absorb(struct extent_map *m, unsigned first, unsigned len, struct me
         g->pending = true;
     }
     g->zero = g->zero && x->zero;
+    g->trimmed = g->trimmed || x->trimmed;
 }
 
 /* Makes [first, first+len) of m a free run, merged with free neighbours. pending: it holds
  * data (to be purged after purge_delay); zero: it reads as zero. Returns the merged run.
  * extent_lock held. */
-static struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, bool pending,
-                                 bool zero, uint32_t freed_at)
+static struct ext_free *run_free_held(struct extent_map *m, unsigned first, unsigned len,
+                                      bool pending, bool zero, bool trimmed, uint32_t freed_at,
+                                      unsigned *held)
 {
-    struct merge g = {first, len, 0, pending, zero, freed_at, pending ? len : 0};
+    struct merge g = {first, len, 0, pending, zero, trimmed, freed_at, pending ? len : 0};
     if (first > 0) {
         uint16_t t = tag_get(m, first - 1);
         if ((t & (TAG_TAIL | TAG_FREE)) == (TAG_TAIL | TAG_FREE))
@@ -356,11 +368,57 @@ static struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned 
     n->len = (uint16_t)g.total;
     n->pending = g.pending;
     n->zero = g.zero;
+    n->trimmed = g.trimmed && !g.pending; /* a resident part joined: taken, it may be that */
     n->freed_at = g.freed_at;
     pending_add((g.pending ? (long)g.total : 0) - g.was_pending);
     tags_set(m, g.start, g.total, TAG_FREE);
     bin_insert(n);
+    if (held)
+        *held = (unsigned)g.was_pending + (pending ? len : 0);
     return n;
+}
+
+static struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, bool pending,
+                                 bool zero, bool trimmed, uint32_t freed_at)
+{
+    return run_free_held(m, first, len, pending, zero, trimmed, freed_at, NULL);
+}
+
+/* A trimmed run is handed out again, len granules of it. Within purge_delay of its trim,
+ * the trim bought only the page faults that follow (the delayed purge would have left it):
+ * a refault, priced in granules faulted again, a granule for each and TRIM_COST_CALL for the
+ * madvise. A process may pay TRIM_COST_MAX of that per purge_delay (a start-up reuses what
+ * it frees for a while, then goes idle with the rest); past that it trims only runs twice as
+ * long, until none. */
+static void trim_taken(uint32_t trimmed_at, unsigned len)
+{
+    long delay = policy_in_force.purge_delay_ms;
+    uint32_t now = now_ms();
+    if (clock_passed(now, trimmed_at, delay))
+        return;
+    if (clock_passed(now, trim_window_at, delay)) {
+        trim_window_at = now;
+        trim_cost = 0;
+    }
+    trim_cost += TRIM_COST_CALL + len;
+    if (trim_cost > TRIM_COST_MAX) {
+        trim_shift++;
+        trim_cost = 0;
+    }
+}
+
+/* Whether a free that left the merged run n, with held granules of it resident, gives it
+ * back now. Only where nothing else would: the purger thread purges after purge_delay, and
+ * without it only the process's own later calls do, which a process that goes idle after
+ * its start-up (python3: 68 KiB of runs it freed while starting) never makes. Not a whole
+ * chunk: an empty chunk is the spare or waits as a chunk (chunk_maybe_drop); trimmed, it
+ * went back to the arena at once, and the next block took it back as a new chunk, whose
+ * runs carry no trim (rel-reclaim loop: a 2 MiB madvise per malloc/free pair). */
+static bool trim_due(const struct ext_free *n, unsigned held)
+{
+    size_t min = policy_in_force.trim_threshold;
+    return min && n->len < GRANULES && trim_shift <= CHUNK_SHIFT &&
+           ((size_t)held << GRANULE_SHIFT) >= min << trim_shift && !purger_thread_started();
 }
 
 /* Takes granules [first, first+len) out of the free run n (first at or after n's start),
@@ -368,17 +426,19 @@ static struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned 
 static bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
 {
     unsigned start = n->index, total = n->len;
-    bool pending = n->pending, zero = n->zero;
+    bool pending = n->pending, zero = n->zero, trimmed = n->trimmed;
     uint32_t at = n->freed_at;
     bin_remove(n);
     tags_clear(m, start, total);
     if (pending)
         pending_add(-(long)total);
+    if (trimmed)
+        trim_taken(at, len); /* once a trim: the rest of the run is not flagged again */
     /* the parts before and after: free runs of their own (no free neighbour: n had none) */
     if (first > start)
-        run_free(m, start, first - start, pending, zero, at);
+        run_free(m, start, first - start, pending, zero, false, at);
     if (first + len < start + total)
-        run_free(m, first + len, start + total - first - len, pending, zero, at);
+        run_free(m, first + len, start + total - first - len, pending, zero, false, at);
     tags_set(m, first, len, 0);
     m->used += len;
     if (m->chunk == spare)
@@ -429,7 +489,7 @@ void extents_release_empty(void)
     pthread_mutex_unlock(&extent_lock);
 }
 
-static void run_purge_now(struct extent_map *m, struct ext_free *n);
+static void run_purge_now(struct extent_map *m, struct ext_free *n, bool trim);
 
 /* ---- the API ----------------------------------------------------------------------- */
 
@@ -497,10 +557,13 @@ static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, ui
     atomic_fetch_sub_explicit(&stat_extent_used, (uint64_t)len << GRANULE_SHIFT,
                               memory_order_relaxed);
     bool pend = purge_enabled();
-    struct ext_free *n = run_free(m, g, len, pend, false, now);
+    unsigned held;
+    struct ext_free *n = run_free_held(m, g, len, pend, false, false, now, &held);
     MAP_CHECK(m); /* before the map may go back with its chunk */
     if (pend && policy_in_force.purge_delay_ms == 0)
-        run_purge_now(m, n);
+        run_purge_now(m, n, false);
+    else if (pend && trim_due(n, held))
+        run_purge_now(m, n, true);
     else
         chunk_maybe_drop(m);
     return pend;
@@ -594,7 +657,7 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
         atomic_fetch_sub_explicit(&stat_extent_used, (uint64_t)(len - want) << GRANULE_SHIFT,
                                   memory_order_relaxed);
         pend = purge_enabled();
-        run_free(m, g + want, len - want, pend, false, now_ms());
+        run_free(m, g + want, len - want, pend, false, false, now_ms());
     } else {
         uint16_t t = g + len < GRANULES ? tag_get(m, g + len) : 0;
         ok = (t & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE) && len + (t & TAG_LEN) >= want;
@@ -617,7 +680,7 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
 
 /* Takes the free run n out (BUSY), purges it without the lock, and frees it again as clean.
  * extent_lock held on entry and on return; the chunk stays (the BUSY run is not free). */
-static bool run_purge(struct extent_map *m, struct ext_free *n, size_t *purged)
+static bool run_purge(struct extent_map *m, struct ext_free *n, bool trim, size_t *purged)
 {
     unsigned first = n->index, len = n->len;
     bin_remove(n);
@@ -638,14 +701,14 @@ static bool run_purge(struct extent_map *m, struct ext_free *n, size_t *purged)
         *purged += (size_t)len << GRANULE_SHIFT;
     }
     /* a refused madvise leaves it resident: pending again, tried at the next pass */
-    run_free(m, first, len, !done, done && how == OS_PURGE_DONTNEED, now_ms());
+    run_free(m, first, len, !done, done && how == OS_PURGE_DONTNEED, trim && done, now_ms());
     return done;
 }
 
-static void run_purge_now(struct extent_map *m, struct ext_free *n)
+static void run_purge_now(struct extent_map *m, struct ext_free *n, bool trim)
 {
     size_t purged = 0;
-    run_purge(m, n, &purged);
+    run_purge(m, n, trim, &purged);
     chunk_maybe_drop(m);
 }
 
@@ -670,7 +733,7 @@ size_t extents_purge(uint32_t now, bool force, uint32_t *next)
             struct ext_free *n = &m->node[g];
             if ((t & TAG_FREE) && n->pending) {
                 if (force || (delay >= 0 && clock_passed(now, n->freed_at, delay))) {
-                    if (!run_purge(m, n, &purged))
+                    if (!run_purge(m, n, false, &purged))
                         break; /* refused (out of memory for the kernel?): next pass */
                     g = 0;     /* the lock was dropped: the runs may have moved */
                     continue;
@@ -717,7 +780,7 @@ void extent_fork_child(void)
                 break;
             if (t & TAG_BUSY) {
                 tags_clear(m, g, len);
-                run_free(m, g, len, true, false, now_ms());
+                run_free(m, g, len, true, false, false, now_ms());
                 g = 0;
                 continue;
             }

@@ -442,7 +442,13 @@ struct policy {
     long purge_delay_ms; /* < 0: never */
     enum os_purge purge;
     bool stats_at_exit;
+    /* Without the purger thread, a free that leaves a resident extent run this long gives it
+     * back at once (extent.c, trim); 0: never. Not a key of its own: the tests set it. */
+    size_t trim_threshold;
 };
+/* 64 KiB: half glibc's trim threshold for the top of its heap, the one free memory glibc
+ * gives back at free. */
+#define TRIM_THRESHOLD_DEFAULT ((size_t)64 << 10)
 extern HIDDEN struct policy policy_in_force;
 /* policy.c: resolves the policy on the first chunk-level event (never at process start). */
 HIDDEN void policy_ensure_loaded(void);

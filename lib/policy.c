@@ -40,6 +40,7 @@ struct policy policy_in_force = {
     .purge_delay_ms = CFG_DEFAULT_PURGE_DELAY_MS,
     .purge = CFG_DEFAULT_PURGE,
     .stats_at_exit = CFG_DEFAULT_STATS_AT_EXIT,
+    .trim_threshold = TRIM_THRESHOLD_DEFAULT,
 };
 
 static struct cfg_settings settings;

@@ -27,6 +27,7 @@ struct policy policy_in_force = {
     .arena_size = (size_t)64 << 20,
     .purge_delay_ms = 1000,
     .purge = OS_PURGE_DONTNEED,
+    .trim_threshold = 0, /* the delayed purge first; the trim at the end */
 };
 void policy_ensure_loaded(void) {}
 void introspect_add_range(void *base, size_t size)
@@ -424,5 +425,51 @@ int main(void)
         k--;
         extent_free(chunk_of(mb[k]), mb[k]);
     }
+    /* Trim: with no purger thread (none here), a free that leaves 64 KiB or more of resident
+     * run gives it back at once; one below that waits for purge_delay. */
+    policy_in_force.trim_threshold = 64 * KIB;
+    if (purger_thread_started())
+        purger_thread_not_started(); /* asked for by the 6 MiB above; nothing runs it here */
+    uint8_t *tl = extent_alloc(G, 0, false);
+    uint8_t *t48 = extent_alloc(48 * KIB, 0, false);
+    uint8_t *tr = extent_alloc(G, 0, false);
+    uint8_t *t80 = extent_alloc(80 * KIB, 0, false);
+    uint8_t *tg = extent_alloc(G, 0, false);
+    tap_ok(t48 == tl + G && tr == t48 + 48 * KIB && t80 == tr + G && tg == t80 + 80 * KIB,
+           "trim: five consecutive blocks, 48 and 80 KiB between guards");
+    memset(t48, 5, 48 * KIB);
+    memset(t80, 5, 80 * KIB);
+    uint64_t dirty0 = atomic_load(&stat_pages_dirty), purged0 = atomic_load(&stat_purged);
+    free_it(t48);
+    tap_ok(
+        resident(t48, 48 * KIB) == 48 * KIB && atomic_load(&stat_pages_dirty) == dirty0 + 48 * KIB,
+        "trim: a 48 KiB run waits for purge_delay, resident (%zu bytes)", resident(t48, 48 * KIB));
+    free_it(t80);
+    tap_ok(resident(t80, 80 * KIB) == 0 && atomic_load(&stat_purged) == purged0 + 80 * KIB &&
+               atomic_load(&stat_pages_dirty) == dirty0 + 48 * KIB,
+           "trim: an 80 KiB run goes back at its free (%zu bytes resident, %llu purged)",
+           resident(t80, 80 * KIB), (unsigned long long)(atomic_load(&stat_purged) - purged0));
+    /* Taken again within purge_delay, a trimmed run cost page faults for nothing: past 1 MiB
+     * of them (a granule each, 4 for the madvise) in one purge_delay, only runs twice as
+     * long are trimmed. An 80 KiB loop: 24 a time, the 11th refault is one too many. */
+    int trims = 0, loops = 0;
+    uint32_t t0 = now_ms();
+    for (; loops < 40; loops++) {
+        uint8_t *p = extent_alloc(80 * KIB, 0, false);
+        if (p != t80)
+            break;
+        memset(p, 6, 80 * KIB);
+        free_it(p);
+        trims += resident(p, 80 * KIB) == 0;
+    }
+    tap_ok(loops == 40 && trims == 10 && now_ms() - t0 < 1000,
+           "trim: a loop that takes its 80 KiB again stops trimming after 10 refaults (%d "
+           "trims in %d loops, %u ms)",
+           trims, loops, now_ms() - t0);
+    tap_ok(resident(t80, 80 * KIB) == 80 * KIB, "trim: and its run stays resident");
+    free_it(tl);
+    free_it(tr);
+    free_it(tg);
+    policy_in_force.trim_threshold = 0;
     return tap_done();
 }
