@@ -193,6 +193,8 @@ static page_t *kept_page_steal(heap_t *heap, unsigned cls)
             (!heap_is_busy(heap) || heap->slow_ops - p->kept_at >= KEPT_STEAL_AGE)) {
             page_queue_remove(&heap->queues[k], p);
             direct_update(heap, k);
+            if (p->flags & PAGE_TRIMMED) /* trimmed, it is faulted in again: a refault */
+                heap->trim_refaulted |= (uint64_t)1 << k;
             return p;
         }
     }

@@ -18,6 +18,21 @@ heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
+/* Trim a page kept empty (the extents' trim, extent.c): with no purger thread, nothing
+ * would purge it if the process went idle now (python3 slept with 20 KiB of them). A
+ * sub-page shares its OS pages, and is left alone, as the reclaimer leaves it. A class whose
+ * trimmed page is refilled (page_ready) is a class in use: its kept pages stay resident from
+ * then on, so the trims cost a heap at most a refault per class. */
+static void page_trim_kept(heap_t *heap, page_t *page)
+{
+    if (page->is_sub || !policy_in_force.trim_threshold || policy_in_force.purge_delay_ms < 0 ||
+        policy_in_force.thp.mode == THP_MODE_ALWAYS ||
+        (heap->trim_refaulted & ((uint64_t)1 << page->cls)) || purger_thread_started())
+        return;
+    if (page_reset_empty(heap, page->chunk, page, policy_in_force.purge))
+        page_set_flags(page, heap, (uint8_t)(page->flags | PAGE_TRIMMED));
+}
+
 /* The owner freed the last block of a page. The page is kept when it is all its class has,
  * so that a loop of malloc/free does not take and return a page per call; another class that
  * needs a page takes a kept one over first (kept_page_steal). Kept pages of an idle thread
@@ -34,8 +49,10 @@ void page_retire(heap_t *heap, page_t *page)
         if (page_alone(q, page) && page->alloc_seen) {
             LIB_ASSERT(page->is_sub == page_is_sub(page));
             page->kept_at = heap->slow_ops;
-            if (likely(!page->is_sub) || !heap_is_busy(heap) || ++page->sub_keeps < SUB_KEEPS_MAX)
+            if (likely(!page->is_sub) || !heap_is_busy(heap) || ++page->sub_keeps < SUB_KEEPS_MAX) {
+                page_trim_kept(heap, page);
                 return;
+            }
             /* Every free into a sub-page takes the slow path (its slot's descriptor is a
              * marker). A class that empties its sub-page again and again, a buffer taken
              * and freed in a loop, takes no more sub-pages: it moves to a page of its own,
@@ -101,8 +118,11 @@ static inline bool page_ready(heap_t *heap, page_t *page)
     if (unlikely(!page->free || (page->flags & PAGE_RESET))) {
         if (!page->free && page->holes)
             page_refill_holes(heap, page);
-        if (page->flags & PAGE_RESET)
-            page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_RESET);
+        if (page->flags & PAGE_RESET) {
+            if (page->flags & PAGE_TRIMMED)
+                heap->trim_refaulted |= (uint64_t)1 << page->cls;
+            page_set_flags(page, heap, page->flags & (uint8_t) ~(PAGE_RESET | PAGE_TRIMMED));
+        }
         if (!page->free && page->capacity < page->reserved)
             page_extend(page);
         ready = page->free != NULL;

@@ -184,6 +184,7 @@ enum page_state {
 #define PAGE_HAS_HOLES 4   /* holes != 0: frees take the slow path, which checks them */
 #define PAGE_RESET 8       /* reset by the reclaimer: frees take the slow path until refilled */
 #define PAGE_SPLIT 16      /* a split slot's marker: its blocks are its sub-pages' */
+#define PAGE_TRIMMED 32    /* reset by its owner's trim (page_retire): refilled, a refault */
 
 /* Sets the owner-only flags and, with them, whether frees take the fast path. */
 static inline void page_set_flags(page_t *page, heap_t *owner, uint8_t flags)
@@ -605,6 +606,9 @@ struct heap {
      * SUB_BLOCK_MAX, a 16 KiB page of a small chunk for the first medium class; its second,
      * another sub-page if there is room (chunk.c, page_new) */
     uint64_t first_taken, second_taken;
+    /* bit cls: a page of the class that the owner trimmed was refilled (a refault): the
+     * class's kept pages are no longer trimmed (heap.c, page_trim_kept) */
+    uint64_t trim_refaulted;
     bool medium_in_small; /* one medium class had its first page in a small chunk */
     /* Extents this thread freed, kept for its next allocation of the same length
      * (extent.c): owner-only, or the purger's under the claim. */
@@ -778,6 +782,8 @@ HIDDEN uint32_t page_collect(page_t *page);
 HIDDEN void page_check(const page_t *page);
 #endif
 HIDDEN void page_refill_holes(heap_t *heap, page_t *page);
+/* Purges an empty page's carved blocks and resets it (PAGE_RESET); returns bytes purged. */
+HIDDEN size_t page_reset_empty(heap_t *heap, const chunk_t *c, page_t *page, enum os_purge how);
 HIDDEN void *block_start(page_t *page, void *p);
 static inline size_t page_size_of(const chunk_t *c)
 {

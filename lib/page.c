@@ -140,6 +140,29 @@ uint32_t page_collect(page_t *page)
     return n;
 }
 
+/* An empty page its owner keeps: purge what was carved, and forget its blocks (the purger's
+ * reclaim of an idle heap, and the owner's trim, heap.c). used == 0
+ * also means no remote free is pending (they count in used until collected). */
+size_t page_reset_empty(heap_t *heap, const chunk_t *c, page_t *page, enum os_purge how)
+{
+    if (page->capacity == 0 && !page->tail_resident)
+        return 0;
+    size_t len = (size_t)page->capacity * page->block_size;
+    len = (len + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+    if (len > page_size_of(c) || page->tail_resident)
+        len = page_size_of(c);
+    if (!os_purge(page->start, len, how))
+        return 0; /* nothing changed: the blocks are all still there */
+    page->tail_resident = false;
+    __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
+    page->free = NULL;
+    page->local_free = NULL;
+    __atomic_store_n(&page->capacity, 0, __ATOMIC_RELAXED);
+    /* until the owner carves again, every free of this page is a double free: slow path */
+    page_set_flags(page, heap, (uint8_t)((page->flags & ~PAGE_HAS_HOLES) | PAGE_RESET));
+    return len;
+}
+
 /* The owner takes back the blocks in the page's holes (all free: the purger kept only
  * free blocks' OS pages), in address order, before it carves new ones. Writing their
  * links brings the OS pages back. */

@@ -30,30 +30,8 @@ static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
 static int barrier_state; /* 0: not tried, 1: membarrier registered, -1: unavailable */
 static uint32_t pass;     /* calls of reclaim_idle_heaps, so that one call looks at a heap once */
 
-/* An empty page the owner keeps: purge what was carved, and forget its blocks. used == 0
- * also means no remote free is pending (they count in used until collected). */
-static size_t reset_empty_page(heap_t *heap, const chunk_t *c, page_t *page, enum os_purge how)
-{
-    if (page->capacity == 0 && !page->tail_resident)
-        return 0;
-    size_t len = (size_t)page->capacity * page->block_size;
-    len = (len + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
-    if (len > page_size_of(c) || page->tail_resident)
-        len = page_size_of(c);
-    if (!os_purge(page->start, len, how))
-        return 0; /* nothing changed: the blocks are all still there */
-    page->tail_resident = false;
-    __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
-    page->free = NULL;
-    page->local_free = NULL;
-    __atomic_store_n(&page->capacity, 0, __ATOMIC_RELAXED);
-    /* until the owner carves again, every free of this page is a double free: slow path */
-    page_set_flags(page, heap, (uint8_t)((page->flags & ~PAGE_HAS_HOLES) | PAGE_RESET));
-    return len;
-}
-
 /* A split slot whose sub-pages hold no live block: the slot is purged whole and each
- * sub-page reset as reset_empty_page does (its OS pages are shared, so they go together or
+ * sub-page reset as page_reset_empty does (its OS pages are shared, so they go together or
  * not at all). */
 static size_t reset_split_slot(heap_t *heap, chunk_t *c, page_t *marker, enum os_purge how)
 {
@@ -207,7 +185,7 @@ static size_t reclaim_one_heap(heap_t *heap, enum os_purge how)
                 if (!(p->flags & PAGE_IN_FULL))
                     page_collect(p);
                 if (p->used == 0) {
-                    bytes += reset_empty_page(heap, c, p, how);
+                    bytes += page_reset_empty(heap, c, p, how);
                     continue;
                 }
                 if (p->tail_resident)
