@@ -29,8 +29,11 @@ static void page_trim_kept(heap_t *heap, page_t *page)
         policy_in_force.thp.mode == THP_MODE_ALWAYS ||
         (heap->trim_refaulted & ((uint64_t)1 << page->cls)) || purger_thread_started())
         return;
-    if (page_reset_empty(heap, page->chunk, page, policy_in_force.purge))
+    size_t bytes = page_reset_empty(heap, page->chunk, page, policy_in_force.purge);
+    if (bytes) {
         page_set_flags(page, heap, (uint8_t)(page->flags | PAGE_TRIMMED));
+        atomic_fetch_add_explicit(&stat_purged, bytes, memory_order_relaxed); /* as reclaim's */
+    }
 }
 
 /* The owner freed the last block of a page. The page is kept when it is all its class has,

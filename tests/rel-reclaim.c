@@ -961,7 +961,9 @@ static void test_loop(void)
              * page is kept; an extent (above 8 KiB) goes back to the shared runs, resident,
              * and counts as waiting for purge until the next malloc takes it again. In the
              * first pairs a small class may once leave its sub-page for a page of its own
-             * (SUB_KEEPS_MAX in lib/internal.h: 32), whose frees take the fast path. */
+             * (SUB_KEEPS_MAX in lib/internal.h: 32), whose frees take the fast path; or,
+             * with no purger thread, trim the page it keeps once, until the next malloc
+             * carves it again (a refault: heap.c, page_trim_kept). */
             int same = b.purged == a.purged && b.committed == a.committed &&
                        (n > 8192 || b.purge_pending == a.purge_pending);
             if (i < 64)
@@ -969,7 +971,7 @@ static void test_loop(void)
             else
                 kept &= same;
         }
-        report(kept && early <= (n <= 1024 ? 1 : 0),
+        report(kept && early <= (n <= 8192 ? 1 : 0),
                "1000 malloc/free pairs of %zu bytes: no free gives the block's page back "
                "(%d changes in the first 64; pending %llu -> %llu, committed %llu -> %llu "
                "bytes at the last)",
