@@ -548,6 +548,20 @@ void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
     lib_fatal((t & TAG_HEAD) && invalid[0] == 'f' ? "free(): double free detected" : invalid, p);
 }
 
+/* What becomes of the merged free run n that a free or a shrink left (held granules of it
+ * resident): purged now with purge_delay 0 or when the trim is due, else it waits, and a
+ * chunk that emptied goes (chunk_maybe_drop). extent_lock held. */
+static void run_freed(struct extent_map *m, struct ext_free *n, bool pend, unsigned held)
+{
+    MAP_CHECK(m); /* before the map may go back with its chunk */
+    if (pend && policy_in_force.purge_delay_ms == 0)
+        run_purge_now(m, n, false);
+    else if (pend && trim_due(n, held))
+        run_purge_now(m, n, true);
+    else
+        chunk_maybe_drop(m);
+}
+
 /* Frees the block of len granules at granule g of m. extent_lock held. Returns whether it
  * left memory to purge. */
 static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
@@ -559,13 +573,7 @@ static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, ui
     bool pend = purge_enabled();
     unsigned held;
     struct ext_free *n = run_free_held(m, g, len, pend, false, false, now, &held);
-    MAP_CHECK(m); /* before the map may go back with its chunk */
-    if (pend && policy_in_force.purge_delay_ms == 0)
-        run_purge_now(m, n, false);
-    else if (pend && trim_due(n, held))
-        run_purge_now(m, n, true);
-    else
-        chunk_maybe_drop(m);
+    run_freed(m, n, pend, held);
     return pend;
 }
 
@@ -650,14 +658,19 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
     bool ok = true, pend = false;
     pthread_mutex_lock(&extent_lock);
     if (want < len) {
-        /* the tail goes back (it held data), merged with a free run after it */
+        /* The tail goes back (it held data), merged with a free run after it, and is given
+         * back as a free is: a buffer shrunk to fit in a process without the purger thread
+         * kept its tail until the process's next calls, which an idle one never makes. */
         tags_clear(m, g, len);
         tags_set(m, g, want, 0);
         m->used -= len - want;
         atomic_fetch_sub_explicit(&stat_extent_used, (uint64_t)(len - want) << GRANULE_SHIFT,
                                   memory_order_relaxed);
         pend = purge_enabled();
-        run_free(m, g + want, len - want, pend, false, false, now_ms());
+        unsigned held;
+        struct ext_free *n =
+            run_free_held(m, g + want, len - want, pend, false, false, now_ms(), &held);
+        run_freed(m, n, pend, held);
     } else {
         uint16_t t = g + len < GRANULES ? tag_get(m, g + len) : 0;
         ok = (t & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE) && len + (t & TAG_LEN) >= want;

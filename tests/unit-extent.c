@@ -467,6 +467,46 @@ int main(void)
            "trims in %d loops, %u ms)",
            trims, loops, now_ms() - t0);
     tap_ok(resident(t80, 80 * KIB) == 80 * KIB, "trim: and its run stays resident");
+    /* A shrink (realloc in place) gives its tail back as a free does. The loop doubled the
+     * threshold to 128 KiB: a 72 KiB tail waits, a 172 KiB one that joins it goes at once. */
+    uint8_t *sb = extent_alloc(256 * KIB, 0, false), *sg = NULL, *holes[64];
+    unsigned nholes = 0;
+    while (nholes < 64 && (sg = extent_alloc(G, 0, false)) != sb + 256 * KIB)
+        holes[nholes++] = sg; /* the 1-granule holes first: best fit */
+    tap_ok(sg == sb + 256 * KIB, "trim: a 256 KiB block with a guard after it (%p %p)", (void *)sb,
+           (void *)sg);
+    memset(sb, 7, 256 * KIB);
+    uint64_t spurged = atomic_load(&stat_purged), sdirty = atomic_load(&stat_pages_dirty);
+    bool shrunk = extent_resize(chunk_of(sb), sb, 184 * KIB);
+    tap_ok(shrunk && len_of(sb) == 184 * KIB && resident(sb + 184 * KIB, 72 * KIB) == 72 * KIB &&
+               atomic_load(&stat_purged) == spurged &&
+               atomic_load(&stat_pages_dirty) == sdirty + 72 * KIB,
+           "trim: a block shrunk to 184 KiB keeps its 72 KiB tail resident, waiting (%zu bytes)",
+           resident(sb + 184 * KIB, 72 * KIB));
+    shrunk = extent_resize(chunk_of(sb), sb, 12 * KIB);
+    tap_ok(shrunk && len_of(sb) == 12 * KIB && resident(sb + 12 * KIB, 244 * KIB) == 0 &&
+               resident(sb, 12 * KIB) == 12 * KIB &&
+               atomic_load(&stat_purged) == spurged + 244 * KIB &&
+               atomic_load(&stat_pages_dirty) == sdirty,
+           "trim: shrunk to 12 KiB, the 172 KiB tail and the 72 waiting go back at once "
+           "(%zu bytes resident, %llu purged)",
+           resident(sb + 12 * KIB, 244 * KIB),
+           (unsigned long long)(atomic_load(&stat_purged) - spurged));
+    /* With purge_delay 0 a shrunk block's tail goes back at once, as a freed block does. */
+    policy_in_force.trim_threshold = 0;
+    policy_in_force.purge_delay_ms = 0;
+    memset(sb, 8, 12 * KIB);
+    shrunk = extent_resize(chunk_of(sb), sb, 20 * KIB); /* grows into the purged run */
+    memset(sb, 9, 20 * KIB);
+    shrunk = shrunk && extent_resize(chunk_of(sb), sb, 12 * KIB);
+    tap_ok(shrunk && resident(sb + 12 * KIB, 8 * KIB) == 0 && sb[12 * KIB - 1] == 9,
+           "purge_delay 0: a shrunk block's tail goes back at once (%zu bytes resident)",
+           resident(sb + 12 * KIB, 8 * KIB));
+    policy_in_force.purge_delay_ms = 1000;
+    free_it(sb);
+    free_it(sg);
+    for (unsigned i = 0; i < nholes; i++)
+        free_it(holes[i]);
     free_it(tl);
     free_it(tr);
     free_it(tg);
