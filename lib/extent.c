@@ -38,12 +38,18 @@
 struct ext_free {
     struct ext_free *next, *prev; /* in the bin of its length */
     uint32_t freed_at;            /* ms clock, for purge_delay (when pending) */
-    uint16_t len;                 /* granules */
-    uint16_t index : 10;          /* its first granule: the way back to the map */
-    uint16_t pending : 1;         /* resident (it held data), to be purged after purge_delay */
-    uint16_t zero : 1;            /* known to read as zero (fresh, or purged with DONTNEED) */
-    uint16_t trimmed : 1;         /* some of it purged at its free (trim), at freed_at */
+    uint32_t len : 10;            /* granules, 1..GRANULES */
+    uint32_t index : 10;          /* its first granule: the way back to the map */
+    /* Granules of it that may be resident (they held data since its last purge), to be
+     * purged after purge_delay: nonzero, the run is pending. Counted, not placed: a block
+     * freed next to the untouched rest of its chunk does not make all of that count as
+     * waiting (python3: 14.4 MiB "pending" of 5 MiB resident, which started the purger
+     * thread). A run split keeps at most this many in each part. */
+    uint32_t dirty : 10;
+    uint32_t zero : 1;    /* known to read as zero (fresh, or purged with DONTNEED) */
+    uint32_t trimmed : 1; /* some of it purged at its free (trim), at freed_at */
 };
+_Static_assert(GRANULES < 1024, "ext_free's 10-bit fields hold a chunk's granules");
 
 struct extent_map {
     /* The chunk's descriptor, short (CHUNK_DESC_SHORT): it lives and is recycled with the
@@ -69,7 +75,7 @@ static chunk_queue_t ext_chunks; /* every extent chunk (list through next/prev) 
 static chunk_t *spare;           /* an empty chunk kept for the next request */
 static _Atomic int empty_kept;   /* some empty chunk besides the spare is kept, resident */
 static struct extent_map *maps_free;
-static size_t pending_granules; /* in free runs waiting for purge_delay */
+static size_t pending_granules; /* dirty granules of free runs, waiting for purge_delay */
 /* Trim (block_free_locked): policy_in_force.trim_threshold, doubled trim_shift times by the
  * refaults (trim_taken); past a chunk, none. */
 static unsigned trim_shift;
@@ -119,7 +125,7 @@ static void bin_insert(struct ext_free *n)
         n->next = NULL;
         n->prev = n;
         *b = n;
-    } else if (n->pending) { /* resident first: reuse before touching purged memory */
+    } else if (n->dirty) { /* resident first: reuse before touching purged memory */
         n->next = f;
         n->prev = f->prev;
         f->prev = n;
@@ -204,7 +210,7 @@ static void map_check(const struct extent_map *m)
         bool is_free = (t & TAG_FREE) != 0;
         LIB_ASSERT(!(is_free && prev_free));
         if (is_free)
-            LIB_ASSERT(m->node[g].len == len);
+            LIB_ASSERT(m->node[g].len == len && m->node[g].dirty <= len);
         else if (!(t & TAG_BUSY))
             used += len;
         prev_free = is_free;
@@ -212,7 +218,25 @@ static void map_check(const struct extent_map *m)
     }
     LIB_ASSERT(g == GRANULES && used == m->used);
 }
-#define MAP_CHECK(m) map_check(m)
+
+/* pending_granules is the free runs' dirty granules, over every map. */
+static void pending_check(void)
+{
+    size_t dirty = 0;
+    for (chunk_t *c = ext_chunks.first; c; c = c->next) {
+        const struct extent_map *m = map_of(c);
+        for (unsigned g = 0, len; g < GRANULES; g += len) {
+            uint16_t t = tag_get(m, g);
+            len = t & TAG_LEN;
+            if (!len)
+                break;
+            if (t & TAG_FREE)
+                dirty += m->node[g].dirty;
+        }
+    }
+    LIB_ASSERT(dirty == pending_granules);
+}
+#define MAP_CHECK(m) (map_check(m), pending_check())
 #else
 #define MAP_CHECK(m) ((void)0)
 #endif
@@ -266,13 +290,12 @@ static chunk_t *chunk_add(void)
     struct ext_free *n = &m->node[0];
     n->index = 0;
     n->len = GRANULES;
-    n->pending = !zero && purge_enabled(); /* not purged by the arena yet: resident */
+    n->dirty = !zero && purge_enabled() ? GRANULES : 0; /* not purged by the arena yet */
     n->zero = zero;
     n->trimmed = false;
     /* resident, it has waited since the arena got it: the rest of purge_delay */
-    n->freed_at = n->pending ? arena_freed_at(arena, base) : now_ms();
-    if (n->pending)
-        pending_add(GRANULES);
+    n->freed_at = n->dirty ? arena_freed_at(arena, base) : now_ms();
+    pending_add(n->dirty);
     tags_set(m, 0, GRANULES, TAG_FREE);
     bin_insert(n);
     DLIST_PUSH_BACK(&ext_chunks, c);
@@ -291,9 +314,8 @@ static void chunk_drop(chunk_t *c)
     struct ext_free *n = &m->node[0];
     LIB_ASSERT(m->used == 0 && n->len == GRANULES);
     bin_remove(n);
-    if (n->pending)
-        pending_add(-(long)GRANULES);
-    bool clean = !n->pending && n->zero;
+    pending_add(-(long)n->dirty);
+    bool clean = !n->dirty && n->zero;
     tags_clear(m, 0, GRANULES);
     DLIST_REMOVE(&ext_chunks, c);
     registry_set(c->base, 1, registry_unused(c->arena));
@@ -314,15 +336,16 @@ static void chunk_drop(chunk_t *c)
 /* What a free run being built takes from a free neighbour it absorbs. */
 struct merge {
     unsigned start, total;
-    long was_pending; /* granules of the parts counted as waiting already */
-    bool pending, zero, trimmed;
-    /* A merged run waits as long as its largest pending part (age_len granules): a freed
-     * block that joins a big run freed long ago does not start the big run's wait again
-     * (a thread cache's flush next to it would keep it resident for as long as the
-     * program runs), and a big block freed now is not purged for the sake of a small
-     * old neighbour. */
+    unsigned was_dirty; /* dirty granules of the parts, counted as waiting already */
+    unsigned dirty;     /* of the whole */
+    bool zero, trimmed;
+    /* A merged run waits as long as its part with the most dirty granules (age_dirty): a
+     * freed block that joins a big run freed long ago does not start the big run's wait
+     * again (a thread cache's flush next to it would keep it resident for as long as the
+     * program runs), and a big block freed now is not purged for the sake of a small old
+     * neighbour, nor for a long clean one's. */
     uint32_t freed_at;
-    unsigned age_len;
+    unsigned age_dirty;
 };
 
 static void absorb(struct extent_map *m, unsigned first, unsigned len, struct merge *g)
@@ -333,26 +356,27 @@ static void absorb(struct extent_map *m, unsigned first, unsigned len, struct me
     if (first < g->start)
         g->start = first;
     g->total += len;
-    if (x->pending) {
-        g->was_pending += len;
-        if (!g->pending || len > g->age_len) {
+    if (x->dirty) {
+        g->was_dirty += x->dirty;
+        if (!g->dirty || x->dirty > g->age_dirty) {
             g->freed_at = x->freed_at;
-            g->age_len = len;
+            g->age_dirty = x->dirty;
         }
-        g->pending = true;
+        g->dirty += x->dirty;
     }
     g->zero = g->zero && x->zero;
     g->trimmed = g->trimmed || x->trimmed;
 }
 
-/* Makes [first, first+len) of m a free run, merged with free neighbours. pending: it holds
- * data (to be purged after purge_delay); zero: it reads as zero. Returns the merged run.
- * extent_lock held. */
+/* Makes [first, first+len) of m a free run, merged with free neighbours. dirty: granules of
+ * it that may hold data (to be purged after purge_delay); zero: it reads as zero. Returns
+ * the merged run, and in *held its dirty granules. extent_lock held. */
 static struct ext_free *run_free_held(struct extent_map *m, unsigned first, unsigned len,
-                                      bool pending, bool zero, bool trimmed, uint32_t freed_at,
+                                      unsigned dirty, bool zero, bool trimmed, uint32_t freed_at,
                                       unsigned *held)
 {
-    struct merge g = {first, len, 0, pending, zero, trimmed, freed_at, pending ? len : 0};
+    LIB_ASSERT(dirty <= len);
+    struct merge g = {first, len, 0, dirty, zero, trimmed, freed_at, dirty};
     if (first > 0) {
         uint16_t t = tag_get(m, first - 1);
         if ((t & (TAG_TAIL | TAG_FREE)) == (TAG_TAIL | TAG_FREE))
@@ -365,23 +389,23 @@ static struct ext_free *run_free_held(struct extent_map *m, unsigned first, unsi
     }
     struct ext_free *n = &m->node[g.start];
     n->index = g.start & 0x3ff;
-    n->len = (uint16_t)g.total;
-    n->pending = g.pending;
+    n->len = g.total & TAG_LEN;
+    n->dirty = g.dirty & TAG_LEN;
     n->zero = g.zero;
-    n->trimmed = g.trimmed && !g.pending; /* a resident part joined: taken, it may be that */
+    n->trimmed = g.trimmed && !g.dirty; /* a resident part joined: taken, it may be that */
     n->freed_at = g.freed_at;
-    pending_add((g.pending ? (long)g.total : 0) - g.was_pending);
+    pending_add((long)g.dirty - (long)g.was_dirty);
     tags_set(m, g.start, g.total, TAG_FREE);
     bin_insert(n);
     if (held)
-        *held = (unsigned)g.was_pending + (pending ? len : 0);
+        *held = g.dirty;
     return n;
 }
 
-static struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, bool pending,
+static struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, unsigned dirty,
                                  bool zero, bool trimmed, uint32_t freed_at)
 {
-    return run_free_held(m, first, len, pending, zero, trimmed, freed_at, NULL);
+    return run_free_held(m, first, len, dirty, zero, trimmed, freed_at, NULL);
 }
 
 /* A trimmed run is handed out again, len granules of it. Within purge_delay of its trim,
@@ -422,23 +446,25 @@ static bool trim_due(const struct ext_free *n, unsigned held)
 }
 
 /* Takes granules [first, first+len) out of the free run n (first at or after n's start),
- * the rest of it back as free runs. Returns whether the taken part reads as zero. */
+ * the rest of it back as free runs, each with at most n's dirty granules (where they lie
+ * is not known). Returns whether the taken part reads as zero. */
 static bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
 {
     unsigned start = n->index, total = n->len;
-    bool pending = n->pending, zero = n->zero, trimmed = n->trimmed;
+    unsigned dirty = n->dirty;
+    bool zero = n->zero, trimmed = n->trimmed;
     uint32_t at = n->freed_at;
     bin_remove(n);
     tags_clear(m, start, total);
-    if (pending)
-        pending_add(-(long)total);
+    pending_add(-(long)dirty);
     if (trimmed)
         trim_taken(at, len); /* once a trim: the rest of the run is not flagged again */
     /* the parts before and after: free runs of their own (no free neighbour: n had none) */
-    if (first > start)
-        run_free(m, start, first - start, pending, zero, false, at);
-    if (first + len < start + total)
-        run_free(m, first + len, start + total - first - len, pending, zero, false, at);
+    unsigned before = first - start, after = start + total - first - len;
+    if (before)
+        run_free(m, start, before, dirty < before ? dirty : before, zero, false, at);
+    if (after)
+        run_free(m, first + len, after, dirty < after ? dirty : after, zero, false, at);
     tags_set(m, first, len, 0);
     m->used += len;
     if (m->chunk == spare)
@@ -467,7 +493,7 @@ static void chunk_maybe_drop(struct extent_map *m)
     if (!spare) {
         spare = m->chunk;
     } else if (spare != m->chunk) {
-        if (m->node[0].pending)
+        if (m->node[0].dirty)
             atomic_store_explicit(&empty_kept, 1, memory_order_relaxed);
         else
             chunk_drop(m->chunk);
@@ -572,7 +598,7 @@ static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, ui
                               memory_order_relaxed);
     bool pend = purge_enabled();
     unsigned held;
-    struct ext_free *n = run_free_held(m, g, len, pend, false, false, now, &held);
+    struct ext_free *n = run_free_held(m, g, len, pend ? len : 0, false, false, now, &held);
     run_freed(m, n, pend, held);
     return pend;
 }
@@ -668,8 +694,8 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
                                   memory_order_relaxed);
         pend = purge_enabled();
         unsigned held;
-        struct ext_free *n =
-            run_free_held(m, g + want, len - want, pend, false, false, now_ms(), &held);
+        struct ext_free *n = run_free_held(m, g + want, len - want, pend ? len - want : 0, false,
+                                           false, now_ms(), &held);
         run_freed(m, n, pend, held);
     } else {
         uint16_t t = g + len < GRANULES ? tag_get(m, g + len) : 0;
@@ -695,10 +721,9 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
  * extent_lock held on entry and on return; the chunk stays (the BUSY run is not free). */
 static bool run_purge(struct extent_map *m, struct ext_free *n, bool trim, size_t *purged)
 {
-    unsigned first = n->index, len = n->len;
+    unsigned first = n->index, len = n->len, dirty = n->dirty;
     bin_remove(n);
-    if (n->pending)
-        pending_add(-(long)len);
+    pending_add(-(long)dirty);
     tags_set(m, first, len, TAG_BUSY);
     purging++;
     pthread_mutex_unlock(&extent_lock);
@@ -708,13 +733,14 @@ static bool run_purge(struct extent_map *m, struct ext_free *n, bool trim, size_
     pthread_mutex_lock(&extent_lock);
     purging--;
     tags_clear(m, first, len);
-    if (done) {
-        atomic_fetch_add_explicit(&stat_purged, (uint64_t)len << GRANULE_SHIFT,
+    if (done) { /* what may have been resident went back */
+        atomic_fetch_add_explicit(&stat_purged, (uint64_t)dirty << GRANULE_SHIFT,
                                   memory_order_relaxed);
-        *purged += (size_t)len << GRANULE_SHIFT;
+        *purged += (size_t)dirty << GRANULE_SHIFT;
     }
     /* a refused madvise leaves it resident: pending again, tried at the next pass */
-    run_free(m, first, len, !done, done && how == OS_PURGE_DONTNEED, trim && done, now_ms());
+    run_free(m, first, len, done ? 0 : dirty, done && how == OS_PURGE_DONTNEED, trim && done,
+             now_ms());
     return done;
 }
 
@@ -744,7 +770,7 @@ size_t extents_purge(uint32_t now, bool force, uint32_t *next)
             if (unlikely(!(t & TAG_HEAD) || len == 0))
                 break; /* cannot happen: runs tile the chunk */
             struct ext_free *n = &m->node[g];
-            if ((t & TAG_FREE) && n->pending) {
+            if ((t & TAG_FREE) && n->dirty) {
                 if (force || (delay >= 0 && clock_passed(now, n->freed_at, delay))) {
                     if (!run_purge(m, n, false, &purged))
                         break; /* refused (out of memory for the kernel?): next pass */
@@ -793,7 +819,7 @@ void extent_fork_child(void)
                 break;
             if (t & TAG_BUSY) {
                 tags_clear(m, g, len);
-                run_free(m, g, len, true, false, false, now_ms());
+                run_free(m, g, len, len, false, false, now_ms());
                 g = 0;
                 continue;
             }

@@ -209,6 +209,12 @@ int main(void)
     extent_free(c, a);
     extent_free(c, d);
     tap_ok(atomic_load(&stat_extent_used) == 0, "everything freed: nothing in use");
+    /* One free run now, the chunk's untouched rest and the ten granules freed into it: only
+     * those wait for purge_delay (counted, the rest clean). */
+    tap_ok(atomic_load(&stat_pages_dirty) == 10 * G,
+           "the ten granules freed wait, not the untouched rest of the chunk they joined (%llu "
+           "bytes)",
+           (unsigned long long)atomic_load(&stat_pages_dirty));
     uint8_t *big = extent_alloc(SC_MAX_SIZE, 0, false);
     uint8_t *big2 = extent_alloc(SC_MAX_SIZE, 0, false);
     tap_ok(big == a && big2 == a + SC_MAX_SIZE,
