@@ -477,7 +477,7 @@ int main(void)
      * threshold to 128 KiB: a 72 KiB tail waits, a 172 KiB one that joins it goes at once. */
     uint8_t *sb = extent_alloc(256 * KIB, 0, false), *sg = NULL, *holes[64];
     unsigned nholes = 0;
-    while (nholes < 64 && (sg = extent_alloc(G, 0, false)) != sb + 256 * KIB)
+    while (nholes < 64 && (sg = extent_alloc(G, 0, false)) && sg != sb + 256 * KIB)
         holes[nholes++] = sg; /* the 1-granule holes first: best fit */
     tap_ok(sg == sb + 256 * KIB, "trim: a 256 KiB block with a guard after it (%p %p)", (void *)sb,
            (void *)sg);
@@ -510,7 +510,8 @@ int main(void)
            resident(sb + 12 * KIB, 8 * KIB));
     policy_in_force.purge_delay_ms = 1000;
     free_it(sb);
-    free_it(sg);
+    if (sg)
+        free_it(sg);
     for (unsigned i = 0; i < nholes; i++)
         free_it(holes[i]);
     free_it(tl);
