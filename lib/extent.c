@@ -43,8 +43,8 @@ struct ext_free {
     /* Granules of it that may be resident (they held data since its last purge), to be
      * purged after purge_delay: nonzero, the run is pending. Counted, not placed: a block
      * freed next to the untouched rest of its chunk does not make all of that count as
-     * waiting (python3: 14.4 MiB "pending" of 5 MiB resident, which started the purger
-     * thread). A run split keeps at most this many in each part. */
+     * waiting (a python3 run, as its purger thread started: 14.4 MiB counted "pending", 5 MiB
+     * of it resident). A run split keeps at most this many in each part. */
     uint32_t dirty : 10;
     uint32_t zero : 1;    /* known to read as zero (fresh, or purged with DONTNEED) */
     uint32_t trimmed : 1; /* some of it purged at its free (trim), at freed_at */
