@@ -2,7 +2,8 @@
  * chunks (the unit of THP advice and of purging). All of it under one
  * lock: only chunk-level events (a new page chunk, a large block) come here. The registry
  * that maps chunks to descriptors is registry.c; who is told that free chunks wait for
- * purge_delay, and the purger's sleep, purge-signal.c. */
+ * purge_delay, and the purger's sleep, purge-signal.c; the THP advice of the chunks and the
+ * padded tails of large blocks, arena-advice.c. */
 #include "internal.h"
 
 #include <errno.h>
@@ -33,33 +34,17 @@ static inline void bit_clear(uint64_t *bm, size_t i)
     bm[i >> 6] &= ~((uint64_t)1 << (i & 63));
 }
 
-/* ---- advice -------------------------------------------------------------------------- */
-
-/* Dedicated mappings may be longer than the advice table: their chunks beyond it are
- * fresh, hence unadvised. */
-static inline enum os_advice advice_get(const arena_t *a, size_t i)
+/* Chunks of [first, first+n) get the advice their use calls for; a large block's tail that
+ * keeps its huge page is purged after purge_delay, so the purge is armed for it. */
+static void advise(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size,
+                   bool reuse)
 {
-    return i < ARENA_MAX_CHUNKS ? (enum os_advice)(a->advice[i] & ADVICE_MASK) : OS_ADVICE_NONE;
-}
-
-/* Chunks that leave MADV_HUGEPAGE without an madvise (decommitted: a new mapping). */
-static void advice_drop_huge(arena_t *a, size_t n)
-{
-    a->huge_chunks -= n;
-    atomic_fetch_sub_explicit(&stat_huge_advised, (uint64_t)n << CHUNK_SHIFT, memory_order_relaxed);
-}
-
-/* Chunk i, a live large block's tail using `used` bytes, keeps a huge page it had: the rest
- * is purged after purge_delay (arena lock held). */
-static void tail_pad(arena_t *a, size_t i, size_t used)
-{
-    uint32_t now = now_ms();
-    a->padded[i] = (uint32_t)used;
-    a->freed_at[i] = now;
-    atomic_fetch_add_explicit(&stat_tail_padded, CHUNK_SIZE - used, memory_order_relaxed);
+    if (!advise_run(a, first, n, use, block_size, reuse))
+        return;
     long delay = policy_in_force.purge_delay_ms;
     if (delay < 0)
         return;
+    uint32_t now = now_ms();
     uint32_t due = now + (uint32_t)delay;
     if (!purge_armed ||
         (!clock_reached(now, next_purge_ms) && (int32_t)(due - next_purge_ms) < 0)) {
@@ -67,86 +52,6 @@ static void tail_pad(arena_t *a, size_t i, size_t used)
         next_purge_ms = due;
     }
     purge_note_chunks();
-}
-
-/* A padded tail ends (purged, freed, or no longer a tail). */
-static void tail_unpad(arena_t *a, size_t i)
-{
-    atomic_fetch_sub_explicit(&stat_tail_padded, CHUNK_SIZE - a->padded[i], memory_order_relaxed);
-    a->padded[i] = 0;
-}
-
-/* Gives chunks [first, first+n) of arena the advice their use calls for, one madvise per
- * run of equal advice. Large blocks: the full 2 MiB pieces and the tail differ. */
-static void advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size,
-                       bool reuse)
-{
-    const struct thp_policy *pol = &policy_in_force.thp;
-    size_t pieces = use == THP_USE_SMALL ? 0 : block_size >> CHUNK_SHIFT;
-    size_t i = 0;
-    while (i < n) {
-        enum thp_use u = use == THP_USE_SMALL ? THP_USE_SMALL
-                         : i < pieces         ? THP_USE_LARGE_PIECE
-                                              : THP_USE_LARGE_TAIL;
-        enum thp_want want = thp_want(pol, u, block_size);
-        enum os_advice cur = advice_get(a, first + i);
-        /* The system setting is read only when some advice may be needed. */
-        enum os_advice adv = OS_ADVICE_NONE;
-        if (want != THP_WANT_DEFAULT && !(want == THP_WANT_HUGE && cur == OS_ADVICE_HUGE) &&
-            !(want == THP_WANT_NOHUGE && cur == OS_ADVICE_NOHUGE))
-            adv = thp_advice(thp_system_setting(), want, cur);
-        size_t j = i + 1;
-        while (j < n) {
-            enum thp_use uj = use == THP_USE_SMALL ? THP_USE_SMALL
-                              : j < pieces         ? THP_USE_LARGE_PIECE
-                                                   : THP_USE_LARGE_TAIL;
-            if (uj != u || advice_get(a, first + j) != cur)
-                break;
-            j++;
-        }
-        /* A padded tail (below) follows its block's size, and is one no longer once the
-         * chunk is anything but a tail. */
-        for (size_t k = i; k < j && first + k < ARENA_MAX_CHUNKS; k++) {
-            if (!a->padded[first + k])
-                continue;
-            tail_unpad(a, first + k);
-            if (u == THP_USE_LARGE_TAIL)
-                tail_pad(a, first + k, block_size & CHUNK_MASK);
-        }
-        if (adv != OS_ADVICE_NONE) {
-            uint8_t *p = a->base + ((first + i) << CHUNK_SHIFT);
-            /* A chunk that held huge pages and is reused without them: a small-object
-             * chunk drops its pages first (MADV_NOHUGEPAGE does not split a huge page that
-             * is already there, and it would pin 2 MiB for a few KiB of use). A large
-             * block's tail keeps its huge page and advice for now: the memory is resident
-             * already, and a loop of blocks of changing sizes would refault the tail on
-             * every call. The part beyond the block goes after purge_delay (padded[],
-             * purge_arena), so a long-lived block does not pin it. */
-            if (reuse && adv == OS_ADVICE_NOHUGE && cur == OS_ADVICE_HUGE) {
-                if (u == THP_USE_LARGE_TAIL && first + i < ARENA_MAX_CHUNKS && j == i + 1) {
-                    adv = OS_ADVICE_NONE;
-                    tail_pad(a, first + i, block_size & CHUNK_MASK);
-                } else {
-                    os_purge(p, (j - i) << CHUNK_SHIFT, OS_PURGE_DONTNEED);
-                }
-            }
-            if (os_advise(p, (j - i) << CHUNK_SHIFT, adv)) {
-                for (size_t k = i; k < j; k++) {
-                    if (cur == OS_ADVICE_HUGE)
-                        a->huge_chunks--;
-                    if (adv == OS_ADVICE_HUGE)
-                        a->huge_chunks++;
-                    if (first + k < ARENA_MAX_CHUNKS)
-                        a->advice[first + k] = (uint8_t)adv;
-                }
-                int64_t delta = (adv == OS_ADVICE_HUGE) - (cur == OS_ADVICE_HUGE);
-                atomic_fetch_add_explicit(&stat_huge_advised,
-                                          (uint64_t)(delta * (int64_t)((j - i) << CHUNK_SHIFT)),
-                                          memory_order_relaxed);
-            }
-        }
-        i = j;
-    }
 }
 
 /* ---- arenas -------------------------------------------------------------------------- */
@@ -483,7 +388,7 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
         a->nfree -= (uint32_t)n;
     }
     atomic_fetch_add_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
-    advise_run(a, first, n, use, block_size, true);
+    advise(a, first, n, use, block_size, true);
     ARENA_CHECK(a);
     pthread_mutex_unlock(&arena_lock);
     *arena_out = a;
@@ -521,7 +426,7 @@ bool arena_grow_chunks(arena_t *a, uint8_t *base, size_t n, size_t want, size_t 
         }
         a->nfree -= (uint32_t)(want - n);
         atomic_fetch_add_explicit(&stat_committed, (want - n) << CHUNK_SHIFT, memory_order_relaxed);
-        advise_run(a, first, want, THP_USE_LARGE_PIECE, block_size, false);
+        advise(a, first, want, THP_USE_LARGE_PIECE, block_size, false);
     }
     pthread_mutex_unlock(&arena_lock);
     return ok;
@@ -576,7 +481,7 @@ uint8_t *arena_resize_dedicated(arena_t *a, chunk_t *desc, size_t want, size_t b
             return NULL;
         }
         /* The new chunks inherit the mapping's flags (its huge advice too): record them
-         * unadvised, so that advise_run below counts what it sets. */
+         * unadvised, so that advise below counts what it sets. */
         for (size_t i = n; i < want && i < ARENA_MAX_CHUNKS; i++)
             a->advice[i] = OS_ADVICE_NONE;
         atomic_fetch_add_explicit(&stat_reserved, (want - n) << CHUNK_SHIFT, memory_order_relaxed);
@@ -590,7 +495,7 @@ uint8_t *arena_resize_dedicated(arena_t *a, chunk_t *desc, size_t want, size_t b
     }
     a->base = base;
     a->nchunks = (uint32_t)want;
-    advise_run(a, 0, want, THP_USE_LARGE_PIECE, block_size, false);
+    advise(a, 0, want, THP_USE_LARGE_PIECE, block_size, false);
     pthread_mutex_unlock(&arena_lock);
     return base;
 }
@@ -598,8 +503,7 @@ uint8_t *arena_resize_dedicated(arena_t *a, chunk_t *desc, size_t want, size_t b
 void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)
 {
     pthread_mutex_lock(&arena_lock);
-    advise_run(a, (size_t)(base - a->base) >> CHUNK_SHIFT, n, THP_USE_LARGE_PIECE, block_size,
-               false);
+    advise(a, (size_t)(base - a->base) >> CHUNK_SHIFT, n, THP_USE_LARGE_PIECE, block_size, false);
     pthread_mutex_unlock(&arena_lock);
 }
 
@@ -685,38 +589,6 @@ void arena_free_chunks_clean(arena_t *a, uint8_t *base, size_t n)
         free_chunks_now(a, base, n, false);
 }
 
-/* Purges every dirty chunk whose delay has passed (all with force), a run per madvise.
- * Whole chunks only, so a huge page is never split. */
-/* The padded tails of live large blocks whose delay has passed: the part beyond the block
- * is purged (the huge page splits) and the chunk opts out of huge pages as a tail should. */
-static size_t purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next)
-{
-    long delay = policy_in_force.purge_delay_ms;
-    size_t purged = 0;
-    for (size_t i = 0; i < a->nchunks && i < ARENA_MAX_CHUNKS; i++) {
-        if (!a->padded[i])
-            continue;
-        if (!force && (delay < 0 || !clock_passed(now, a->freed_at[i], delay))) {
-            uint32_t t = a->freed_at[i] + (uint32_t)delay;
-            if (delay >= 0 && (*next == 0 || (int32_t)(t - *next) < 0))
-                *next = t;
-            continue;
-        }
-        uint8_t *p = a->base + (i << CHUNK_SHIFT);
-        size_t keep = ((size_t)a->padded[i] + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
-        tail_unpad(a, i);
-        if (keep < CHUNK_SIZE && os_purge(p + keep, CHUNK_SIZE - keep, OS_PURGE_DONTNEED))
-            purged += CHUNK_SIZE - keep;
-        enum os_advice adv = thp_advice(thp_system_setting(), THP_WANT_NOHUGE, OS_ADVICE_HUGE);
-        if (adv != OS_ADVICE_NONE && advice_get(a, i) == OS_ADVICE_HUGE &&
-            os_advise(p, CHUNK_SIZE, adv)) {
-            advice_drop_huge(a, 1);
-            a->advice[i] = (uint8_t)adv;
-        }
-    }
-    return purged;
-}
-
 /* Purges free chunks i .. j-1 of a (dirty), a run per madvise; returns the bytes. */
 /* resident false: the caller gave the memory back already; only the charge goes (strict
  * overcommit) and the bits say so. */
@@ -742,6 +614,8 @@ static size_t purge_run(arena_t *a, size_t i, size_t j, bool resident)
     return len;
 }
 
+/* Purges every dirty chunk whose delay has passed (all with force), a run per madvise.
+ * Whole chunks only, so a huge page is never split. */
 static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
 {
     long delay = policy_in_force.purge_delay_ms;

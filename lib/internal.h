@@ -182,6 +182,15 @@ extern HIDDEN _Atomic uint64_t stat_pages_dirty;
 /* The unused parts of live large blocks' padded tails that keep a huge page until
  * purge_delay passes (arena.c, under its lock): waiting too, for purge-signal's count. */
 extern HIDDEN _Atomic uint64_t stat_tail_padded;
+/* arena-advice.c, for arena.c (arena lock held): a run's THP advice for its use (reuse: the
+ * chunks held something before); true when it left a large block's tail padded, keeping its
+ * huge page until purge_delay (the caller arms the purge); the advice dropped when chunks
+ * became a new mapping; a padded tail ended; and the purge of the padded tails now due. */
+HIDDEN bool advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size,
+                       bool reuse);
+HIDDEN void advice_drop_huge(arena_t *a, size_t n);
+HIDDEN void tail_unpad(arena_t *a, size_t i);
+HIDDEN size_t purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next);
 HIDDEN void arena_fork_prepare(void);
 HIDDEN void arena_fork_parent(void);
 HIDDEN void arena_fork_child(void);

@@ -366,6 +366,13 @@ struct arena {
 #define ADVICE_MAYBE_OLD 0x80
 #define ADVICE_MASK 0x7f
 
+/* Dedicated mappings may be longer than the advice table: their chunks beyond it are
+ * fresh, hence unadvised. */
+static inline enum os_advice advice_get(const arena_t *a, size_t i)
+{
+    return i < ARENA_MAX_CHUNKS ? (enum os_advice)(a->advice[i] & ADVICE_MASK) : OS_ADVICE_NONE;
+}
+
 struct policy {
     struct thp_policy thp;
     size_t arena_size;
