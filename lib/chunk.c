@@ -22,7 +22,7 @@ void chunk_release(chunk_t *c)
                 atomic_compare_exchange_strong_explicit(
                     &p->in_use, &st, PAGE_FREE, memory_order_acq_rel, memory_order_relaxed)) {
                 atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
-                atomic_fetch_sub_explicit(&stat_pages_dirty, page_size_of(c), memory_order_relaxed);
+                atomic_fetch_sub_explicit(&stat_pages_dirty, p->dirty_bytes, memory_order_relaxed);
                 break;
             }
             if (st == PAGE_PURGING)
@@ -49,6 +49,7 @@ void chunk_purge_dirty(chunk_t *c)
     for (unsigned i = 0; i < c->npages && atomic_load_explicit(&c->ndirty, memory_order_relaxed);) {
         /* a run of dirty slots, held (PURGING) so that no one takes them meanwhile */
         unsigned j = i;
+        size_t counted = 0;
         for (; j < c->npages; j++) {
             uint8_t st = PAGE_DIRTY;
             if (!atomic_compare_exchange_strong_explicit(&c->pages[j].in_use, &st, PAGE_PURGING,
@@ -56,6 +57,7 @@ void chunk_purge_dirty(chunk_t *c)
                                                          memory_order_relaxed))
                 break;
             atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
+            counted += c->pages[j].dirty_bytes;
         }
         if (j == i) {
             i++;
@@ -63,8 +65,8 @@ void chunk_purge_dirty(chunk_t *c)
         }
         size_t len = (size_t)(j - i) * psize;
         if (os_purge(c->base + (size_t)i * psize, len, policy_in_force.purge)) {
-            purged += len;
-            atomic_fetch_sub_explicit(&stat_pages_dirty, len, memory_order_relaxed);
+            purged += counted;
+            atomic_fetch_sub_explicit(&stat_pages_dirty, counted, memory_order_relaxed);
             for (unsigned k = i; k < j; k++)
                 atomic_store_explicit(&c->pages[k].in_use, PAGE_FREE, memory_order_release);
         } else {
@@ -132,6 +134,7 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
      * idle thread's chunk then costs one page of its descriptor, not all 16 KiB of it. */
     for (unsigned i = 0; i < (dirty ? c->npages : 1u); i++) {
         c->pages[i].retired_at = now;
+        c->pages[i].dirty_bytes = (uint32_t)page_size_of(c); /* all of it may be resident */
         /* release: the purger reads the descriptor (base, shift) once it sees DIRTY */
         atomic_store_explicit(&c->pages[i].in_use, i == 0 ? PAGE_USED : PAGE_DIRTY,
                               memory_order_release);
@@ -167,7 +170,8 @@ static int slot_take(chunk_t *c, bool *was_dirty)
         if (atomic_compare_exchange_strong_explicit(&c->pages[i].in_use, &st, PAGE_USED,
                                                     memory_order_acq_rel, memory_order_relaxed)) {
             atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
-            atomic_fetch_sub_explicit(&stat_pages_dirty, page_size_of(c), memory_order_relaxed);
+            atomic_fetch_sub_explicit(&stat_pages_dirty, c->pages[i].dirty_bytes,
+                                      memory_order_relaxed);
             return (int)i;
         }
     }
@@ -408,6 +412,21 @@ static page_t *sub_page_free(page_t *page)
     return m;
 }
 
+/* What of an empty page's slot may be resident: its carved blocks, to the OS page; the whole
+ * slot for a split marker (its sub-pages carved all over it) or a page that took a resident
+ * slot (an older use's pages beyond the carved ones). A slot counted at its whole size made
+ * a page of one 4 KiB block of a 64 KiB medium slot count 64 KiB waiting, toward the 16 MiB
+ * that starts the purger thread. */
+static size_t page_resident_bound(const chunk_t *c, const page_t *page)
+{
+    size_t psize = page_size_of(c);
+    if (page->tail_resident || page->cls == SPLIT_CLS)
+        return psize;
+    size_t carved = (size_t)page->capacity * page->block_size;
+    carved = (carved + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+    return carved < psize ? carved : psize;
+}
+
 /* Gives an empty page back to its chunk, and the chunk to the arena when it is empty. */
 bool page_free(heap_t *heap, page_t *page)
 {
@@ -443,7 +462,8 @@ bool page_free(heap_t *heap, page_t *page)
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
     } else {
         page->retired_at = now_ms();
-        atomic_fetch_add_explicit(&stat_pages_dirty, page_size_of(c), memory_order_relaxed);
+        page->dirty_bytes = (uint32_t)page_resident_bound(c, page);
+        atomic_fetch_add_explicit(&stat_pages_dirty, page->dirty_bytes, memory_order_relaxed);
         /* counted before it shows: a purger that takes it at once never counts below 0 */
         atomic_fetch_add_explicit(&c->ndirty, 1, memory_order_relaxed);
         atomic_store_explicit(&page->in_use, PAGE_DIRTY, memory_order_release);

@@ -257,7 +257,8 @@ static void purge_chunk_pages(chunk_t *c, void *arg)
             continue; /* the owner took it back */
         atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
         /* Held: the chunk cannot go back to the arena, its descriptor stays this chunk's. */
-        size_t size = (size_t)1 << c->page_shift;
+        /* only what may be resident: the rest of the slot was never touched */
+        size_t size = p->dirty_bytes;
         os_purge(c->base + ((size_t)i << c->page_shift), size, policy_in_force.purge);
         atomic_fetch_sub_explicit(&stat_pages_dirty, size, memory_order_relaxed);
         atomic_fetch_add_explicit(&stat_purged, size, memory_order_relaxed);

@@ -153,6 +153,9 @@ typedef struct page {
     struct page *next, *prev;        /* in a heap queue */
     chunk_t *chunk;
     uint32_t retired_at; /* ms clock when the page became PAGE_DIRTY */
+    /* PAGE_DIRTY: the bytes it counts in stat_pages_dirty, what may be resident (the
+     * carved part of a page, the whole slot when more was: a marker, an older tail). */
+    uint32_t dirty_bytes;
     /* Small pages: OS pages the purger gave back while the page had live blocks (bit i:
      * the i-th 4 KiB). Every block overlapping one is free and on no list; the owner takes
      * them back (page_refill_holes) before it carves new blocks. Written under the
@@ -169,6 +172,7 @@ typedef struct page {
     uint8_t sub_keeps;
     uint32_t kept_at; /* the heap's slow_ops when it was last kept empty (page_retire) */
 } __attribute__((aligned(128))) page_t; /* a power of two: the page index is a shift */
+_Static_assert(sizeof(page_t) == 128, "page_t: the page index is a shift of 7");
 
 /* A page slot's life. Only the owner heap moves a slot to PAGE_USED (from FREE or, by CAS,
  * from DIRTY) and out of it; the purger (any thread) moves DIRTY -> PURGING -> FREE by CAS,

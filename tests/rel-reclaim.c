@@ -1196,6 +1196,71 @@ static void test_extent_reuse(void)
     free(fence2);
 }
 
+/* ---- dirty-count: an empty page's slot counts what was carved of it ------------------- */
+
+#define NDIRTY 64
+static void job_dirty_count(void)
+{
+    int (*get)(struct stats_head *, size_t) =
+        (int (*)(struct stats_head *, size_t))dlsym(RTLD_DEFAULT, "thpalloc_get_stats");
+    size_t (*usable)(void *) = (size_t(*)(void *))dlsym(RTLD_DEFAULT, "malloc_usable_size");
+    const uintptr_t medium_page = (uintptr_t)64 << 10; /* MEDIUM_PAGE_SIZE */
+    char *p[NDIRTY];
+    for (int i = 0; i < NDIRTY; i++) {
+        p[i] = malloc(6000);
+        memset(p[i], 0x5a, 6000);
+    }
+    size_t bs = usable(p[0]);
+    uintptr_t last = (uintptr_t)p[NDIRTY - 1] & ~(medium_page - 1);
+    /* One block freed from each other page: they are back in the class's queue, so the
+     * last page, once empty, is not its class's only page and goes back to its chunk,
+     * dirty (a page kept empty would count nothing). */
+    uintptr_t seen = 0;
+    unsigned k = 0;
+    for (int i = 0; i < NDIRTY; i++) {
+        uintptr_t page = (uintptr_t)p[i] & ~(medium_page - 1);
+        if (page == last) {
+            k++;
+        } else if (page != seen) {
+            seen = page;
+            free(p[i]);
+            p[i] = NULL;
+        }
+    }
+    struct stats_head a, b;
+    get(&a, sizeof a);
+    for (int i = 0; i < NDIRTY; i++)
+        if (p[i] && ((uintptr_t)p[i] & ~(medium_page - 1)) == last) {
+            free(p[i]);
+            p[i] = NULL;
+        }
+    get(&b, sizeof b);
+    /* A block above 4 KiB is carved one at a time (page_extend): k blocks, rounded to
+     * the OS page, are all of the slot that was ever written. */
+    uint64_t want = ((uint64_t)k * bs + OSP - 1) & ~(uint64_t)(OSP - 1);
+    uint64_t got = b.purge_pending - a.purge_pending;
+    report(k >= 1 && want < medium_page && got == want,
+           "the emptied 64 KiB page of %u blocks of %zu bytes counts %llu bytes waiting for "
+           "purge (want %llu: what was carved, not the whole slot)",
+           k, bs, (unsigned long long)got, (unsigned long long)want);
+    purge_now();
+    struct stats_head c;
+    get(&c, sizeof c);
+    report(c.purged - b.purged >= want && c.purge_pending <= a.purge_pending,
+           "thpalloc_purge gives it back: purged +%llu bytes, pending %llu -> %llu bytes",
+           (unsigned long long)(c.purged - b.purged), (unsigned long long)b.purge_pending,
+           (unsigned long long)c.purge_pending);
+    for (int i = 0; i < NDIRTY; i++)
+        free(p[i]);
+}
+
+static void test_dirty_count(void)
+{
+    worker_start(); /* a fresh heap: its pages' slots are fresh, so carved is written */
+    on_worker(job_dirty_count);
+    worker_stop();
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1240,11 +1305,14 @@ int main(int argc, char **argv)
         test_extent_reuse();
     else if (!strcmp(what, "cache-age"))
         test_cache_age();
+    else if (!strcmp(what, "dirty-count"))
+        test_dirty_count();
     else {
         fprintf(stderr,
                 "usage: rel-reclaim "
                 "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop|"
-                "recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse|cache-age\n");
+                "recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse|cache-age|"
+                "dirty-count\n");
         return 2;
     }
     printf("end\n");

@@ -18,12 +18,14 @@
 # extents go to the shared runs at once and serve requests of other lengths; then they wait
 # in the thread's cache for their own (extent-reuse), but not for longer than purge_delay
 # while the thread stays busy (cache-age: the purger flushes only idle threads' caches).
+# An emptied page that goes back to its chunk counts as waiting for purge what was carved
+# of it, not its whole 64 KiB slot (dirty-count).
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/rel-reclaim
 test -x "$prog" || bail "$prog not built"
 for what in kept holes inside busy fork recycle nobarrier loop remote split emptied reuse \
-    extent-reuse; do
+    extent-reuse dirty-count; do
     relay "$what" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" "$what"
 done
 relay background 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" background
