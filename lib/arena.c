@@ -300,25 +300,75 @@ static bool arena_find_dirty(const arena_t *a, size_t *first)
     return false;
 }
 
-static bool arena_find(arena_t *a, size_t n, size_t align, size_t *first)
+/* The run of n free chunks (its start aligned to align) that holds the most dirty ones, the
+ * lowest of those; *dirty: how many. A large block reuses what a freed one left resident
+ * before it touches fresh memory: first fit took the lowest run, often fresh, while the
+ * freed block's chunks waited for purge_delay beside it. */
+static bool arena_find(arena_t *a, size_t n, size_t align, size_t *first, size_t *dirty)
 {
     if (a->nfree < n)
         return false;
-    size_t run = 0;
+    size_t run = 0, in_run = 0;
+    bool found = false;
     for (size_t i = 0; i < a->nchunks; i++) {
         if (bit_get(a->used, i)) {
-            run = 0;
+            run = in_run = 0;
             continue;
         }
-        if (run == 0 && align > CHUNK_SIZE &&
-            ((uintptr_t)(a->base + (i << CHUNK_SHIFT)) & (align - 1)))
+        in_run += bit_get(a->dirty, i);
+        if (++run > n)
+            in_run -= bit_get(a->dirty, i - n);
+        if (run < n)
             continue;
-        if (++run == n) {
-            *first = i + 1 - n;
-            return true;
+        size_t start = i + 1 - n;
+        if (align > CHUNK_SIZE && ((uintptr_t)(a->base + (start << CHUNK_SHIFT)) & (align - 1)))
+            continue;
+        if (!found || in_run > *dirty) {
+            found = true;
+            *first = start;
+            *dirty = in_run;
+            if (in_run == n)
+                break;
         }
     }
-    return false;
+    return found;
+}
+
+static size_t purge_run(arena_t *a, size_t i, size_t j, bool resident);
+
+/* A request took fresh chunks while freed ones wait for purge_delay elsewhere (none of them
+ * could serve it): as many of those go back now, oldest first, so that a process whose
+ * blocks grow (a dict's table, a string) does not hold the old ones and the new ones at once
+ * (python3's peak: 2 MiB over glibc's, none with purge_delay 0; glibc unmaps such blocks at
+ * their free). arena_lock held. */
+static void purge_for_room(size_t fresh)
+{
+    size_t purged = 0;
+    while (fresh && atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) > purged) {
+        arena_t *oa = NULL;
+        size_t oi = 0;
+        for (arena_t *x = arenas; x; x = x->next)
+            for (size_t w = 0; w < (x->nchunks + 63) / 64; w++)
+                for (uint64_t bits = x->dirty[w]; bits; bits &= bits - 1) {
+                    size_t i = w * 64 + (size_t)__builtin_ctzll(bits);
+                    if (!oa || (int32_t)(x->freed_at[i] - oa->freed_at[oi]) < 0) {
+                        oa = x;
+                        oi = i;
+                    }
+                }
+        if (!oa)
+            break;
+        size_t j = oi + 1;
+        while (j < oa->nchunks && j - oi < fresh && bit_get(oa->dirty, j))
+            j++;
+        size_t got = purge_run(oa, oi, j, true);
+        if (!got)
+            break; /* refused (mlock): the delayed purge tries again */
+        purged += got;
+        fresh -= j - oi;
+    }
+    atomic_fetch_sub_explicit(&stat_purge_pending, purged, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
 }
 
 static void purge_locked(uint32_t now, bool force, bool unmap);
@@ -350,13 +400,23 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
             for (a = arenas; a; a = a->next)
                 if (arena_find_dirty(a, &first))
                     break;
-        if (!a)
-            for (a = arenas; a; a = a->next)
-                if (arena_find(a, n, align, &first))
-                    break;
         if (!a) {
+            size_t best = 0;
+            for (arena_t *x = arenas; x; x = x->next) {
+                size_t f, d;
+                if (arena_find(x, n, align, &f, &d) && (!a || d > best)) {
+                    a = x;
+                    first = f;
+                    best = d;
+                    if (d == n)
+                        break;
+                }
+            }
+        }
+        if (!a) {
+            size_t d;
             a = arena_new(n, align, false);
-            if (a && !arena_find(a, n, align, &first))
+            if (a && !arena_find(a, n, align, &first, &d))
                 a = NULL; /* over-aligned request in a smaller fallback arena */
         }
     }
@@ -373,9 +433,11 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
     }
     a->idle = false;
     bool zero = true;
+    size_t fresh = n;
     if (!a->dedicated) {
         for (size_t i = first; i < first + n; i++) {
             if (bit_get(a->dirty, i)) {
+                fresh--;
                 zero = false;
                 bit_clear(a->dirty, i);
                 atomic_fetch_sub_explicit(&stat_purge_pending, CHUNK_SIZE, memory_order_relaxed);
@@ -388,6 +450,9 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
         a->nfree -= (uint32_t)n;
     }
     atomic_fetch_add_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
+    if (fresh && policy_in_force.purge_delay_ms > 0 &&
+        atomic_load_explicit(&stat_purge_pending, memory_order_relaxed))
+        purge_for_room(fresh);
     advise(a, first, n, use, block_size, true);
     ARENA_CHECK(a);
     pthread_mutex_unlock(&arena_lock);
@@ -506,8 +571,6 @@ void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)
     advise(a, (size_t)(base - a->base) >> CHUNK_SHIFT, n, THP_USE_LARGE_PIECE, block_size, false);
     pthread_mutex_unlock(&arena_lock);
 }
-
-static size_t purge_run(arena_t *a, size_t i, size_t j, bool resident);
 
 /* Marks a run free (and dirty) in a, arena_lock held. */
 static void free_locked(arena_t *a, uint8_t *base, size_t n, uint32_t now)

@@ -1,9 +1,10 @@
 /* unit-arena: the arena layer (lib/arena.c) with only what lies below it (os, meta,
  * registry, counters, the THP decision) and a stand-in for the policy: chunk runs handed
- * out 2 MiB-aligned and registered, a free chunk reused while still resident, purging,
- * wholly free arenas unmapped after purge_delay but one spare, strict overcommit (chunks
- * committed as handed out, PROT_NONE again once purged), mappings of their own resized in
- * place or moved. The figures come from the kernel (/proc/self/maps). */
+ * out 2 MiB-aligned and registered, a free chunk reused while still resident (a run of several, the
+ * most resident one), purging (and at once what waits when fresh chunks are taken), wholly free
+ * arenas unmapped after purge_delay but one spare, strict overcommit (chunks committed as handed
+ * out, PROT_NONE again once purged), mappings of their own resized in place or moved. The figures
+ * come from the kernel (/proc/self/maps). */
 #include "internal.h"
 #include "tap.h"
 
@@ -172,5 +173,32 @@ int main(void)
     tap_ok(next == 0 && atomic_load(&stat_purge_pending) == pending &&
                strcmp(prot_at(w), "rw-p") != 0,
            "a look 30 days after the free: the chunk is purged (%s), nothing waits", prot_at(w));
+
+    /* Runs of several chunks: the freed run that is still resident before a purged one (first
+     * fit took the lowest, fresh, while the resident one waited beside it); and a request
+     * that has to take fresh chunks gives back as many of those waiting, at once. */
+    arena_t *ax, *ay;
+    uint8_t *x = get(2, &ax, &zero), *y = get(2, &ay, &zero);
+    memset(x, 0x11, 2 * CHUNK_SIZE);
+    memset(y, 0x22, 2 * CHUNK_SIZE);
+    arena_free_chunks(ax, x, 2);
+    arena_purge_chunks(true);
+    arena_free_chunks(ay, y, 2);
+    uint8_t *r = get(2, &a, &zero);
+    tap_ok(r == y && !zero && r[0] == 0x22 && !strcmp(prot_at(x), "---p"),
+           "2 chunks: the freed run still resident (%p), not the purged one at %p (got %p)", y, x,
+           r);
+    arena_free_chunks(a, r, 2);
+    pending = atomic_load(&stat_purge_pending);
+    uint64_t purged = atomic_load(&stat_purged);
+    big = arena_alloc_chunks(3, CHUNK_SIZE, THP_USE_LARGE_PIECE, 3 * CHUNK_SIZE, &b, &zero);
+    tap_ok(big && b->dedicated && !strcmp(prot_at(y), "---p") &&
+               atomic_load(&stat_purge_pending) == pending - 2 * CHUNK_SIZE &&
+               atomic_load(&stat_purged) == purged + 2 * CHUNK_SIZE,
+           "3 fresh chunks (a mapping of their own): the 2 that waited are purged at once (%s), "
+           "pending %llu -> %llu KiB",
+           prot_at(y), (unsigned long long)(pending >> 10),
+           (unsigned long long)(atomic_load(&stat_purge_pending) >> 10));
+    arena_free_chunks(b, big, 3);
     return tap_done();
 }
