@@ -2,66 +2,26 @@
  * inside 2 MiB extent chunks shared by every thread. A free run coalesces with its free
  * neighbours at once, a block grows and shrinks in place (realloc), and a request takes the
  * smallest free run that fits (best fit, bins by exact length), a resident one before a
- * purged one: what a thread frees, any thread reuses, before fresh memory is touched (glibc's
- * and jemalloc's coalescing instead of 24 segregated classes per thread, each holding pages
- * of its own). Free runs go back to the kernel after purge_delay (extents_purge, from the
- * purger); a chunk that empties goes back to the arena once purged (or when a heap needs a
- * chunk), but one spare.
+ * purged one; when no run of that length is resident, the smallest resident run that fits,
+ * from its resident end: what a thread frees, any thread reuses, before fresh memory is
+ * touched (glibc's and jemalloc's coalescing instead of 24 segregated classes per thread,
+ * each holding pages of its own). Free runs go back to the kernel after purge_delay
+ * (extents_purge, from the purger); a chunk that empties goes back to the arena once
+ * purged (or when a heap needs a chunk), but one spare.
  *
- * Boundary tags live in the chunk's extent map, outside the memory: a purged run stays
- * untouched until it is reused, and a pointer is checked against the tags before anything
- * is written. Everything here is under extent_lock; only the purger drops it, around the
+ * The chunk's map (extent-map.h) holds the boundary tags and the dirty bits, outside the
+ * memory. Everything here is under extent_lock; only the purger drops it, around the
  * madvise of a run it has taken out (tagged BUSY, so that no neighbour merges with it and
  * no free accepts it). */
+#include "extent-map.h"
 #include "internal.h"
 #include "list.h"
 
 #include <errno.h>
 #include <string.h>
 
-#define GRANULE_SHIFT 12
-#define GRANULE ((size_t)1 << GRANULE_SHIFT)
-#define GRANULES (CHUNK_SIZE >> GRANULE_SHIFT) /* 512 a chunk */
-
-/* A tag: the first and the last granule of every run say its length and state; the granules
- * between hold 0, so an interior pointer is refused. */
-#define TAG_LEN 0x03ffu
-#define TAG_HEAD 0x0400u
-#define TAG_TAIL 0x0800u
-#define TAG_FREE 0x1000u
-#define TAG_BUSY 0x2000u /* taken out by the purger */
-
 #define TRIM_COST_CALL 4u  /* a madvise costs about as much as 4 page faults */
 #define TRIM_COST_MAX 256u /* a refault budget of 1 MiB faulted again per purge_delay */
-
-/* A free run, indexed by its first granule. */
-struct ext_free {
-    struct ext_free *next, *prev; /* in the bin of its length */
-    uint32_t freed_at;            /* ms clock, for purge_delay (when pending) */
-    uint32_t len : 10;            /* granules, 1..GRANULES */
-    uint32_t index : 10;          /* its first granule: the way back to the map */
-    /* Granules of it that may be resident (they held data since its last purge), to be
-     * purged after purge_delay: nonzero, the run is pending. Counted, not placed: a block
-     * freed next to the untouched rest of its chunk does not make all of that count as
-     * waiting (a python3 run, as its purger thread started: 14.4 MiB counted "pending", 5 MiB
-     * of it resident). A run split keeps at most this many in each part. */
-    uint32_t dirty : 10;
-    uint32_t zero : 1;    /* known to read as zero (fresh, or purged with DONTNEED) */
-    uint32_t trimmed : 1; /* some of it purged at its free (trim), at freed_at */
-};
-_Static_assert(GRANULES < 1024, "ext_free's 10-bit fields hold a chunk's granules");
-
-struct extent_map {
-    /* The chunk's descriptor, short (CHUNK_DESC_SHORT): it lives and is recycled with the
-     * map, first, on the page the tags share, not in a 20 KiB slot of meta.c's segments
-     * (with meta.c's layout: idle16 -40 KiB, docs/benchmarks.md). */
-    _Alignas(page_t) uint8_t desc[CHUNK_DESC_SHORT];
-    chunk_t *chunk;               /* the chunk while the map is in use (desc), else NULL */
-    struct extent_map *next_free; /* recycled maps */
-    uint32_t used;                /* granules handed out */
-    uint16_t tag[GRANULES];
-    struct ext_free node[GRANULES];
-};
 
 static pthread_mutex_t extent_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 /* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps its
@@ -71,9 +31,10 @@ static pthread_mutex_t extent_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
  * their own (perl +4 KiB). */
 static struct ext_free *bins[GRANULES];
 static uint64_t binmap[(GRANULES + 64) / 64];
-static chunk_queue_t ext_chunks; /* every extent chunk (list through next/prev) */
-static chunk_t *spare;           /* an empty chunk kept for the next request */
-static _Atomic int empty_kept;   /* some empty chunk besides the spare is kept, resident */
+static uint64_t pendmap[(GRANULES + 64) / 64]; /* bins whose first run is pending */
+static chunk_queue_t ext_chunks;               /* every extent chunk (list through next/prev) */
+static chunk_t *spare;                         /* an empty chunk kept for the next request */
+static _Atomic int empty_kept; /* some empty chunk besides the spare is kept, resident */
 static struct extent_map *maps_free;
 static size_t pending_granules; /* dirty granules of free runs, waiting for purge_delay */
 /* Trim (block_free_locked): policy_in_force.trim_threshold, doubled trim_shift times by the
@@ -83,16 +44,6 @@ static unsigned trim_cost;         /* of the refaults since trim_window_at */
 static uint32_t trim_window_at;    /* ms clock */
 static unsigned purging;           /* runs the purger holds out (BUSY) right now */
 _Atomic uint64_t stat_extent_used; /* bytes handed out (statistics) */
-
-static inline struct extent_map *map_of(const chunk_t *c)
-{
-    return c->ext;
-}
-
-static inline struct extent_map *map_of_node(struct ext_free *n)
-{
-    return (struct extent_map *)((uint8_t *)(n - n->index) - offsetof(struct extent_map, node));
-}
 
 static bool purge_enabled(void)
 {
@@ -118,6 +69,13 @@ static inline struct ext_free **bin_of(unsigned len)
     return &bins[GRANULES - len];
 }
 
+static void pendmap_update(unsigned len)
+{
+    const struct ext_free *f = *bin_of(len);
+    uint64_t bit = (uint64_t)1 << (len % 64);
+    pendmap[len / 64] = f && f->dirty ? pendmap[len / 64] | bit : pendmap[len / 64] & ~bit;
+}
+
 static void bin_insert(struct ext_free *n)
 {
     struct ext_free **b = bin_of(n->len), *f = *b;
@@ -137,6 +95,7 @@ static void bin_insert(struct ext_free *n)
         f->prev = n;
     }
     binmap[n->len / 64] |= (uint64_t)1 << (n->len % 64);
+    pendmap_update(n->len);
 }
 
 static void bin_remove(struct ext_free *n)
@@ -154,44 +113,36 @@ static void bin_remove(struct ext_free *n)
     n->next = n->prev = NULL;
     if (!*b)
         binmap[n->len / 64] &= ~((uint64_t)1 << (n->len % 64));
+    pendmap_update(n->len);
 }
 
-/* The smallest non-empty bin of at least len granules, or 0. */
-static unsigned bin_find(unsigned len)
+/* The smallest bin of at least len granules that map marks, or 0. */
+static unsigned map_find(const uint64_t *map, unsigned len)
 {
     unsigned w = len / 64;
-    uint64_t bits = binmap[w] & (~(uint64_t)0 << (len % 64));
+    uint64_t bits = map[w] & (~(uint64_t)0 << (len % 64));
     for (;;) {
         if (bits)
             return w * 64 + (unsigned)__builtin_ctzll(bits);
         if (++w >= sizeof binmap / sizeof binmap[0])
             return 0;
-        bits = binmap[w];
+        bits = map[w];
     }
 }
 
-/* ---- tags -------------------------------------------------------------------------- */
-
-/* Written under extent_lock; read without it only for a block the caller holds (its head
- * changes only when that block is freed or resized), hence relaxed atomics. */
-static inline uint16_t tag_get(const struct extent_map *m, unsigned g)
+/* The bin a request of len granules takes from: the smallest run that fits, unless no run
+ * of that length is resident and a longer one is (reuse before touching fresh memory:
+ * thread churn's extents touched every granule of their chunks over a second of batches,
+ * 4.1 -> 6.8 MiB, for as much handed out). 0: none. */
+static unsigned bin_find(unsigned len)
 {
-    return __atomic_load_n(&m->tag[g], __ATOMIC_RELAXED);
-}
-
-static void tags_set(struct extent_map *m, unsigned first, unsigned len, uint16_t state)
-{
-    __atomic_store_n(&m->tag[first], (uint16_t)(len | TAG_HEAD | state | (len == 1 ? TAG_TAIL : 0)),
-                     __ATOMIC_RELAXED);
-    if (len > 1)
-        __atomic_store_n(&m->tag[first + len - 1], (uint16_t)(len | TAG_TAIL | state),
-                         __ATOMIC_RELAXED);
-}
-
-static void tags_clear(struct extent_map *m, unsigned first, unsigned len)
-{
-    __atomic_store_n(&m->tag[first], 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&m->tag[first + len - 1], 0, __ATOMIC_RELAXED);
+    unsigned k = map_find(binmap, len);
+    if (k && !(*bin_of(k))->dirty) {
+        unsigned r = map_find(pendmap, k);
+        if (r)
+            k = r;
+    }
+    return k;
 }
 
 #ifdef THPALLOC_DEBUG
@@ -210,9 +161,11 @@ static void map_check(const struct extent_map *m)
         bool is_free = (t & TAG_FREE) != 0;
         LIB_ASSERT(!(is_free && prev_free));
         if (is_free)
-            LIB_ASSERT(m->node[g].len == len && m->node[g].dirty <= len);
+            LIB_ASSERT(m->node[g].len == len && m->node[g].dirty == dirty_count(m, g, len));
         else if (!(t & TAG_BUSY))
             used += len;
+        if (!is_free && !(t & TAG_BUSY))
+            LIB_ASSERT(dirty_count(m, g, len) == 0);
         prev_free = is_free;
         g += len;
     }
@@ -291,6 +244,7 @@ static chunk_t *chunk_add(void)
     n->index = 0;
     n->len = GRANULES;
     n->dirty = !zero && purge_enabled() ? GRANULES : 0; /* not purged by the arena yet */
+    dirty_mark(m, 0, GRANULES, n->dirty != 0);
     n->zero = zero;
     n->trimmed = false;
     /* resident, it has waited since the arena got it: the rest of purge_delay */
@@ -316,6 +270,7 @@ static void chunk_drop(chunk_t *c)
     bin_remove(n);
     pending_add(-(long)n->dirty);
     bool clean = !n->dirty && n->zero;
+    dirty_mark(m, 0, GRANULES, false);
     tags_clear(m, 0, GRANULES);
     DLIST_REMOVE(&ext_chunks, c);
     registry_set(c->base, 1, registry_unused(c->arena));
@@ -368,15 +323,18 @@ static void absorb(struct extent_map *m, unsigned first, unsigned len, struct me
     g->trimmed = g->trimmed || x->trimmed;
 }
 
-/* Makes [first, first+len) of m a free run, merged with free neighbours. dirty: granules of
- * it that may hold data (to be purged after purge_delay); zero: it reads as zero. Returns
- * the merged run, and in *held its dirty granules. extent_lock held. */
+/* Makes [first, first+len) of m a free run, merged with free neighbours. dirty: it all held
+ * data (to be purged after purge_delay), else its dirty bits stay as they are; zero: it
+ * reads as zero. Returns the merged run, and in *held its dirty granules. extent_lock
+ * held. */
 static struct ext_free *run_free_held(struct extent_map *m, unsigned first, unsigned len,
-                                      unsigned dirty, bool zero, bool trimmed, uint32_t freed_at,
+                                      bool dirty, bool zero, bool trimmed, uint32_t freed_at,
                                       unsigned *held)
 {
-    LIB_ASSERT(dirty <= len);
-    struct merge g = {first, len, 0, dirty, zero, trimmed, freed_at, dirty};
+    if (dirty)
+        dirty_mark(m, first, len, true);
+    unsigned own = dirty_count(m, first, len);
+    struct merge g = {first, len, 0, own, zero, trimmed, freed_at, own};
     if (first > 0) {
         uint16_t t = tag_get(m, first - 1);
         if ((t & (TAG_TAIL | TAG_FREE)) == (TAG_TAIL | TAG_FREE))
@@ -402,7 +360,7 @@ static struct ext_free *run_free_held(struct extent_map *m, unsigned first, unsi
     return n;
 }
 
-static struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, unsigned dirty,
+static struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, bool dirty,
                                  bool zero, bool trimmed, uint32_t freed_at)
 {
     return run_free_held(m, first, len, dirty, zero, trimmed, freed_at, NULL);
@@ -446,8 +404,8 @@ static bool trim_due(const struct ext_free *n, unsigned held)
 }
 
 /* Takes granules [first, first+len) out of the free run n (first at or after n's start),
- * the rest of it back as free runs, each with at most n's dirty granules (where they lie
- * is not known). Returns whether the taken part reads as zero. */
+ * the rest of it back as free runs with their own dirty granules. Returns whether the taken
+ * part reads as zero. */
 static bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
 {
     unsigned start = n->index, total = n->len;
@@ -460,11 +418,13 @@ static bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, u
     if (trimmed)
         trim_taken(at, len); /* once a trim: the rest of the run is not flagged again */
     /* the parts before and after: free runs of their own (no free neighbour: n had none) */
+    if (dirty)
+        dirty_mark(m, first, len, false);
     unsigned before = first - start, after = start + total - first - len;
     if (before)
-        run_free(m, start, before, dirty < before ? dirty : before, zero, false, at);
+        run_free(m, start, before, false, zero, false, at);
     if (after)
-        run_free(m, first + len, after, dirty < after ? dirty : after, zero, false, at);
+        run_free(m, first + len, after, false, zero, false, at);
     tags_set(m, first, len, 0);
     m->used += len;
     if (m->chunk == spare)
@@ -543,6 +503,9 @@ static void *run_alloc_locked(unsigned len, size_t align, bool *is_zero)
         uintptr_t a = (uintptr_t)m->chunk->base + ((uintptr_t)first << GRANULE_SHIFT);
         uintptr_t aligned = (a + align - 1) & ~(uintptr_t)(align - 1);
         first += (unsigned)((aligned - a) >> GRANULE_SHIFT);
+    } else if (n->dirty && n->len > len &&
+               dirty_count(m, first + n->len - len, len) > dirty_count(m, first, len)) {
+        first += n->len - len; /* the resident end: a freed block beside a purged run */
     }
     *is_zero = run_take(m, n, first, len);
     MAP_CHECK(m);
@@ -598,7 +561,7 @@ static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, ui
                               memory_order_relaxed);
     bool pend = purge_enabled();
     unsigned held;
-    struct ext_free *n = run_free_held(m, g, len, pend ? len : 0, false, false, now, &held);
+    struct ext_free *n = run_free_held(m, g, len, pend, false, false, now, &held);
     run_freed(m, n, pend, held);
     return pend;
 }
@@ -694,8 +657,8 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
                                   memory_order_relaxed);
         pend = purge_enabled();
         unsigned held;
-        struct ext_free *n = run_free_held(m, g + want, len - want, pend ? len - want : 0, false,
-                                           false, now_ms(), &held);
+        struct ext_free *n =
+            run_free_held(m, g + want, len - want, pend, false, false, now_ms(), &held);
         run_freed(m, n, pend, held);
     } else {
         uint16_t t = g + len < GRANULES ? tag_get(m, g + len) : 0;
@@ -739,8 +702,9 @@ static bool run_purge(struct extent_map *m, struct ext_free *n, bool trim, size_
         *purged += (size_t)dirty << GRANULE_SHIFT;
     }
     /* a refused madvise leaves it resident: pending again, tried at the next pass */
-    run_free(m, first, len, done ? 0 : dirty, done && how == OS_PURGE_DONTNEED, trim && done,
-             now_ms());
+    if (done)
+        dirty_mark(m, first, len, false);
+    run_free(m, first, len, false, done && how == OS_PURGE_DONTNEED, trim && done, now_ms());
     return done;
 }
 
@@ -819,7 +783,7 @@ void extent_fork_child(void)
                 break;
             if (t & TAG_BUSY) {
                 tags_clear(m, g, len);
-                run_free(m, g, len, len, false, false, now_ms());
+                run_free(m, g, len, true, false, false, now_ms());
                 g = 0;
                 continue;
             }

@@ -1,6 +1,7 @@
 /* unit-extent: the extents (lib/extent.c) over the real arena, registry and meta layers,
- * with a stand-in for the policy: blocks of 4 KiB granules with boundary tags, best fit, a
- * freed block merged with its free neighbours at once, blocks grown into the free run after
+ * with a stand-in for the policy: blocks of 4 KiB granules with boundary tags, best fit (a
+ * resident run before a purged one that fits better, from its resident end), a freed block
+ * merged with its free neighbours at once, blocks grown into the free run after
  * them and shrunk in place, alignment up to half a chunk, zeroed blocks on request, free
  * runs purged after purge_delay (residency read from the kernel with mincore), empty chunks
  * kept while resident and back to the arena once purged or asked for (but one spare), bad
@@ -432,7 +433,9 @@ int main(void)
         extent_free(chunk_of(mb[k]), mb[k]);
     }
     /* Trim: with no purger thread (none here), a free that leaves 64 KiB or more of resident
-     * run gives it back at once; one below that waits for purge_delay. */
+     * run gives it back at once; one below that waits for purge_delay. Nothing else waits
+     * (resident, another run would serve the loop below before the trimmed one). */
+    extents_purge(now_ms(), true, &next);
     policy_in_force.trim_threshold = 64 * KIB;
     if (purger_thread_started())
         purger_thread_not_started(); /* asked for by the 6 MiB above; nothing runs it here */
@@ -518,5 +521,53 @@ int main(void)
     free_it(tr);
     free_it(tg);
     policy_in_force.trim_threshold = 0;
+
+    /* Reuse before touching fresh memory. Nothing waits; then a 4-granule block is freed
+     * (resident) and a 2-granule hole purged: a 2-granule request takes the resident run,
+     * though the purged hole fits exactly. */
+    extents_purge(now_ms(), true, &next);
+    uint8_t *q[5];
+    for (int i = 0; i < 5; i++)
+        q[i] = extent_alloc((i == 1 ? 4 : i == 3 ? 2 : 1) * G, 0, false);
+    tap_ok(q[1] == q[0] + G && q[2] == q[1] + 4 * G && q[3] == q[2] + G && q[4] == q[3] + 2 * G,
+           "reuse: guard, 4 granules, guard, 2 granules, guard");
+    memset(q[1], 4, 4 * G);
+    memset(q[3], 4, 2 * G);
+    free_it(q[3]);
+    extents_purge(now_ms(), true, &next);
+    free_it(q[1]);
+    uint8_t *q2 = extent_alloc(2 * G, 0, false);
+    tap_ok(q2 == q[1] && resident(q[3], 2 * G) == 0,
+           "reuse: a 2-granule request takes the resident 4-granule run, not the purged hole "
+           "that fits (%p, hole %p)",
+           (void *)q2, (void *)q[3]);
+    free_it(q2);
+    for (int i = 0; i < 5; i += 2)
+        free_it(q[i]);
+    /* Where the resident granules lie: a purged run of 8 with a 2-granule block freed at its
+     * end is one run, its end resident; a 2-granule request takes that end, and nothing is
+     * left counted as waiting. */
+    extents_purge(now_ms(), true, &next);
+    uint8_t *u[4];
+    for (int i = 0; i < 4; i++)
+        u[i] = extent_alloc((i == 1 ? 8 : i == 2 ? 2 : 1) * G, 0, false);
+    tap_ok(u[1] == u[0] + G && u[2] == u[1] + 8 * G && u[3] == u[2] + 2 * G,
+           "placed: guard, 8 granules, 2 granules, guard");
+    memset(u[1], 5, 8 * G);
+    memset(u[2], 5, 2 * G);
+    free_it(u[1]);
+    extents_purge(now_ms(), true, &next);
+    uint64_t wait0 = atomic_load(&stat_pages_dirty);
+    free_it(u[2]);
+    tap_ok(atomic_load(&stat_pages_dirty) == wait0 + 2 * G,
+           "placed: the freed block joins the purged run, 2 granules waiting");
+    uint8_t *u2 = extent_alloc(2 * G, 0, false);
+    tap_ok(u2 == u[2] && resident(u[1], 8 * G) == 0 && atomic_load(&stat_pages_dirty) == wait0,
+           "placed: a 2-granule request takes the run's resident end (%p, run at %p), none of "
+           "the purged part, and nothing waits (%llu bytes)",
+           (void *)u2, (void *)u[1], (unsigned long long)(atomic_load(&stat_pages_dirty) - wait0));
+    free_it(u2);
+    free_it(u[0]);
+    free_it(u[3]);
     return tap_done();
 }

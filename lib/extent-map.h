@@ -1,0 +1,120 @@
+/* extent-map: an extent chunk's map (extent.c), outside the chunk's memory: a purged run
+ * stays untouched until it is reused, and a pointer is checked against the tags before
+ * anything is written. Included by extent.c alone (inline helpers: the hot parts of a free).
+ *
+ * Invariants (map_check, with THPALLOC_DEBUG):
+ * - the runs tile the chunk: the first and the last granule of each carry its tag (length
+ *   and state), the granules between carry 0;
+ * - a free run is never next to another free run (a free merges at once);
+ * - a free run's node says its length, and its dirty count is the number of its dirty bits;
+ * - a block handed out (or a run the purger holds out) has no dirty bit, and used is the
+ *   sum of the blocks' lengths. */
+#ifndef THPALLOC_EXTENT_MAP_H
+#define THPALLOC_EXTENT_MAP_H
+
+#include "internal.h"
+
+#define GRANULE_SHIFT 12
+#define GRANULE ((size_t)1 << GRANULE_SHIFT)
+#define GRANULES (CHUNK_SIZE >> GRANULE_SHIFT) /* 512 a chunk */
+
+/* A tag: the first and the last granule of every run say its length and state; the granules
+ * between hold 0, so an interior pointer is refused. */
+#define TAG_LEN 0x03ffu
+#define TAG_HEAD 0x0400u
+#define TAG_TAIL 0x0800u
+#define TAG_FREE 0x1000u
+#define TAG_BUSY 0x2000u /* taken out by the purger */
+
+/* A free run, indexed by its first granule. */
+struct ext_free {
+    struct ext_free *next, *prev; /* in the bin of its length */
+    uint32_t freed_at;            /* ms clock, for purge_delay (when pending) */
+    uint32_t len : 10;            /* granules, 1..GRANULES */
+    uint32_t index : 10;          /* its first granule: the way back to the map */
+    /* Granules of it that may be resident (they held data since its last purge), to be
+     * purged after purge_delay: nonzero, the run is pending. The map's dirty bits say which
+     * (this is their count): a run split keeps exactly its own, and a request can tell the
+     * resident part of a run from the fresh part. */
+    uint32_t dirty : 10;
+    uint32_t zero : 1;    /* known to read as zero (fresh, or purged with DONTNEED) */
+    uint32_t trimmed : 1; /* some of it purged at its free (trim), at freed_at */
+};
+_Static_assert(GRANULES < 1024, "ext_free's 10-bit fields hold a chunk's granules");
+
+struct extent_map {
+    /* The chunk's descriptor, short (CHUNK_DESC_SHORT): it lives and is recycled with the
+     * map, first, on the page the tags share, not in a 20 KiB slot of meta.c's segments
+     * (with meta.c's layout: idle16 -40 KiB, docs/benchmarks.md). */
+    _Alignas(page_t) uint8_t desc[CHUNK_DESC_SHORT];
+    chunk_t *chunk;               /* the chunk while the map is in use (desc), else NULL */
+    struct extent_map *next_free; /* recycled maps */
+    uint32_t used;                /* granules handed out */
+    /* Bit g: granule g is in a free run and held data since its last purge (may be
+     * resident). Placed, not only counted per run: a freed block merged with a purged run
+     * would make the whole run look resident, and a request would take the purged part,
+     * touching fresh pages while the resident ones waited. */
+    uint64_t dirty[GRANULES / 64];
+    uint16_t tag[GRANULES];
+    struct ext_free node[GRANULES];
+};
+
+static inline struct extent_map *map_of(const chunk_t *c)
+{
+    return c->ext;
+}
+
+static inline struct extent_map *map_of_node(struct ext_free *n)
+{
+    return (struct extent_map *)((uint8_t *)(n - n->index) - offsetof(struct extent_map, node));
+}
+
+/* ---- tags -------------------------------------------------------------------------- */
+
+/* Written under extent_lock; read without it only for a block the caller holds (its head
+ * changes only when that block is freed or resized), hence relaxed atomics. */
+static inline uint16_t tag_get(const struct extent_map *m, unsigned g)
+{
+    return __atomic_load_n(&m->tag[g], __ATOMIC_RELAXED);
+}
+
+static inline void tags_set(struct extent_map *m, unsigned first, unsigned len, uint16_t state)
+{
+    __atomic_store_n(&m->tag[first], (uint16_t)(len | TAG_HEAD | state | (len == 1 ? TAG_TAIL : 0)),
+                     __ATOMIC_RELAXED);
+    if (len > 1)
+        __atomic_store_n(&m->tag[first + len - 1], (uint16_t)(len | TAG_TAIL | state),
+                         __ATOMIC_RELAXED);
+}
+
+static inline void tags_clear(struct extent_map *m, unsigned first, unsigned len)
+{
+    __atomic_store_n(&m->tag[first], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->tag[first + len - 1], 0, __ATOMIC_RELAXED);
+}
+
+/* The dirty bits of [first, first+len): the mask of its part in word g / 64 (k granules). */
+static inline uint64_t dirty_mask(unsigned g, unsigned end, unsigned *k)
+{
+    unsigned b = g % 64;
+    *k = end - g < 64 - b ? end - g : 64 - b;
+    return (*k == 64 ? ~(uint64_t)0 : ((uint64_t)1 << *k) - 1) << b;
+}
+
+static inline void dirty_mark(struct extent_map *m, unsigned first, unsigned len, bool on)
+{
+    for (unsigned g = first, k; g < first + len; g += k) {
+        uint64_t mask = dirty_mask(g, first + len, &k);
+        m->dirty[g / 64] = on ? m->dirty[g / 64] | mask : m->dirty[g / 64] & ~mask;
+    }
+}
+
+static inline unsigned dirty_count(const struct extent_map *m, unsigned first, unsigned len)
+{
+    unsigned n = 0;
+    for (unsigned g = first, k; g < first + len; g += k)
+        n += (unsigned)__builtin_popcountll(m->dirty[g / 64] & dirty_mask(g, first + len, &k));
+    return n;
+}
+
+#endif
