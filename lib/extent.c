@@ -390,17 +390,21 @@ static void trim_taken(uint32_t trimmed_at, unsigned len)
 }
 
 /* Whether a free that left the merged run n, with held granules of it resident, gives it
- * back now. Only where nothing else would: the purger thread purges after purge_delay, and
- * without it only the process's own later calls do, which a process that goes idle after
- * its start-up (python3: 68 KiB of runs it freed while starting) never makes. Not a whole
- * chunk: an empty chunk is the spare or waits as a chunk (chunk_maybe_drop); trimmed, it
- * went back to the arena at once, and the next block took it back as a new chunk, whose
- * runs carry no trim (rel-reclaim loop: a 2 MiB madvise per malloc/free pair). */
+ * back now: when the run is the threshold long or longer, as glibc trims its heap's top by
+ * the top's length. Only where nothing else would: the purger thread purges after
+ * purge_delay, and without it only the process's own later calls do, which a process that
+ * goes idle after its start-up (python3: 68 KiB of runs it freed while starting) never
+ * makes. By the granules held alone, blocks freed one by one next to the untouched rest of
+ * their chunk stayed, each below the threshold (python3 idle: 24 KiB, once the dirty
+ * granules were placed and no longer overcounted). Not a whole chunk: an empty chunk is the
+ * spare or waits as a chunk (chunk_maybe_drop); trimmed, it went back to the arena at once,
+ * and the next block took it back as a new chunk, whose runs carry no trim (rel-reclaim
+ * loop: a 2 MiB madvise per malloc/free pair). */
 static bool trim_due(const struct ext_free *n, unsigned held)
 {
     size_t min = policy_in_force.trim_threshold;
-    return min && n->len < GRANULES && trim_shift <= CHUNK_SHIFT &&
-           ((size_t)held << GRANULE_SHIFT) >= min << trim_shift && !purger_thread_started();
+    return min && held && n->len < GRANULES && trim_shift <= CHUNK_SHIFT &&
+           ((size_t)n->len << GRANULE_SHIFT) >= min << trim_shift && !purger_thread_started();
 }
 
 /* Takes granules [first, first+len) out of the free run n (first at or after n's start),

@@ -8,6 +8,7 @@
  * pointers refused; built with THPALLOC_DEBUG, so that
  * every operation also checks the map's invariants (runs tile the chunk, no two free runs
  * touch, the counts add up), over a random run checked against a shadow model. */
+#include "extent-map.h"
 #include "internal.h"
 #include "tap.h"
 
@@ -569,5 +570,38 @@ int main(void)
     free_it(u2);
     free_it(u[0]);
     free_it(u[3]);
+
+    /* Trim by length, as glibc trims its heap's top: with no purger thread, a block below the
+     * threshold freed next to a long free run (the untouched rest of its chunk) goes back at
+     * once; the same block freed into a short hole waits. */
+    policy_in_force.trim_threshold = 64 * KIB;
+    if (purger_thread_started())
+        purger_thread_not_started();
+    extents_purge(now_ms(), true, &next);
+    uint8_t *v1 = extent_alloc(G, 0, false);
+    uint8_t *v2 = extent_alloc(2 * G, 0, false);
+    uint8_t *v3 = extent_alloc(G, 0, false);
+    uint8_t *v4 = extent_alloc(2 * G, 0, false);
+    const struct extent_map *vm = map_of(chunk_of(v4));
+    unsigned vg = (unsigned)((size_t)(v4 - chunk_of(v4)->base) / G) + 2;
+    tap_ok(v2 == v1 + G && v3 == v2 + 2 * G && v4 == v3 + G && (tag_get(vm, vg) & TAG_FREE) &&
+               (tag_get(vm, vg) & TAG_LEN) >= 64 * KIB / G,
+           "trim by length: guard, 2 granules, guard, 2 granules, then the chunk's free rest "
+           "(%u granules)",
+           tag_get(vm, vg) & TAG_LEN);
+    memset(v2, 6, 2 * G);
+    memset(v4, 6, 2 * G);
+    uint64_t vpurged = atomic_load(&stat_purged), vdirty = atomic_load(&stat_pages_dirty);
+    free_it(v2);
+    tap_ok(resident(v2, 2 * G) == 2 * G && atomic_load(&stat_pages_dirty) == vdirty + 2 * G,
+           "trim by length: 8 KiB freed into a hole of its own waits, resident (%zu bytes)",
+           resident(v2, 2 * G));
+    free_it(v4);
+    tap_ok(resident(v4, 2 * G) == 0 && atomic_load(&stat_purged) == vpurged + 2 * G &&
+               atomic_load(&stat_pages_dirty) == vdirty + 2 * G,
+           "trim by length: 8 KiB freed next to the chunk's free rest goes back at once (%zu "
+           "bytes resident, %llu purged)",
+           resident(v4, 2 * G), (unsigned long long)(atomic_load(&stat_purged) - vpurged));
+    policy_in_force.trim_threshold = 0;
     return tap_done();
 }
