@@ -1,6 +1,7 @@
 /* extent-map: an extent chunk's map (extent.c), outside the chunk's memory: a purged run
  * stays untouched until it is reused, and a pointer is checked against the tags before
- * anything is written. Included by extent.c alone (inline helpers: the hot parts of a free).
+ * anything is written. Included by extent.c and its unit test (inline helpers: the hot parts
+ * of a free).
  *
  * Invariants (map_check, with THPALLOC_DEBUG):
  * - the runs tile the chunk: the first and the last granule of each carry its tag (length
