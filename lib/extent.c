@@ -464,18 +464,26 @@ static void chunk_maybe_drop(struct extent_map *m)
     }
 }
 
+/* One empty chunk stays besides the spare: handed to a heap, the last one came back as
+ * fresh memory the next time the extents grew (thread churn, whose batches' extents go up
+ * and down by a chunk: 7 runs in 30 peaked at 17.0-20.4 MiB, 1 with the one kept). The one
+ * kept goes back once purged (chunk_maybe_drop). */
 void extents_release_empty(void)
 {
     if (!atomic_load_explicit(&empty_kept, memory_order_relaxed))
         return;
     pthread_mutex_lock(&extent_lock);
-    atomic_store_explicit(&empty_kept, 0, memory_order_relaxed);
+    bool kept = false;
     chunk_t *cn;
     for (chunk_t *c = ext_chunks.first; c; c = cn) {
         cn = c->next;
-        if (c != spare && chunk_is_empty(map_of(c)))
+        if (c == spare || !chunk_is_empty(map_of(c)))
+            continue;
+        if (kept)
             chunk_drop(c);
+        kept = true;
     }
+    atomic_store_explicit(&empty_kept, 0, memory_order_relaxed); /* the one kept: not again */
     pthread_mutex_unlock(&extent_lock);
 }
 

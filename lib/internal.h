@@ -395,7 +395,8 @@ HIDDEN bool extent_resize(chunk_t *c, void *p, size_t size);
  * *next is when the next one is due (0: none). */
 HIDDEN size_t extents_purge(uint32_t now, bool force, uint32_t *next);
 /* Empty extent chunks kept resident go back to the arena, for a caller about to take a chunk
- * from it (a heap's new chunk, a large block): reused there before a fresh one is touched. */
+ * from it (a heap's new chunk, a large block): reused there before a fresh one is touched.
+ * All but one besides the spare. */
 HIDDEN void extents_release_empty(void);
 extern HIDDEN _Atomic uint64_t stat_extent_used;
 HIDDEN void extent_fork_prepare(void);
