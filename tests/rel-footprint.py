@@ -113,7 +113,10 @@ def rw_segment(path):
 
 
 def written_pages(pid, path):
-    """Pages of the library's writable segment that are present and private to pid."""
+    """Pages of the library's writable segment that pid has written: present, private
+    anonymous (pagemap bit 61, file-page or shared-anon, clear) and mapped by pid alone (bit
+    56). A page read from the file and mapped by this process only is the page cache's, and a
+    .bss page only read maps the shared zero page (anonymous, never exclusive): no cost."""
     real = os.path.realpath(path)
     base = None
     with open("/proc/%d/maps" % pid) as f:
@@ -132,7 +135,7 @@ def written_pages(pid, path):
         for va in range(lo, hi, 4096):
             pm.seek(va // 4096 * 8)
             v, = struct.unpack("<Q", pm.read(8))
-            if v >> 63 & 1 and v >> 56 & 1:  # present, mapped exclusively
+            if v >> 63 & 1 and not v >> 61 & 1 and v >> 56 & 1:  # written: own anon page
                 count += 1
     return count
 
