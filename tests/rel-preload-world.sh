@@ -97,7 +97,9 @@ else
 fi
 
 # 3. a 32-bit program
-if echo 'int main(void){return 0;}' | gcc -m32 -x c - -o "$tmp/probe32" 2>/dev/null; then
+. "$TESTS_SRCDIR/m32-probe.sh"
+m32_probe "$tmp"
+if test -z "$M32_WHY"; then
     gcc -m32 -O2 -o "$tmp/rel-m32" "$TESTS_SRCDIR/rel-static.c" 2>"$tmp/m32.cc"
     both m32 "$tmp/rel-m32"
     same m32 "a 32-bit program runs the same under the 64-bit preload ($(cat "$tmp/m32.out.ns" | head -n 1))"
@@ -106,8 +108,8 @@ if echo 'int main(void){return 0;}' | gcc -m32 -x c - -o "$tmp/probe32" 2>/dev/n
     cat "$tmp/m32.err.ns" | diag
     ok $([ -z "$other" ]; echo $?) "the 32-bit program: ld.so says at most 'cannot be preloaded ... ignored'"
 else
-    skip "a 32-bit program" "gcc -m32 does not work (gcc-multilib)"
-    skip "the 32-bit program's stderr" "gcc -m32 does not work (gcc-multilib)"
+    skip "a 32-bit program" "$M32_WHY"
+    skip "the 32-bit program's stderr" "$M32_WHY"
 fi
 
 # 4. man under its seccomp filter

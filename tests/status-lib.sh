@@ -86,6 +86,52 @@ json_valid() { "$PYTHON" -c 'import json,sys; json.load(open(sys.argv[1]))' "$1"
 
 sysfs_selected() { sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$1"; }
 meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
+# sampled FILE KEY CMD...: runs CMD (as run does: $OUT, $ERR, $RC) while a sampler reads
+# KEY of FILE (/proc/meminfo, /proc/vmstat) in a loop without forking, from before CMD
+# starts until after it ends; sets LO and HI, the least and greatest figure seen. Other
+# processes on the machine change these figures at any moment, and back again (a neighbour
+# that maps and unmaps 64 MiB): a figure the tool printed must lie within what the kernel
+# showed while it ran; equal to it when nothing moved (LO = HI).
+sampled() {
+    _sf=$1 _sk=$2
+    shift 2
+    rm -f "$SCRATCH/sampled.go" "$SCRATCH/sampled.stop" "$SCRATCH/sampled.out"
+    (
+        lo= hi= last=
+        while :; do
+            while read -r k v _; do
+                if [ "$k" = "$_sk:" ] || [ "$k" = "$_sk" ]; then break; fi
+            done <"$_sf"
+            if [ -z "$lo" ] || [ "$v" -lt "$lo" ]; then lo=$v; fi
+            if [ -z "$hi" ] || [ "$v" -gt "$hi" ]; then hi=$v; fi
+            [ -n "$last" ] && break
+            [ -e "$SCRATCH/sampled.go" ] || : >"$SCRATCH/sampled.go"
+            # One more read after the stop is seen: the last one follows CMD's end.
+            [ -e "$SCRATCH/sampled.stop" ] && last=1
+        done
+        echo "$lo $hi" >"$SCRATCH/sampled.out"
+    ) &
+    _spid=$!
+    while [ ! -e "$SCRATCH/sampled.go" ]; do sleep 0.01; done
+    run "$@"
+    : >"$SCRATCH/sampled.stop"
+    wait "$_spid"
+    read -r LO HI <"$SCRATCH/sampled.out"
+}
+# in_sampled GOT [SLACK]: GOT lies within the last sampled LO..HI, widened by SLACK.
+in_sampled() {
+    [ -n "$1" ] && [ "$1" -ge $((LO - ${2:-0})) ] 2>/dev/null && [ "$1" -le $((HI + ${2:-0})) ]
+}
+# within GOT DESCRIPTION [SLACK]: one assertion that GOT lies within the last sampled
+# LO..HI (widened by SLACK); equality when nothing moved and there is no slack.
+within() {
+    if [ "$LO" = "$HI" ] && [ "${3:-0}" = 0 ]; then
+        is "$1" "$LO" "$2 (nothing moved)"
+    else
+        ok $(in_sampled "$1" "${3:-0}"; echo $?) \
+            "$2 (got $1; the kernel showed $LO..$HI while the tool ran${3:+, ± $3})"
+    fi
+}
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 rollup() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/smaps_rollup"; }
 
