@@ -2,6 +2,10 @@
  * system call: the first arena is mapped by the first allocation, and the THP setting is
  * read by the first decision that needs it. */
 #include "internal.h"
+/* The definition of thpalloc_owns() passes the address on to functions that take a
+ * pointer; the attribute that tells callers it reads no memory would make gcc take those
+ * calls for reads of the caller's block. */
+#define THPALLOC_ADDRESS_ONLY(i)
 #include "thpalloc.h"
 
 #include <dlfcn.h>
