@@ -40,6 +40,10 @@ if [ -n "${THPALLOC_VERSION-}" ]; then
     rc=$?
     [ "$rc" -eq 0 ] && [ "$out" = "thpalloc-run from thpalloc $THPALLOC_VERSION" ]
     ok $? "--version: 'thpalloc-run from thpalloc $THPALLOC_VERSION', exit 0 ($out, rc=$rc)"
+    out=$("$RUN" -V 2>&1)
+    rc=$?
+    [ "$rc" -eq 0 ] && [ "$out" = "thpalloc-run from thpalloc $THPALLOC_VERSION" ]
+    ok $? "-V, as the other tools take it: the version, exit 0 ($out, rc=$rc)"
 else
     ok 0 "# SKIP THPALLOC_VERSION is not set (run by make check)"
 fi

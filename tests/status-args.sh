@@ -27,6 +27,13 @@ for T in $TOOLS; do
             "$t: '$bad' exits 2 with a message on stderr (rc $RC)"
     done
 
+    # An option without its argument is named as given, not as its short form.
+    for o in --explain --unit -e --root; do
+        run "$T" $o
+        is "$RC|$(cat "$ERR")" "2|thp-status: option '$o' requires an argument
+Try 'thp-status --help' for more information." "$t: '$o' without its argument: said so, exit 2"
+    done
+
     run "$T" --help
     ok $([ "$RC" -eq 0 ] && grep -q '^Usage:' "$OUT" && grep -q -- '--explain' "$OUT" && [ ! -s "$ERR" ]; echo $?) \
         "$t: --help to stdout, exit 0"

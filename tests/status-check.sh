@@ -207,10 +207,10 @@ for T in $TOOLS; do
     run "$T" --check-value ARENA_SIZE=64m
     is "$RC $(cat "$OUT")" "0 THPALLOC_ARENA_SIZE=64m" "$t: --check-value: keys in any case, the value as given"
     run "$T" --check-value arena_size=3M
-    is "$RC $(cat "$OUT")" "1 bad value \"3M\" for arena_size: expected a multiple of 2M from 2M to 1G, such as 64M" \
-        "$t: --check-value arena_size=3M: the resolver's message, exit 1"
+    is "$RC $(cat "$OUT")|$(cat "$ERR")" "1 |thp-status: --check-value: bad value \"3M\" for arena_size: expected a multiple of 2M from 2M to 1G, such as 64M" \
+        "$t: --check-value arena_size=3M: the resolver's message on stderr with the program's name, exit 1"
     run "$T" --check-value purge_delay=
-    is "$RC $(cat "$OUT")" "1 bad value \"\" for purge_delay: expected 0, a time with a unit (10ms, 1s, 5m; at most 24h) or never" \
+    is "$RC $(cat "$OUT")|$(cat "$ERR")" "1 |thp-status: --check-value: bad value \"\" for purge_delay: expected 0, a time with a unit (10ms, 1s, 5m; at most 24h) or never" \
         "$t: --check-value with an empty value: exit 1"
     run "$T" --check-value colour=blue
     is "$RC $(head -n 1 "$ERR")" "2 thp-status: --check-value: expected KEY=VALUE, KEY one of thp, thp_threshold, arena_size, purge_delay, purge, stats: 'colour=blue'" \

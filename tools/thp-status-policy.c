@@ -298,9 +298,11 @@ int ts_check_value(const char *assignment)
     struct cfg_settings s;
     struct ts_problems probs = {0};
     cfg_resolve(&s, &in, ts_problems_add, &probs);
+    /* A rejected value is an error: on stderr with the program's name (util-linux), the
+     * assignment alone on stdout when it is good (thpalloc-run exports it). */
     int rc = probs.n ? 1 : 0;
     for (size_t i = 0; i < probs.n; i++)
-        printf("%s\n", probs.v[i].msg);
+        fprintf(stderr, "thp-status: --check-value: %s\n", probs.v[i].msg);
     if (!probs.n)
         printf("%s\n", env);
     ts_problems_free(&probs);

@@ -81,7 +81,9 @@ int main(int argc, char **argv)
     const char *explain = NULL, *unit = NULL, *check_value = NULL;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+ace:u:jpr:vhV", longopts, NULL)) != -1) {
+    /* '+': options end at the first argument; ':': a missing argument is reported as such
+     * (without it getopt says '?' and "--explain" read as an invalid "-e"). */
+    while ((c = getopt_long(argc, argv, "+:ace:u:jpr:vhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'a':
             all = true;
