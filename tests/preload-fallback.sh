@@ -7,15 +7,9 @@ set -u
 SRC=${TESTS_SRCDIR:-$(cd "$(dirname "$0")" && pwd)}
 FUNCS=$SRC/../debian/preload-fallback.sh
 if [ ! -f "$FUNCS" ]; then
-    echo "1..0 # SKIP no debian/preload-fallback.sh (not in a dist tarball)"
-    exit 0
+    skip_all "no debian/preload-fallback.sh (not in a dist tarball)"
 fi
-n=0
-failed=0
-ok() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-fallback.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
@@ -31,7 +25,7 @@ show() { if [ -e "$1" ]; then od -An -c "$1" | tr -s ' \n' ' '; else echo '<abse
 # it wrote, and no temporary file. It says what it does only when the entry was there.
 case_() {
     local name=$1 initial=$2 expected=$3 imode=${4:-644}
-    local r=$tmp/$n f out rc=0 good=0 said
+    local r=$tmp/$tap_n f out rc=0 good=0 said
     mkdir -p "$r/etc"
     f=$r/etc/ld.so.preload
     [ "$initial" = ABSENT ] || { printf '%s' "$initial" >"$f" && chmod "$imode" "$f"; }
@@ -98,5 +92,4 @@ ok $? "has_entry: not in a comment"
 ! has "$tmp/none"
 ok $? "has_entry: no file"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

@@ -8,16 +8,10 @@ BUILD=${TESTS_BUILDDIR:-$(cd "$(dirname "$0")" && pwd)}
 TOOL=${THPALLOC_PRELOAD_TOOL:-$BUILD/../tools/thpalloc-preload}
 LIB=${THPALLOC_LIB:-$BUILD/../lib/.libs/libthpalloc.so.1}
 
-n=0
-failed=0
-ok() { # ok RC DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
 if [ ! -x "$TOOL" ] || [ ! -f "$LIB" ]; then
-    echo "1..0 # SKIP thpalloc-preload ($TOOL) or the library ($LIB) is not built"
-    exit 0
+    skip_all "thpalloc-preload ($TOOL) or the library ($LIB) is not built"
 fi
 P=${TOOL##*/} # the name its messages start with
 E=$("$TOOL" --help | sed -n 's/^entry: //p')
@@ -66,7 +60,7 @@ mode() { stat -c %a "$1" 2>/dev/null || echo absent; }
 R=
 case_() {
     local verb=$1 name=$2 initial=$3 expected=$4 imode=${5:-644}
-    R=$(mkroot "$verb-$n")
+    R=$(mkroot "$verb-$tap_n")
     local f=$R/etc/ld.so.preload
     if [ "$initial" != ABSENT ]; then printf '%s' "$initial" >"$f" && chmod "$imode" "$f"; fi
     local out rc=0
@@ -92,7 +86,7 @@ case_() {
 # status_ NAME INITIAL WANT: `status` prints WANT (enabled / disabled) and changes nothing.
 status_() {
     local r f out rc=0 before after good=0
-    r=$(mkroot "status-$n" nolib)
+    r=$(mkroot "status-$tap_n" nolib)
     f=$r/etc/ld.so.preload
     [ "$2" = ABSENT ] || printf '%s' "$2" >"$f"
     before=$(show "$f")
@@ -200,7 +194,7 @@ ok $? "disable twice: second run a no-op"
 
 # Round trips: enable then disable gives back the original bytes.
 for init in "$A$NL" "$A" "$A$NL# c" "# only a comment$NL" "$A	" "$NL$NL$A:$B$NL"; do
-    r=$(mkroot "round-$n")
+    r=$(mkroot "round-$tap_n")
     printf '%s' "$init" >"$r/etc/ld.so.preload"
     cp "$r/etc/ld.so.preload" "$tmp/orig"
     "$TOOL" --root "$r" enable >/dev/null 2>&1 && "$TOOL" --root "$r" disable >/dev/null 2>&1 \
@@ -225,7 +219,7 @@ fill() { local t=${1//@P@/$P}; t=${t//@E@/$E}; printf '%b' "${t//@F@/$2}"; }
 # EXPECTED (SAME: as they were; ABSENT: no file), mode 0644.
 xcase() {
     local verb=$1 name=$2 r f rc=0 good=0
-    r=$(mkroot "x$verb-$n")
+    r=$(mkroot "x$verb-$tap_n")
     f=$r/etc/ld.so.preload
     bytes "$3" >"$f" && chmod 644 "$f"
     if [ "$4" = SAME ]; then cp "$f" "$tmp/want"; else bytes "$4" >"$tmp/want"; fi
@@ -276,7 +270,7 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
     mkdir -p "$tmp/ns-etc"
     for spec in '@E@\n' '@E@\r\n' '\0\n@E@\n' '\0\n@E@' '@E@\0junk\n' '# a\0b\n@E@\n' \
         '/x\0y\n@E@' '@E@\n@E@\r\n'; do
-        r=$(mkroot "ldso-$n" nolib)
+        r=$(mkroot "ldso-$tap_n" nolib)
         bytes "$spec" >"$r/etc/ld.so.preload"
         st=$("$TOOL" --root "$r" status 2>/dev/null)
         printf '%b' "${spec//@E@/$LIB}" >"$tmp/ns-etc/ld.so.preload"
@@ -423,5 +417,4 @@ case $E in
     ;;
 esac
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing
