@@ -207,11 +207,11 @@ static bool lint_reach(void *ctx, const char *path, bool dir)
         if (stat(prefix, &ds) == 0 && S_ISDIR(ds.st_mode) && !(ds.st_mode & S_IXOTH)) {
             snprintf(msg, sizeof msg,
                      "directory %s (mode %04o, owner %s, group %s) is not searchable by other "
-                     "users: their processes cannot open this %s and run without its "
-                     "settings (chmod o+x %s)",
+                     "users: their processes cannot %s and run without %s (chmod o+x %s)",
                      prefix, (unsigned)(ds.st_mode & 07777), user_name(ds.st_uid, u, sizeof u),
-                     group_name(ds.st_gid, g, sizeof g), dir ? "directory's drop-ins" : "file",
-                     prefix);
+                     group_name(ds.st_gid, g, sizeof g),
+                     dir ? "read this directory's drop-ins" : "open this file",
+                     dir ? "them" : "its settings", prefix);
             ts_problems_add(ctx, path, 0, msg);
             return false;
         }
