@@ -197,7 +197,8 @@ static bool lint_reach(void *ctx, const char *path, bool dir)
     ts_rooted(root, sizeof root, "");
     size_t rl = strlen(root);
     struct stat st;
-    if (stat(path, &st) != 0)
+    int serr = stat(path, &st) == 0 ? 0 : errno;
+    if (serr == ENOENT)
         return true; /* missing: the library skips it for everyone alike */
     for (size_t i = rl; path[i]; i++) {
         if (path[i] != '/' && i != rl)
@@ -215,6 +216,11 @@ static bool lint_reach(void *ctx, const char *path, bool dir)
             ts_problems_add(ctx, path, 0, msg);
             return false;
         }
+    }
+    if (serr) { /* a --check run by a user who cannot reach it either */
+        snprintf(msg, sizeof msg, "cannot be examined: %s", strerror(serr));
+        ts_problems_add(ctx, path, 0, msg);
+        return false;
     }
     unsigned need = dir ? (S_IROTH | S_IXOTH) : S_IROTH;
     if ((st.st_mode & need) != need) {
