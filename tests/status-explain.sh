@@ -24,6 +24,8 @@ BIN=$SCRATCH/bin
 mkdir -p "$BIN"
 cp "$(readlink -f /bin/sleep)" "$BIN/realprog"
 ln -s realprog "$BIN/linkprog"
+printf '#!%s\n' "$BIN/linkprog" >"$BIN/myscript"
+chmod 755 "$BIN/myscript"
 R=$SCRATCH/root
 mkdir -p "$R$DIR_REL"
 cat >"$R$CONF_REL" <<'EOF'
@@ -119,6 +121,9 @@ for T in $TOOLS; do
     cmp -s "$SCRATCH/pid.rows" "$SCRATCH/explain.rows" || diff "$SCRATCH/pid.rows" "$SCRATCH/explain.rows" | sed 's/^/#   /'
     is "$(sed -n 1,2p "$OUT")" "program      realprog ($BIN/linkprog is a symbolic link to $BIN/realprog)
 executable   $BIN/realprog" "$t: --explain says which name it resolved to, and how"
+    run env PATH="$BIN:/usr/bin:/bin" "$T" --root "$R" --explain myscript
+    is "$(sed -n 1p "$OUT")" "program      realprog (myscript is a script run by $BIN/linkprog)" \
+        "$t: --explain SCRIPT: the interpreter's real name, as /proc/PID/exe will say"
     run env PATH="$BIN:/usr/bin:/bin" "$T" --json --root "$R" --explain linkprog
     is "$(json "$OUT" "d['explain']['program'], d['explain']['given'], d['explain']['exe']")" \
         "('realprog', 'linkprog', '$BIN/realprog')" "$t: --explain --json: the resolved name, the given one"

@@ -94,9 +94,9 @@ void ts_resolve_program(const char *program, char *exe, size_t cap, char *how, s
     snprintf(exe, cap, "%s", real);
     struct stat st;
     if (!how[0] && strcmp(found, real) != 0)
-        snprintf(how, hcap, "%s is %s %s", found,
-                 lstat(found, &st) == 0 && S_ISLNK(st.st_mode) ? "a symbolic link to"
-                                                               : "through symbolic links",
+        snprintf(how, hcap, "%s %s %s", found,
+                 lstat(found, &st) == 0 && S_ISLNK(st.st_mode) ? "is a symbolic link to"
+                                                               : "leads through symbolic links to",
                  real);
 }
 
