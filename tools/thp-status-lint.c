@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -52,14 +53,18 @@ static bool find_in_path(const char *name, char *out, size_t cap)
 /* The interpreter a "#!" script runs (with "env NAME", NAME found in PATH), into out. */
 static bool script_interpreter(const char *file, char *out, size_t cap)
 {
-    FILE *f = fopen(file, "re");
-    if (!f)
+    /* Only a regular file is read: a FIFO named on the command line must not block us. */
+    int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
         return false;
+    struct stat st;
     char line[256];
-    bool got = fgets(line, sizeof line, f) != NULL;
-    fclose(f);
-    if (!got || strncmp(line, "#!", 2) != 0)
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, line, sizeof line - 1) : -1;
+    close(fd);
+    if (n < 2 || strncmp(line, "#!", 2) != 0)
         return false;
+    line[n] = '\0';
+    line[strcspn(line, "\n")] = '\0'; /* the #! line only */
     char *save = NULL, *interp = strtok_r(line + 2, " \t\r\n", &save);
     if (!interp)
         return false;
