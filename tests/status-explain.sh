@@ -45,6 +45,7 @@ if [ -n "$PY" ]; then
 else
     PY=
 fi
+printf '[path /nonexistent/thp-test/prog]\nstats = exit\n' >>"$R$CONF_REL"
 chmod 644 "$R$CONF_REL"
 
 # The same policy in drop-ins that other users cannot read: the file (R2), the directory
@@ -124,6 +125,8 @@ executable   $BIN/realprog" "$t: --explain says which name it resolved to, and h
     run env PATH="$BIN:/usr/bin:/bin" "$T" --root "$R" --explain myscript
     is "$(sed -n 1p "$OUT")" "program      realprog (myscript is a script run by $BIN/linkprog)" \
         "$t: --explain SCRIPT: the interpreter's real name, as /proc/PID/exe will say"
+    run "$T" --root "$R" --explain /nonexistent/thp-test/prog
+    ok $(grep -qE '^  stats +exit ' "$OUT"; echo $?) "$t: --explain /PATH this machine lacks: [path /PATH] still applies"
     run env PATH="$BIN:/usr/bin:/bin" "$T" --json --root "$R" --explain linkprog
     is "$(json "$OUT" "d['explain']['program'], d['explain']['given'], d['explain']['exe']")" \
         "('realprog', 'linkprog', '$BIN/realprog')" "$t: --explain --json: the resolved name, the given one"
