@@ -290,6 +290,30 @@ else
     ok 0 "status against ld.so # SKIP needs root and unshare -m"
 fi
 
+# The CRLF repair on the system's own file (issue 34): every program of the smoke test
+# reads /etc/ld.so.preload too, and ld.so complains there about the entry with its '\r';
+# enable must repair the line all the same, not refuse over that complaint. In a private
+# mount namespace: /etc is a scratch directory, the entry's directory holds the library.
+libdir=$(dirname "$E")
+if [ "$(id -u)" = 0 ] && [[ $E != *'$LIB'* ]] && [ -d "$libdir" ] && unshare -m true 2>/dev/null; then
+    mkdir -p "$tmp/cr-etc" "$tmp/cr-lib"
+    cp "$LIB" "$tmp/cr-lib/${E##*/}"
+    printf '# local\r\n%s\r\n' "$E" >"$tmp/cr-etc/ld.so.preload"
+    unshare -m --propagation private sh -c \
+        'mount --bind "$2" "$3" && mount --bind "$1" /etc && exec "$4" enable' \
+        sh "$tmp/cr-etc" "$tmp/cr-lib" "$libdir" "$TOOL" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    printf '# local\r\n%s\n' "$E" >"$tmp/want"
+    # The tool's own start reads the broken line too: ld.so says so, once, and that is all.
+    want_err="ERROR: ld.so: object '$E"$'\r'"' from /etc/ld.so.preload cannot be preloaded (cannot open shared object file): ignored."
+    [ "$rc" -eq 0 ] && [ "$(cat "$tmp/err")" = "$want_err" ] &&
+        [ "$(cat "$tmp/out")" = "$P: enabled (carriage return after $E in /etc/ld.so.preload removed)" ] &&
+        cmp -s "$tmp/want" "$tmp/cr-etc/ld.so.preload"
+    ok $? "enable repairs a CRLF line of the system's own file (rc=$rc: $(tr -d '\r' <"$tmp/err"))"
+else
+    ok 0 "enable repairs the system's CRLF line # SKIP needs root, unshare -m and an entry without \$LIB"
+fi
+
 # --- refusal: a library that does not load leaves the file untouched ---
 # refuse NAME [WHY]: $r prepared; enable must fail, say why (exactly "refusing to enable:
 # WHY" and that the file is left as it was, when WHY is given), and not touch the file.
