@@ -270,6 +270,70 @@ xcase disable "our entry after a NUL: the NUL stays" '\0\n@E@\n' '\0\n' 0 \
 xcase disable "a NUL right after our entry: the NUL stays" '@E@\0\n/b\n' '\0\n/b\n' 0 \
     '@P@: disabled (@E@ taken out of @F@)' ''
 
+# --- behind another allocator (issue 34) ---
+# ld.so binds every program's malloc to the first preloaded library that defines it: our
+# entry after such a library is dormant in every process. In each root: J, a library that
+# defines malloc (as libjemalloc.so.2 does), and O, one that does not.
+if command -v "${CC:-cc}" >/dev/null 2>&1 &&
+    printf '%s\n' '#include <stddef.h>' 'void *malloc(size_t n) { (void)n; return 0; }' >"$tmp/jm.c" &&
+    echo 'int other_function(void) { return 1; }' >"$tmp/other.c" &&
+    "${CC:-cc}" -shared -fPIC -o "$tmp/libjemalloc.so.2" "$tmp/jm.c" 2>/dev/null &&
+    "${CC:-cc}" -shared -fPIC -o "$tmp/libother.so" "$tmp/other.c" 2>/dev/null; then
+    J=/usr/lib/libjemalloc.so.2
+    # dcase VERB NAME INITIAL EXPECTED RC STDOUT STDERR: xcase in a root that holds J and O
+    # (@J@, @O@ in the specs; @W@ in STDERR: the dormant warning, @WB@: for J's bare name).
+    dcase() {
+        local verb=$1 name=$2 r f rc=0 good=0 spec
+        r=$(mkroot "d-$n")
+        mkdir -p "$r/usr/lib" && cp "$tmp/libjemalloc.so.2" "$tmp/libother.so" "$r/usr/lib/"
+        f=$r/etc/ld.so.preload
+        spec=${3//@J@/$J}
+        [ "$3" = ABSENT_SPEC ] || bytes "${spec//@O@//usr/lib/libother.so}" >"$f"
+        if [ "$4" = SAME ]; then cp "$f" "$tmp/want"; else
+            spec=${4//@J@/$J}
+            bytes "${spec//@O@//usr/lib/libother.so}" >"$tmp/want"
+        fi
+        "$TOOL" --root "$r" $verb >"$tmp/out" 2>"$tmp/err" || rc=$?
+        local w="@P@: warning: @F@: @J@ comes before @E@ and owns malloc: thpalloc is preloaded but dormant in every process (thpalloc-preload enable --first puts it first)"
+        local werr=${7//@WB@/${w//@J@/libjemalloc.so.2}}
+        werr=${werr//@W@/${w//@J@/$J}}
+        cmp -s "$f" "$tmp/want" && [ "$rc" -eq "$5" ] &&
+            [ "$(cat "$tmp/out")" = "$(fill "$6" "$f")" ] &&
+            [ "$(cat "$tmp/err")" = "$(fill "$werr" "$f")" ] || good=1
+        if [ "$good" -ne 0 ]; then
+            echo "# rc=$rc stdout: $(cat "$tmp/out") stderr: $(cat "$tmp/err")"
+            echo "# got: $(show "$f") want: $(show "$tmp/want")"
+        fi
+        ok "$good" "$verb: $name"
+    }
+    dcase status "after an allocator: dormant" '@J@\n@E@\n' SAME 0 dormant '@W@'
+    dcase status "after an allocator, bare name (searched as ld.so does)" 'libjemalloc.so.2:@E@\n' SAME 0 dormant '@WB@'
+    dcase status "before an allocator" '@E@\n@J@\n' SAME 0 enabled ''
+    dcase status "after a library without malloc" '@O@ @E@\n' SAME 0 enabled ''
+    dcase status "after an allocator's comment" '# @J@\n@E@\n' SAME 0 enabled ''
+    dcase enable "after an allocator: added, and said dormant" '@J@\n' '@J@\n@E@\n' 0 \
+        '@P@: enabled (@E@ added to @F@)' '@W@'
+    dcase enable "already after an allocator: said dormant" '@J@\n@E@\n' SAME 0 \
+        '@P@: already enabled (@E@ in @F@)' '@W@'
+    dcase "enable --first" "--first: added at the top" '# local\n@J@\n' '@E@\n# local\n@J@\n' 0 \
+        '@P@: enabled (@E@ added first to @F@)' ''
+    dcase "enable --first" "--first: moved to the top, the line it left goes" '@J@ @O@\n@E@\n' '@E@\n@J@ @O@\n' 0 \
+        '@P@: enabled (@E@ moved to the top of @F@)' ''
+    dcase "enable --first" "--first: out of a line it shares" '@J@:@E@:@O@\n' '@E@\n@J@:@O@\n' 0 \
+        '@P@: enabled (@E@ moved to the top of @F@)' ''
+    dcase "enable --first" "--first: first already" '@E@\n@J@\n' SAME 0 '@P@: already enabled (@E@ in @F@)' ''
+    dcase "enable --first" "--first: no file" ABSENT_SPEC '@E@\n' 0 '@P@: enabled (@E@ added first to @F@)' ''
+    dcase "enable --first" "--first: a CRLF copy goes" '@J@\r\n@E@\r\n' '@E@\n@J@\r\n' 0 \
+        '@P@: enabled (@E@ added first to @F@)' ''
+    r=$(mkroot d-status)
+    printf '%s\n%s\n' "$J" "$E" >"$r/etc/ld.so.preload"
+    mkdir -p "$r/usr/lib" && cp "$tmp/libjemalloc.so.2" "$r/usr/lib/"
+    "$TOOL" --root "$r" --first enable >/dev/null 2>&1 && [ "$("$TOOL" --root "$r" status 2>&1)" = enabled ]
+    ok $? "after enable --first: status says enabled, nothing else"
+else
+    for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do ok 0 "behind another allocator # SKIP cannot build test libraries"; done
+fi
+
 # What ld.so itself does with such files, in a private mount namespace whose /etc holds
 # only the file, our entry replaced by the library's path: status must agree.
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
@@ -400,6 +464,7 @@ usage_ "--root without a value" "option '--root' requires an argument" status --
 usage_ "-r without a value" "option '-r' requires an argument" status -r
 usage_ "empty --root" "--root needs a directory" --root "" status
 usage_ "--help with a value" "option '--help' doesn't allow an argument" --help=x
+usage_ "--first with status" "--first is for enable only" --root "$r" --first status
 out=$("$TOOL" --root "$tmp/does-not-exist" status 2>&1)
 [ $? -eq 1 ] && [ "$out" = "$P: --root $tmp/does-not-exist: not a directory" ]
 ok $? "--root that does not exist: exit 1 ($out)"

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "preload-file.h"
+#include "preload-owner.h"
 
 /* The entry: /usr/$LIB/libthpalloc.so.1 when the library is installed in the system's
  * multiarch directory (ld.so expands $LIB to lib/<triplet> on Debian, so one line serves
@@ -62,9 +63,11 @@ static void usage(void)
            "\nCommands:\n"
            " enable     add the entry, once the library has proved that it loads and runs\n"
            " disable    take the entry out (the file goes when nothing else is in it)\n"
-           " status     print \"enabled\" or \"disabled\"\n"
+           " status     print \"enabled\", \"disabled\", or \"dormant\" (preloaded after\n"
+           "            another library that owns malloc)\n"
            "\nOptions:\n"
            " -r, --root DIR  edit DIR/etc/ld.so.preload instead of /etc/ld.so.preload\n"
+           " -f, --first     enable: put the entry first, before any other preload\n"
            " -h, --help      display this help\n"
            " -V, --version   display version\n"
            "\nentry: %s\n"
@@ -376,12 +379,50 @@ static void warn_missing_archs(void)
 
 /* --- verbs --- */
 
+/* An entry that ld.so reads before token `limit` and that defines malloc: ld.so binds every
+ * program's malloc to it, and thpalloc, preloaded after it, stays dormant. Its index, with
+ * owner[] set to the entry as written, or NONE. */
+static size_t malloc_owner(const struct current *c, size_t limit, char *owner, size_t cap)
+{
+    for (size_t k = 0; k < limit && k < c->p.ntok; k++) {
+        const struct token *t = &c->p.tok[k];
+        char file[2 * PATH_MAX];
+        if (t->ours || !t->seen ||
+            !preload_owns_malloc(root, c->buf + t->start, t->end - t->start, file, sizeof file))
+            continue;
+        snprintf(owner, cap, "%.*s", (int)(t->end - t->start), c->buf + t->start);
+        return k;
+    }
+    return NONE;
+}
+
+static void warn_dormant(const char *owner)
+{
+    warnx("warning: %s: %s comes before %s and owns malloc: thpalloc is preloaded but dormant "
+          "in every process (thpalloc-preload enable --first puts it first)",
+          path, owner, entry);
+}
+
+/* The first token ld.so reads; NONE if none. */
+static size_t first_token(const struct parsed *p)
+{
+    for (size_t k = 0; k < p->ntok; k++)
+        if (p->tok[k].seen)
+            return k;
+    return NONE;
+}
+
 static int cmd_status(void)
 {
     struct current c;
     if (load(&c) < 0)
         return 1;
-    puts(c.p.live > 0 ? "enabled" : "disabled");
+    size_t live = first_seen(&c.p, false);
+    char owner[PATH_MAX];
+    bool dormant = live != NONE && malloc_owner(&c, live, owner, sizeof owner) != NONE;
+    puts(live == NONE ? "disabled" : dormant ? "dormant" : "enabled");
+    if (dormant)
+        warn_dormant(owner);
     /* The copies of the entry that ld.so does not load, once each kind. */
     for (size_t k = 0; k < c.p.ntok; k++)
         if (c.p.tok[k].ours && !c.p.tok[k].seen) {
@@ -398,7 +439,22 @@ static int cmd_status(void)
     return 0;
 }
 
-static int cmd_enable(void)
+/* The file with our entry on a first line of its own, every other copy of it gone. */
+static char *entry_first(const struct current *c, size_t *n)
+{
+    size_t rest = 0;
+    char *without = c->exists ? without_ours(c, NONE, false, &rest) : NULL;
+    char *out = xrealloc(NULL, entry_len + 1 + rest);
+    memcpy(out, entry, entry_len);
+    out[entry_len] = '\n';
+    if (rest)
+        memcpy(out + entry_len + 1, without, rest);
+    free(without);
+    *n = entry_len + 1 + rest;
+    return out;
+}
+
+static int cmd_enable(bool first)
 {
     struct current c;
     if (load(&c) < 0)
@@ -406,7 +462,10 @@ static int cmd_enable(void)
     int rc = 0;
     char *out = NULL;
     size_t n = 0;
-    if (c.p.live > 0) {
+    char owner[PATH_MAX];
+    size_t live = first_seen(&c.p, false), fix = NONE;
+    bool move = first && live != NONE && live != first_token(&c.p);
+    if (live != NONE && !move) {
         /* Already there: only duplicates go (copies ld.so does not load too), and a mode
          * other than 0644 is repaired (a 0600 file silently disables every preload for
          * users other than root). */
@@ -415,7 +474,7 @@ static int cmd_enable(void)
             printf("%s: already enabled (%s in %s)\n", PROG, entry, path);
             goto out;
         }
-        out = without_ours(&c, first_seen(&c.p, false), false, &n);
+        out = without_ours(&c, live, false, &n);
         rc = write_file(out, n) == 0 ? 0 : 1;
         if (rc == 0)
             printf("%s: already enabled (%s in %s)%s%s\n", PROG, entry, path,
@@ -423,9 +482,11 @@ static int cmd_enable(void)
                    fix_mode ? "; mode set to 0644" : "");
         goto out;
     }
-    /* A CRLF line's copy is repaired where it is; a NUL would hide an entry added after it. */
-    size_t fix = first_seen(&c.p, true);
-    if (fix == NONE && c.p.nul < c.len) {
+    /* A CRLF line's copy is repaired where it is; a NUL would hide an entry added after it
+     * (not one put first). */
+    if (!first)
+        fix = first_seen(&c.p, true);
+    if (!first && fix == NONE && c.p.nul < c.len) {
         warnx("refusing to enable: %s has a NUL byte (offset %zu): ld.so reads no entry "
               "after it; take it out by hand",
               path, c.p.nul);
@@ -434,11 +495,19 @@ static int cmd_enable(void)
         goto out;
     }
     char why[2048];
-    ignore_cr_complaint = fix != NONE && root[0] == '\0';
+    ignore_cr_complaint = first_seen(&c.p, true) != NONE && root[0] == '\0';
     if (!smoke(why, sizeof why)) {
         warnx("refusing to enable: %s", why);
         warnx("%s left as it was", path);
         rc = 1;
+        goto out;
+    }
+    if (first) {
+        out = entry_first(&c, &n);
+        rc = write_file(out, n) == 0 ? 0 : 1;
+        if (rc == 0)
+            printf("%s: enabled (%s %s %s)\n", PROG, entry,
+                   move ? "moved to the top of" : "added first to", path);
         goto out;
     }
     if (fix != NONE) {
@@ -467,6 +536,14 @@ static int cmd_enable(void)
     if (rc == 0)
         printf("%s: enabled (%s added to %s)\n", PROG, entry, path);
 out:
+    /* Where the entry is now: after an allocator, it is dormant (not after --first). */
+    if (rc == 0 && !first && c.exists &&
+        malloc_owner(&c,
+                     live != NONE  ? live
+                     : fix != NONE ? fix
+                                   : c.p.ntok,
+                     owner, sizeof owner) != NONE)
+        warn_dormant(owner);
     if (rc == 0)
         warn_missing_archs();
     free(out);
@@ -509,17 +586,22 @@ int main(int argc, char **argv)
     set_entry();
     static const struct option longopts[] = {
         {"root", required_argument, NULL, 'r'},
+        {"first", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     const char *rootarg = NULL;
+    bool first = false;
     int c;
     opterr = 0; /* our own messages, with the short name and the --help hint */
-    while ((c = getopt_long(argc, argv, ":r:hV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":r:fhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
             rootarg = optarg;
+            break;
+        case 'f':
+            first = true;
             break;
         case 'h':
             usage();
@@ -547,6 +629,8 @@ int main(int argc, char **argv)
         bad_usage("one command only (got %s and %s)", verb, argv[optind + 1]);
     if (strcmp(verb, "enable") != 0 && strcmp(verb, "disable") != 0 && strcmp(verb, "status") != 0)
         bad_usage("unknown command '%s'", verb);
+    if (first && strcmp(verb, "enable") != 0)
+        bad_usage("--first is for enable only");
     if (rootarg != NULL && rootarg[0] == '\0')
         bad_usage("--root needs a directory");
     if (rootarg != NULL) {
@@ -573,7 +657,7 @@ int main(int argc, char **argv)
         err(1, "%s", dir);
     if (flock(dfd, LOCK_EX) != 0)
         err(1, "cannot lock %s", dir);
-    int rc = strcmp(verb, "enable") == 0 ? cmd_enable() : cmd_disable();
+    int rc = strcmp(verb, "enable") == 0 ? cmd_enable(first) : cmd_disable();
     fflush(stdout);
     close(dfd);
     return rc;
