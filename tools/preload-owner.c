@@ -54,9 +54,11 @@ static bool section(int fd, bool is64, uint64_t shoff, unsigned shentsize, unsig
     return true;
 }
 
-/* Whether the symbol table s (string table str) defines a function named malloc. */
-static int scan_symbols(int fd, bool is64, const struct sect *s, const char *str, uint64_t strsz)
+/* Whether the symbol table s (string table str) defines a function named `want`. */
+static int scan_symbols(int fd, bool is64, const struct sect *s, const char *str, uint64_t strsz,
+                        const char *want)
 {
+    size_t wl = strlen(want) + 1;
     size_t ent = is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
     unsigned char buf[256 * sizeof(Elf64_Sym)];
     uint64_t n = s->size / ent;
@@ -81,8 +83,7 @@ static int scan_symbols(int fd, bool is64, const struct sect *s, const char *str
             if (shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
                 (bind != STB_GLOBAL && bind != STB_WEAK) || name >= strsz)
                 continue;
-            if (strsz - name >= sizeof "malloc" &&
-                memcmp(str + name, "malloc", sizeof "malloc") == 0)
+            if (strsz - name >= wl && memcmp(str + name, want, wl) == 0)
                 return 1;
         }
         i += chunk;
@@ -90,7 +91,7 @@ static int scan_symbols(int fd, bool is64, const struct sect *s, const char *str
     return 0;
 }
 
-int elf_defines_malloc(const char *file)
+int elf_defines(const char *file, const char *want)
 {
     int fd = open(file, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -135,7 +136,7 @@ int elf_defines_malloc(const char *file)
         if (!str || !rd(fd, str, t.size, t.off))
             goto out;
         str[t.size] = '\0';
-        rc = scan_symbols(fd, is64, &s, str, t.size);
+        rc = scan_symbols(fd, is64, &s, str, t.size, want);
         goto out;
     }
     rc = 0; /* no dynamic symbols: defines nothing for ld.so */
@@ -187,5 +188,5 @@ int preload_resolve(const char *root, const char *tok, size_t len, char *file, s
 
 int preload_owns_malloc(const char *root, const char *tok, size_t len, char *file, size_t cap)
 {
-    return preload_resolve(root, tok, len, file, cap) && elf_defines_malloc(file) == 1;
+    return preload_resolve(root, tok, len, file, cap) && elf_defines(file, "malloc") == 1;
 }

@@ -7,11 +7,11 @@
 
 #include <stddef.h>
 
-/* 1 when the ELF object at `file` defines malloc (a function in its dynamic symbol table),
- * 0 when it does not, -1 when that cannot be told (unreadable, not ELF, implausible).
- * Bounded work: the headers, at most 4096 section headers, and the dynamic symbol and
- * string tables, each within the file and at most 16 MiB. */
-int elf_defines_malloc(const char *file);
+/* 1 when the ELF object at `file` defines the function `name` (in its dynamic symbol
+ * table), 0 when it does not, -1 when that cannot be told (unreadable, not ELF,
+ * implausible). Bounded work: the headers, at most 4096 section headers, and the dynamic
+ * symbol and string tables, each within the file and at most 16 MiB. */
+int elf_defines(const char *file, const char *name);
 
 /* The file ld.so loads for the entry tok[0..len) of ROOT/etc/ld.so.preload (root "" for
  * /): $LIB and ${LIB} are tried as lib/<multiarch>, lib64 and lib; a name without '/' is

@@ -68,6 +68,8 @@ static void usage(void)
            "\nOptions:\n"
            " -r, --root DIR  edit DIR/etc/ld.so.preload instead of /etc/ld.so.preload\n"
            " -f, --first     enable: put the entry first, before any other preload\n"
+           "     --host-test with --root, enable: try DIR's library on this system\n"
+           "                   (by default only in a chroot of DIR, or not at all)\n"
            " -h, --help      display this help\n"
            " -V, --version   display version\n"
            "\nentry: %s\n"
@@ -99,12 +101,12 @@ static void set_entry(void)
 
 /* --- the smoke test --- */
 
-/* Runs argv[0] (a full path) with envp, stdin and the other output on /dev/null, and output
- * `fd` (1 or 2) read into out[cap] (NUL-terminated, trailing newlines and blanks cut, *len
- * bytes; the rest of a longer output is read and dropped). Returns the wait status, or -1
- * with why[] saying what failed. */
-static int run_capture(char *const argv[], char *const envp[], int fd, char *out, size_t cap,
-                       size_t *len, char *why, size_t wcap)
+/* Runs argv[0] (a full path; inside `in` when that is not NULL: a chroot of it) with envp,
+ * stdin and the other output on /dev/null, and output `fd` (1 or 2) read into out[cap]
+ * (NUL-terminated, trailing newlines and blanks cut, *len bytes; the rest of a longer output
+ * is read and dropped). Returns the wait status, or -1 with why[] saying what failed. */
+static int run_capture(const char *in, char *const argv[], char *const envp[], int fd, char *out,
+                       size_t cap, size_t *len, char *why, size_t wcap)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0) {
@@ -128,6 +130,10 @@ static int run_capture(char *const argv[], char *const envp[], int fd, char *out
             dup2(nul, 2);
         }
         dup2(w, fd);
+        if (in && (chroot(in) != 0 || chdir("/") != 0)) {
+            dprintf(fd, "cannot chroot to %s: %s", in, strerror(errno));
+            _exit(127);
+        }
         signal(SIGALRM, SIG_DFL);
         alarm(30); /* a program that hangs fails the check instead of the install */
         execve(argv[0], argv, envp);
@@ -267,16 +273,17 @@ static void drop_cr_complaint(char *err, size_t *n)
     *n = o;
 }
 
-/* Runs argv with LD_PRELOAD=lib and a small fixed environment; true when it exits 0 and
- * writes nothing to stderr. On failure, why[] says what happened. */
-static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap)
+/* Runs argv with LD_PRELOAD=lib and a small fixed environment (inside a chroot of `in`
+ * unless NULL); true when it exits 0 and writes nothing to stderr. On failure, why[] says
+ * what happened. */
+static bool smoke_one(const char *in, const char *lib, char *const argv[], char *why, size_t cap)
 {
     char pre[2 * PATH_MAX + 16];
     snprintf(pre, sizeof pre, "LD_PRELOAD=%s", lib);
     char *envp[] = {pre, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     char err[1024];
     size_t n = 0;
-    int st = run_capture(argv, envp, 2, err, sizeof err, &n, why, cap);
+    int st = run_capture(in, argv, envp, 2, err, sizeof err, &n, why, cap);
     if (st < 0)
         return false;
     if (ignore_cr_complaint)
@@ -303,8 +310,65 @@ static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap
     return true;
 }
 
+/* With --root, the library is DIR's: it must never run as this system's root (its
+ * constructors would). Without a run, it is read: there, an ELF object that exports
+ * thpalloc_active. */
+static bool host_test; /* --host-test: run it on this system all the same */
+static bool not_run;   /* set by smoke(): the library was read, not run */
+
+static bool read_library(char *why, size_t cap)
+{
+    char file[2 * PATH_MAX];
+    if (!preload_resolve(root, entry, entry_len, file, sizeof file)) {
+        snprintf(why, cap, "%.900s%.900s: no such library", root, entry);
+        return false;
+    }
+    int r = elf_defines(file, "thpalloc_active");
+    if (r < 0)
+        snprintf(why, cap, "%.1800s is not an ELF shared object", file);
+    else if (r == 0)
+        snprintf(why, cap, "%.1800s does not export thpalloc_active: it is not thpalloc", file);
+    return r == 1;
+}
+
+/* The smoke test inside a chroot of DIR: its programs, its ld.so, its library; the probe
+ * is DIR's own thpalloc-preload when it has one. */
+static bool smoke_in_root(char *why, size_t cap)
+{
+    char *t[] = {"/bin/true", NULL};
+    char p[2 * PATH_MAX];
+    bool ok = smoke_one(root, entry, t, why, cap);
+    snprintf(p, sizeof p, "%s/bin/ls", root);
+    if (ok && access(p, X_OK) == 0) {
+        char *l[] = {"/bin/ls", "-la", "/", NULL};
+        ok = smoke_one(root, entry, l, why, cap);
+    }
+    snprintf(p, sizeof p, "%s%s/thpalloc-preload", root, THPALLOC_SBINDIR);
+    if (ok && access(p, X_OK) == 0) {
+        char *a[] = {THPALLOC_SBINDIR "/thpalloc-preload", PROBE_ARG, entry, NULL};
+        ok = smoke_one(root, entry, a, why, cap);
+    }
+    if (!ok) {
+        char tmp[2048];
+        snprintf(tmp, sizeof tmp, "in a chroot of %.500s: %.1500s", root, why);
+        snprintf(why, cap, "%s", tmp);
+    }
+    return ok;
+}
+
 static bool smoke(char *why, size_t cap)
 {
+    if (root[0] != '\0' && !host_test) {
+        if (!read_library(why, cap))
+            return false;
+        char t[PATH_MAX + 16];
+        snprintf(t, sizeof t, "%s/bin/true", root);
+        if (geteuid() != 0 || access(t, X_OK) != 0) {
+            not_run = true;
+            return true;
+        }
+        return smoke_in_root(why, cap);
+    }
     char lib[2 * PATH_MAX];
     if (snprintf(lib, sizeof lib, "%s%s", root, entry) >= (int)sizeof lib) {
         snprintf(why, cap, "path too long");
@@ -319,16 +383,16 @@ static bool smoke(char *why, size_t cap)
         return false;
     }
     char *t[] = {"/bin/true", NULL};
-    if (!smoke_one(lib, t, why, cap))
+    if (!smoke_one(NULL, lib, t, why, cap))
         return false;
     /* A real program that allocates, when there is one. */
     if (access("/bin/ls", X_OK) == 0) {
         char *l[] = {"/bin/ls", "-la", "/", NULL};
-        if (!smoke_one(lib, l, why, cap))
+        if (!smoke_one(NULL, lib, l, why, cap))
             return false;
     }
     char *p[] = {(char *)probe_exe(), PROBE_ARG, lib, NULL};
-    return smoke_one(lib, p, why, cap);
+    return smoke_one(NULL, lib, p, why, cap);
 }
 
 /* dpkg architectures and where their libraries go (the $LIB of their ld.so). */
@@ -359,7 +423,7 @@ static void warn_missing_archs(void)
     char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     char out[1024], why[256];
     size_t n = 0;
-    int st = run_capture(argv, envp, 1, out, sizeof out, &n, why, sizeof why);
+    int st = run_capture(NULL, argv, envp, 1, out, sizeof out, &n, why, sizeof why);
     if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return;
     for (char *save = NULL, *arch = strtok_r(out, " \t\n", &save); arch;
@@ -544,6 +608,10 @@ out:
                                    : c.p.ntok,
                      owner, sizeof owner) != NONE)
         warn_dormant(owner);
+    if (rc == 0 && not_run)
+        warnx("warning: %s was read, not run: with --root it runs only in a chroot of %s, "
+              "which needs root and %s/bin/true (--host-test runs it on this system)",
+              entry, root, root);
     if (rc == 0)
         warn_missing_archs();
     free(out);
@@ -585,11 +653,9 @@ int main(int argc, char **argv)
         return probe(argv[2]);
     set_entry();
     static const struct option longopts[] = {
-        {"root", required_argument, NULL, 'r'},
-        {"first", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"root", required_argument, NULL, 'r'}, {"first", no_argument, NULL, 'f'},
+        {"host-test", no_argument, NULL, 'H'},  {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},    {NULL, 0, NULL, 0},
     };
     const char *rootarg = NULL;
     bool first = false;
@@ -602,6 +668,9 @@ int main(int argc, char **argv)
             break;
         case 'f':
             first = true;
+            break;
+        case 'H':
+            host_test = true;
             break;
         case 'h':
             usage();
