@@ -517,5 +517,94 @@ case $E in
     ;;
 esac
 
+# --- --root: DIR's library never runs on this system (issue 38) ---
+# A library in DIR whose constructor creates $tmp/ctor-ran and that exports
+# thpalloc_active() returning 1. Without a chroot it must not run at all; in a chroot of DIR
+# it runs there, where the file lands under DIR.
+if command -v "${CC:-cc}" >/dev/null 2>&1 &&
+    printf '%s\n' '#include <fcntl.h>' '#include <unistd.h>' \
+        '__attribute__((constructor)) static void ran(void) {' \
+        '    int fd = open(MARK, O_WRONLY | O_CREAT, 0644);' '    if (fd >= 0) close(fd);' '}' \
+        'int thpalloc_active(void) { return 1; }' >"$tmp/ctor.c" &&
+    "${CC:-cc}" -shared -fPIC -DMARK="\"$tmp/ctor-ran\"" -o "$tmp/ctor.so" "$tmp/ctor.c" 2>/dev/null; then
+    W_READ="$P: warning: $E was read, not run: with --root it runs only in a chroot of @R@, which needs root and @R@/bin/true (--host-test runs it on this system)"
+    r=$(mkroot ctor-nochroot nolib)
+    place "$r" "$tmp/ctor.so"
+    "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 0 ] && [ ! -e "$tmp/ctor-ran" ] &&
+        [ "$(cat "$tmp/out")" = "$P: enabled ($E added to $r/etc/ld.so.preload)" ] &&
+        [ "$(cat "$tmp/err")" = "${W_READ//@R@/$r}" ] && [ "$(cat "$r/etc/ld.so.preload")" = "$E" ]
+    ok $? "--root without a chroot: the library is read, not run (rc=$rc; ran: $([ -e "$tmp/ctor-ran" ] && echo yes || echo no))"
+    rm -f "$tmp/ctor-ran"
+    # Read, not run: what is not thpalloc is refused all the same.
+    if [ -f "${libm:-}" ]; then
+        r=$(mkroot ctor-libm nolib)
+        place "$r" "$libm"
+        printf '%s\n' "$A" >"$r/etc/ld.so.preload"
+        out=$("$TOOL" --root "$r" enable 2>&1)
+        [ $? -eq 1 ] && [ "$out" = "$P: refusing to enable: $(loaded "$r") does not export thpalloc_active: it is not thpalloc$NL$P: $r/etc/ld.so.preload left as it was" ]
+        ok $? "--root without a chroot: libm under thpalloc's name is refused unread ($out)"
+    else
+        ok 0 "--root without a chroot: libm refused # SKIP no libm.so.6"
+    fi
+    # A chroot: /bin/true and the probe (the plain build of this tool, at both sbin
+    # directories a build may name) with what ldd says they need, at the same paths.
+    copy_in() { # copy_in ROOT FILE...
+        local r=$1 f d
+        shift
+        for f in "$@" $(ldd "$@" 2>/dev/null | grep -o '/[^ ]*' | sort -u); do
+            d=$r$(dirname "$f")
+            mkdir -p "$d" && cp -L "$f" "$d/"
+        done
+    }
+    mkchroot() { # mkchroot NAME LIBRARY: prints the root
+        local r
+        r=$(mkroot "$1" nolib)
+        place "$r" "$2"
+        copy_in "$r" /bin/true
+        for d in /usr/sbin /usr/local/sbin; do
+            mkdir -p "$r$d" && cp "$BUILD/../tools/thpalloc-preload" "$r$d/"
+        done
+        copy_in "$r" "$BUILD/../tools/thpalloc-preload" "$LIB"
+        mkdir -p "$r$tmp"
+        echo "$r"
+    }
+    if [ "$(id -u)" = 0 ] && [ -x /bin/true ] && command -v ldd >/dev/null &&
+        r=$(mkchroot ctor-chroot "$tmp/ctor.so") && chroot "$r" /bin/true 2>/dev/null; then
+        "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ "$rc" -eq 0 ] && [ ! -e "$tmp/ctor-ran" ] && [ -e "$r$tmp/ctor-ran" ] && [ ! -s "$tmp/err" ] &&
+            [ "$(cat "$tmp/out")" = "$P: enabled ($E added to $r/etc/ld.so.preload)" ]
+        ok $? "--root with a chroot: the library runs inside it, not here (rc=$rc $(cat "$tmp/err"))"
+        rm -f "$tmp/ctor-ran"
+        r=$(mkchroot thp-chroot "$LIB")
+        "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$("$TOOL" --root "$r" status)" = enabled ]
+        ok $? "--root with a chroot: thpalloc passes the smoke test there (rc=$rc $(cat "$tmp/err"))"
+        if [ -f "$tmp/dormant.so" ]; then
+            r=$(mkchroot dormant-chroot "$tmp/dormant.so")
+            out=$("$TOOL" --root "$r" enable 2>&1)
+            [ $? -eq 1 ] && [ "$out" = "$P: refusing to enable: in a chroot of $r: $(loaded ""): thpalloc_active() returned 0, not 1: its malloc is not the program's$NL$P: $r/etc/ld.so.preload left as it was" ] &&
+                [ ! -e "$r/etc/ld.so.preload" ]
+            ok $? "--root with a chroot: the probe runs there and refuses ($out)"
+        else
+            ok 0 "--root with a chroot: the probe refuses # SKIP no test library"
+        fi
+    else
+        for i in 1 2 3; do ok 0 "--root with a chroot # SKIP needs root, ldd and a chroot"; done
+    fi
+    # Asked for: --host-test runs it here (as before).
+    r=$(mkroot ctor-host nolib)
+    place "$r" "$tmp/ctor.so"
+    "$TOOL" --root "$r" --host-test enable >/dev/null 2>&1
+    [ -e "$tmp/ctor-ran" ]
+    ok $? "--root --host-test: the library runs on this system, as asked"
+    rm -f "$tmp/ctor-ran"
+else
+    for i in 1 2 3 4 5 6; do ok 0 "--root and the library # SKIP cannot build a test library"; done
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ]
