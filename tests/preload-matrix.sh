@@ -221,20 +221,33 @@ ok $? "enable + disable with no file: no file"
 # ld.so reads the file as a C string: nothing after a NUL (outside a comment), except the
 # last word when the file does not end in a separator. '\r' is no separator: a CRLF line's
 # entry names a file that ends in '\r', which ld.so cannot load.
-# bytes SPEC: SPEC through printf %b (\0, \r, \n) with @E@ for the entry.
-bytes() { printf '%b' "${1//@E@/$E}"; }
-# fill TEXT FILE: TEXT with @P@, @E@, @F@ for the program, the entry and FILE.
-fill() { local t=${1//@P@/$P}; t=${t//@E@/$E}; printf '%b' "${t//@F@/$2}"; }
+# bytes SPEC: SPEC through printf %b (\0, \r, \n) with @E@ for the entry, @J@ and @O@ for
+# the libraries J and O (see "behind another allocator").
+J=/usr/lib/libjemalloc.so.2
+bytes() { local t=${1//@E@/$E}; t=${t//@J@/$J}; printf '%b' "${t//@O@//usr/lib/libother.so}"; }
+# fill TEXT FILE: TEXT with @P@, @E@, @F@ for the program, the entry and FILE; @W@ and @WB@:
+# the warning that J (as a path, as a bare name) owns malloc.
+W_DORMANT="@P@: warning: @F@: @J@ comes before @E@ and owns malloc: thpalloc is preloaded but dormant in every process (thpalloc-preload enable --first puts it first)"
+fill() {
+    local t=${1//@WB@/${W_DORMANT//@J@/libjemalloc.so.2}}
+    t=${t//@W@/${W_DORMANT//@J@/$J}}
+    t=${t//@P@/$P}
+    t=${t//@E@/$E}
+    printf '%b' "${t//@F@/$2}"
+}
 # xcase VERB NAME INITIAL EXPECTED RC STDOUT STDERR: with the bytes INITIAL (a spec, as for
-# bytes), `VERB` exits RC, prints exactly STDOUT and STDERR (fill) and leaves the bytes
-# EXPECTED (SAME: as they were; ABSENT: no file), mode 0644.
+# bytes; ABSENT: no file), `VERB` (words) exits RC, prints exactly STDOUT and STDERR (fill)
+# and leaves the bytes EXPECTED (SAME: as they were; ABSENT: no file), mode 0644.
 xcase() {
     local verb=$1 name=$2 r f rc=0 good=0
-    r=$(mkroot "x$verb-$n")
+    r=$(mkroot "x-$n")
+    if [ -f "$tmp/libjemalloc.so.2" ]; then
+        mkdir -p "$r/usr/lib" && cp "$tmp/libjemalloc.so.2" "$tmp/libother.so" "$r/usr/lib/"
+    fi
     f=$r/etc/ld.so.preload
-    bytes "$3" >"$f" && chmod 644 "$f"
+    [ "$3" = ABSENT ] || { bytes "$3" >"$f" && chmod 644 "$f"; }
     if [ "$4" = SAME ]; then cp "$f" "$tmp/want"; else bytes "$4" >"$tmp/want"; fi
-    "$TOOL" --root "$r" $HT "$verb" >"$tmp/out" 2>"$tmp/err" || rc=$?
+    "$TOOL" --root "$r" $HT $verb >"$tmp/out" 2>"$tmp/err" || rc=$?
     if [ "$4" = ABSENT ]; then [ ! -e "$f" ] || good=1; else
         cmp -s "$f" "$tmp/want" && [ "$(mode "$f")" = 644 ] || good=1
     fi
@@ -284,51 +297,24 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
     echo 'int other_function(void) { return 1; }' >"$tmp/other.c" &&
     "${CC:-cc}" -shared -fPIC -o "$tmp/libjemalloc.so.2" "$tmp/jm.c" 2>/dev/null &&
     "${CC:-cc}" -shared -fPIC -o "$tmp/libother.so" "$tmp/other.c" 2>/dev/null; then
-    J=/usr/lib/libjemalloc.so.2
-    # dcase VERB NAME INITIAL EXPECTED RC STDOUT STDERR: xcase in a root that holds J and O
-    # (@J@, @O@ in the specs; @W@ in STDERR: the dormant warning, @WB@: for J's bare name).
-    dcase() {
-        local verb=$1 name=$2 r f rc=0 good=0 spec
-        r=$(mkroot "d-$n")
-        mkdir -p "$r/usr/lib" && cp "$tmp/libjemalloc.so.2" "$tmp/libother.so" "$r/usr/lib/"
-        f=$r/etc/ld.so.preload
-        spec=${3//@J@/$J}
-        [ "$3" = ABSENT_SPEC ] || bytes "${spec//@O@//usr/lib/libother.so}" >"$f"
-        if [ "$4" = SAME ]; then cp "$f" "$tmp/want"; else
-            spec=${4//@J@/$J}
-            bytes "${spec//@O@//usr/lib/libother.so}" >"$tmp/want"
-        fi
-        "$TOOL" --root "$r" $HT $verb >"$tmp/out" 2>"$tmp/err" || rc=$?
-        local w="@P@: warning: @F@: @J@ comes before @E@ and owns malloc: thpalloc is preloaded but dormant in every process (thpalloc-preload enable --first puts it first)"
-        local werr=${7//@WB@/${w//@J@/libjemalloc.so.2}}
-        werr=${werr//@W@/${w//@J@/$J}}
-        cmp -s "$f" "$tmp/want" && [ "$rc" -eq "$5" ] &&
-            [ "$(cat "$tmp/out")" = "$(fill "$6" "$f")" ] &&
-            [ "$(cat "$tmp/err")" = "$(fill "$werr" "$f")" ] || good=1
-        if [ "$good" -ne 0 ]; then
-            echo "# rc=$rc stdout: $(cat "$tmp/out") stderr: $(cat "$tmp/err")"
-            echo "# got: $(show "$f") want: $(show "$tmp/want")"
-        fi
-        ok "$good" "$verb: $name"
-    }
-    dcase status "after an allocator: dormant" '@J@\n@E@\n' SAME 0 dormant '@W@'
-    dcase status "after an allocator, bare name (searched as ld.so does)" 'libjemalloc.so.2:@E@\n' SAME 0 dormant '@WB@'
-    dcase status "before an allocator" '@E@\n@J@\n' SAME 0 enabled ''
-    dcase status "after a library without malloc" '@O@ @E@\n' SAME 0 enabled ''
-    dcase status "after an allocator's comment" '# @J@\n@E@\n' SAME 0 enabled ''
-    dcase enable "after an allocator: added, and said dormant" '@J@\n' '@J@\n@E@\n' 0 \
+    xcase status "after an allocator: dormant" '@J@\n@E@\n' SAME 0 dormant '@W@'
+    xcase status "after an allocator, bare name (searched as ld.so does)" 'libjemalloc.so.2:@E@\n' SAME 0 dormant '@WB@'
+    xcase status "before an allocator" '@E@\n@J@\n' SAME 0 enabled ''
+    xcase status "after a library without malloc" '@O@ @E@\n' SAME 0 enabled ''
+    xcase status "after an allocator's comment" '# @J@\n@E@\n' SAME 0 enabled ''
+    xcase enable "after an allocator: added, and said dormant" '@J@\n' '@J@\n@E@\n' 0 \
         '@P@: enabled (@E@ added to @F@)' '@W@'
-    dcase enable "already after an allocator: said dormant" '@J@\n@E@\n' SAME 0 \
+    xcase enable "already after an allocator: said dormant" '@J@\n@E@\n' SAME 0 \
         '@P@: already enabled (@E@ in @F@)' '@W@'
-    dcase "enable --first" "--first: added at the top" '# local\n@J@\n' '@E@\n# local\n@J@\n' 0 \
+    xcase "enable --first" "--first: added at the top" '# local\n@J@\n' '@E@\n# local\n@J@\n' 0 \
         '@P@: enabled (@E@ added first to @F@)' ''
-    dcase "enable --first" "--first: moved to the top, the line it left goes" '@J@ @O@\n@E@\n' '@E@\n@J@ @O@\n' 0 \
+    xcase "enable --first" "--first: moved to the top, the line it left goes" '@J@ @O@\n@E@\n' '@E@\n@J@ @O@\n' 0 \
         '@P@: enabled (@E@ moved to the top of @F@)' ''
-    dcase "enable --first" "--first: out of a line it shares" '@J@:@E@:@O@\n' '@E@\n@J@:@O@\n' 0 \
+    xcase "enable --first" "--first: out of a line it shares" '@J@:@E@:@O@\n' '@E@\n@J@:@O@\n' 0 \
         '@P@: enabled (@E@ moved to the top of @F@)' ''
-    dcase "enable --first" "--first: first already" '@E@\n@J@\n' SAME 0 '@P@: already enabled (@E@ in @F@)' ''
-    dcase "enable --first" "--first: no file" ABSENT_SPEC '@E@\n' 0 '@P@: enabled (@E@ added first to @F@)' ''
-    dcase "enable --first" "--first: a CRLF copy goes" '@J@\r\n@E@\r\n' '@E@\n@J@\r\n' 0 \
+    xcase "enable --first" "--first: first already" '@E@\n@J@\n' SAME 0 '@P@: already enabled (@E@ in @F@)' ''
+    xcase "enable --first" "--first: no file" ABSENT '@E@\n' 0 '@P@: enabled (@E@ added first to @F@)' ''
+    xcase "enable --first" "--first: a CRLF copy goes" '@J@\r\n@E@\r\n' '@E@\n@J@\r\n' 0 \
         '@P@: enabled (@E@ added first to @F@)' ''
     r=$(mkroot d-status)
     printf '%s\n%s\n' "$J" "$E" >"$r/etc/ld.so.preload"
@@ -336,7 +322,7 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
     "$TOOL" --root "$r" --first enable >/dev/null 2>&1 && [ "$("$TOOL" --root "$r" status 2>&1)" = enabled ]
     ok $? "after enable --first: status says enabled, nothing else"
 else
-    for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do ok 0 "behind another allocator # SKIP cannot build test libraries"; done
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do ok 0 "behind another allocator # SKIP cannot build test libraries"; done
 fi
 
 # What ld.so itself does with such files, in a private mount namespace whose /etc holds
@@ -593,7 +579,7 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
             ok 0 "--root with a chroot: the probe refuses # SKIP no test library"
         fi
     else
-        for i in 1 2 3; do ok 0 "--root with a chroot # SKIP needs root, ldd and a chroot"; done
+        for _ in 1 2 3; do ok 0 "--root with a chroot # SKIP needs root, ldd and a chroot"; done
     fi
     # Asked for: --host-test runs it here (as before).
     r=$(mkroot ctor-host nolib)
@@ -603,7 +589,7 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
     ok $? "--root --host-test: the library runs on this system, as asked"
     rm -f "$tmp/ctor-ran"
 else
-    for i in 1 2 3 4 5 6; do ok 0 "--root and the library # SKIP cannot build a test library"; done
+    for _ in 1 2 3 4 5 6; do ok 0 "--root and the library # SKIP cannot build a test library"; done
 fi
 
 echo "1..$n"
