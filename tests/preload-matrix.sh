@@ -569,6 +569,14 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
         rc=$?
         [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$("$TOOL" --root "$r" status)" = enabled ]
         ok $? "--root with a chroot: thpalloc passes the smoke test there (rc=$rc $(cat "$tmp/err"))"
+        # A CRLF line in DIR's file: the programs in the chroot read it too.
+        r=$(mkchroot cr-chroot "$LIB")
+        printf '%s\r\n' "$E" >"$r/etc/ld.so.preload"
+        "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$(cat "$r/etc/ld.so.preload")" = "$E" ] &&
+            [ "$(cat "$tmp/out")" = "$P: enabled (carriage return after $E in $r/etc/ld.so.preload removed)" ]
+        ok $? "--root with a chroot: a CRLF line of DIR's file is repaired (rc=$rc $(tr -d '\r' <"$tmp/err"))"
         if [ -f "$tmp/dormant.so" ]; then
             r=$(mkchroot dormant-chroot "$tmp/dormant.so")
             out=$("$TOOL" --root "$r" enable 2>&1)
@@ -579,7 +587,7 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
             ok 0 "--root with a chroot: the probe refuses # SKIP no test library"
         fi
     else
-        for _ in 1 2 3; do ok 0 "--root with a chroot # SKIP needs root, ldd and a chroot"; done
+        for _ in 1 2 3 4; do ok 0 "--root with a chroot # SKIP needs root, ldd and a chroot"; done
     fi
     # Asked for: --host-test runs it here (as before).
     r=$(mkroot ctor-host nolib)
@@ -589,7 +597,7 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
     ok $? "--root --host-test: the library runs on this system, as asked"
     rm -f "$tmp/ctor-ran"
 else
-    for _ in 1 2 3 4 5 6; do ok 0 "--root and the library # SKIP cannot build a test library"; done
+    for _ in 1 2 3 4 5 6 7; do ok 0 "--root and the library # SKIP cannot build a test library"; done
 fi
 
 echo "1..$n"

@@ -241,9 +241,9 @@ static int probe(const char *lib)
     return 0;
 }
 
-/* Set while enable repairs a CRLF line of the system's own file: every program the smoke
- * test runs reads that file too, and ld.so complains about the entry with its '\r', which
- * the repair takes out. That complaint alone is no failure of the library. */
+/* Set while enable repairs a CRLF line: every program the smoke test runs reads that file
+ * too (the system's, or DIR's in a chroot of DIR), and ld.so complains about the entry with
+ * its '\r', which the repair takes out. That complaint alone is no failure of the library. */
 static bool ignore_cr_complaint;
 
 /* Cuts out of err[0..*n) the lines in which ld.so says it cannot preload our entry with a
@@ -559,7 +559,7 @@ static int cmd_enable(bool first)
         goto out;
     }
     char why[2048];
-    ignore_cr_complaint = first_seen(&c.p, true) != NONE && root[0] == '\0';
+    ignore_cr_complaint = first_seen(&c.p, true) != NONE;
     if (!smoke(why, sizeof why)) {
         warnx("refusing to enable: %s", why);
         warnx("%s left as it was", path);
