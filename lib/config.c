@@ -249,6 +249,20 @@ static void section_enter(struct ctx *c, enum sect_type type, const char *arg, s
         c->sect_applies = c->exe[0] && same(c->exe, arg, alen);
 }
 
+/* For thp-status --check only (never in a process's policy load): the header's NAME as a
+ * string, to the tool's checks of what can match. */
+static void section_announce(struct ctx *c, enum sect_type type, const char *arg, size_t alen)
+{
+    char name[CFG_SECTION_NAME_MAX + 1];
+    memcpy(name, arg, alen); /* alen <= CFG_SECTION_NAME_MAX: checked by the caller */
+    name[alen] = '\0';
+    c->in->on_section(c->rctx, c->path, c->line,
+                      type == SECT_PROGRAM ? "program"
+                      : type == SECT_PATH  ? "path"
+                                           : "unit",
+                      name);
+}
+
 /* A section header, p at its '[' and end at the end of the line. Read here, not by inih:
  * inih keeps 49 characters of a name, and after a header it cannot read it leaves the
  * previous section in force, so keys would land in a section they were not written for.
@@ -285,6 +299,8 @@ static void section_header(struct ctx *c, const char *p, const char *end)
         return;
     }
     section_enter(c, type, arg, alen);
+    if (c->in->check_all && c->in->on_section && type != SECT_GLOBAL)
+        section_announce(c, type, arg, alen);
 }
 
 static int rank_of(enum sect_type t)

@@ -91,6 +91,10 @@ struct cfg_inputs {
     bool secure;              /* AT_SECURE: environment ignored, root-owned files only */
     uid_t ruid;               /* the real uid whose own files are trusted */
     bool check_all;           /* validate every section, matching or not (thp-status --check) */
+    /* With check_all: called with each good section header (kind "program", "path" or
+     * "unit", its NAME) and the report's ctx, so that the tool can say which ones can never
+     * match on this system (thp-status-lint.c). */
+    void (*on_section)(void *ctx, const char *file, int line, const char *kind, const char *name);
 };
 
 /* A problem: file (or variable) and line (0 when not about a line), what is wrong and

@@ -5,11 +5,9 @@
 # configuration files.
 set -u
 probe=$TESTS_BUILDDIR/policy-probe
-n=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null || ! command -v setpriv >/dev/null; then
-    echo "1..0 # SKIP needs root, unshare -m and setpriv"
-    exit 0
+    skip_all "needs root, unshare -m and setpriv"
 fi
 tmp=$(mktemp -d /var/tmp/thpalloc-setuid.XXXXXX)
 chmod 755 "$tmp"
@@ -68,4 +66,4 @@ run strace -f -qq -e trace=openat -o "$tmp/strace" setpriv --reuid=65534 --regid
     --clear-groups env THPALLOC_CONF="$tmp/evil.conf" "$tmp/probe" policy >/dev/null 2>&1
 grep -q 'thpalloc' "$tmp/strace" && ! grep -q 'evil.conf' "$tmp/strace"
 ok $? "the file named by THPALLOC_CONF is never opened"
-echo "1..$n"
+done_testing

@@ -7,15 +7,9 @@ set -u
 SRC=${TESTS_SRCDIR:-$(cd "$(dirname "$0")" && pwd)}
 FUNCS=$SRC/../debian/preload-fallback.sh
 if [ ! -f "$FUNCS" ]; then
-    echo "1..0 # SKIP no debian/preload-fallback.sh (not in a dist tarball)"
-    exit 0
+    skip_all "no debian/preload-fallback.sh (not in a dist tarball)"
 fi
-n=0
-failed=0
-ok() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-fallback.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
@@ -31,7 +25,7 @@ show() { if [ -e "$1" ]; then od -An -c "$1" | tr -s ' \n' ' '; else echo '<abse
 # it wrote, and no temporary file. It says what it does only when the entry was there.
 case_() {
     local name=$1 initial=$2 expected=$3 imode=${4:-644}
-    local r=$tmp/$n f out rc=0 good=0 said
+    local r=$tmp/$tap_n f out rc=0 good=0 said
     mkdir -p "$r/etc"
     f=$r/etc/ld.so.preload
     [ "$initial" = ABSENT ] || { printf '%s' "$initial" >"$f" && chmod "$imode" "$f"; }
@@ -91,7 +85,7 @@ case_ "our path followed by text after a carriage return" "$E${CR}x$NL" "$E${CR}
 # blank does; "ENTRY\0/x.so" loads ENTRY. The fallback takes it out as thpalloc-preload
 # does (tests/preload-matrix.sh): the NUL stays. Specs through printf %b, @E@ the entry.
 bcase() { # bcase NAME INITIAL EXPECTED
-    local r=$tmp/b$n f out rc=0 good=0
+    local r=$tmp/b$tap_n f out rc=0 good=0
     mkdir -p "$r/etc"
     f=$r/etc/ld.so.preload
     printf '%b' "${2//@E@/$E}" >"$f"
@@ -126,5 +120,4 @@ ok $? "has_entry: our entry ended by a NUL"
 ! has "$tmp/none"
 ok $? "has_entry: no file"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

@@ -8,16 +8,10 @@ BUILD=${TESTS_BUILDDIR:-$(cd "$(dirname "$0")" && pwd)}
 TOOL=${THPALLOC_PRELOAD_TOOL:-$BUILD/../tools/thpalloc-preload}
 LIB=${THPALLOC_LIB:-$BUILD/../lib/.libs/libthpalloc.so.1}
 
-n=0
-failed=0
-ok() { # ok RC DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
 if [ ! -x "$TOOL" ] || [ ! -f "$LIB" ]; then
-    echo "1..0 # SKIP thpalloc-preload ($TOOL) or the library ($LIB) is not built"
-    exit 0
+    skip_all "thpalloc-preload ($TOOL) or the library ($LIB) is not built"
 fi
 P=${TOOL##*/} # the name its messages start with
 E=$("$TOOL" --help | sed -n 's/^entry: //p')
@@ -71,7 +65,7 @@ mode() { stat -c %a "$1" 2>/dev/null || echo absent; }
 R=
 case_() {
     local verb=$1 name=$2 initial=$3 expected=$4 imode=${5:-644}
-    R=$(mkroot "$verb-$n")
+    R=$(mkroot "$verb-$tap_n")
     local f=$R/etc/ld.so.preload
     if [ "$initial" != ABSENT ]; then printf '%s' "$initial" >"$f" && chmod "$imode" "$f"; fi
     local out rc=0
@@ -97,7 +91,7 @@ case_() {
 # status_ NAME INITIAL WANT: `status` prints WANT (enabled / disabled) and changes nothing.
 status_() {
     local r f out rc=0 before after good=0
-    r=$(mkroot "status-$n" nolib)
+    r=$(mkroot "status-$tap_n" nolib)
     f=$r/etc/ld.so.preload
     [ "$2" = ABSENT ] || printf '%s' "$2" >"$f"
     before=$(show "$f")
@@ -205,7 +199,7 @@ ok $? "disable twice: second run a no-op"
 
 # Round trips: enable then disable gives back the original bytes.
 for init in "$A$NL" "$A" "$A$NL# c" "# only a comment$NL" "$A	" "$NL$NL$A:$B$NL"; do
-    r=$(mkroot "round-$n")
+    r=$(mkroot "round-$tap_n")
     printf '%s' "$init" >"$r/etc/ld.so.preload"
     cp "$r/etc/ld.so.preload" "$tmp/orig"
     "$TOOL" --root "$r" enable >/dev/null 2>&1 && "$TOOL" --root "$r" disable >/dev/null 2>&1 \
@@ -240,7 +234,7 @@ fill() {
 # and leaves the bytes EXPECTED (SAME: as they were; ABSENT: no file), mode 0644.
 xcase() {
     local verb=$1 name=$2 r f rc=0 good=0
-    r=$(mkroot "x-$n")
+    r=$(mkroot "x-$tap_n")
     if [ -f "$tmp/libjemalloc.so.2" ]; then
         mkdir -p "$r/usr/lib" && cp "$tmp/libjemalloc.so.2" "$tmp/libother.so" "$r/usr/lib/"
     fi
@@ -331,7 +325,7 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
     mkdir -p "$tmp/ns-etc"
     for spec in '@E@\n' '@E@\r\n' '\0\n@E@\n' '\0\n@E@' '@E@\0junk\n' '# a\0b\n@E@\n' \
         '/x\0y\n@E@' '@E@\n@E@\r\n'; do
-        r=$(mkroot "ldso-$n" nolib)
+        r=$(mkroot "ldso-$tap_n" nolib)
         bytes "$spec" >"$r/etc/ld.so.preload"
         st=$("$TOOL" --root "$r" status 2>/dev/null)
         printf '%b' "${spec//@E@/$LIB}" >"$tmp/ns-etc/ld.so.preload"
@@ -600,5 +594,4 @@ else
     for _ in 1 2 3 4 5 6 7; do ok 0 "--root and the library # SKIP cannot build a test library"; done
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

@@ -121,6 +121,24 @@ static bool same_file(const struct proc *p, int fd, const struct stat *st)
             (sf.f_type == BTRFS_SUPER_MAGIC || sf.f_type == OVERLAYFS_SUPER_MAGIC));
 }
 
+/* After an upgrade the path names the new file, but the process still maps the old one:
+ * /proc/PID/map_files opens that (the kernel lets only CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE follow those links). Sets lib_via_map_files, or lib_replaced. */
+static int open_mapped_library(struct proc *p)
+{
+    char name[64];
+    snprintf(name, sizeof name, "map_files/%" PRIx64 "-%" PRIx64, p->lib_start, p->lib_end_first);
+    int fd = openat(p->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !same_file(p, fd, &st))) {
+        close(fd);
+        fd = -1;
+    }
+    p->lib_via_map_files = fd >= 0;
+    p->lib_replaced = fd < 0;
+    return fd;
+}
+
 /* The file the process mapped, found by its path in maps (through the process's root, for
  * another mount namespace, then through ours) and opened only if it is still that file:
  * its owner may have put a FIFO, a link to a device or another file there since. */
@@ -160,8 +178,12 @@ static int open_library(struct proc *p)
         if (roots[i] >= 0)
             close(roots[i]);
     if (fd < 0 && replaced)
+        fd = open_mapped_library(p);
+    if (fd < 0 && replaced)
         snprintf(p->intro_msg, sizeof p->intro_msg,
-                 "%.160s %s (the library was replaced since the process loaded it)", clean, why);
+                 "%.120s %s, and /proc/%d/map_files cannot be read (CAP_SYS_ADMIN or "
+                 "CAP_CHECKPOINT_RESTORE)",
+                 clean, why, (int)p->pid);
     else if (fd < 0)
         snprintf(p->intro_msg, sizeof p->intro_msg, "cannot open %.160s: %.80s", clean,
                  why ? why : "no root to open it in");

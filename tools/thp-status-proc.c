@@ -357,6 +357,7 @@ static void read_smaps(struct proc *p)
             v.start = s;
             v.end = e;
             v.named_thpalloc = strstr(l, "[anon:thpalloc") != NULL;
+            p->named_vmas += v.named_thpalloc;
             continue;
         }
         uint64_t kb;
@@ -374,7 +375,9 @@ static void read_smaps(struct proc *p)
     vma_account(p, &v);
     free(t);
     p->space_ok = true;
-    p->attr_ok = p->loaded;
+    /* Without the table, only names tell the arenas apart; with none (no table, a kernel
+     * without CONFIG_ANON_VMA_NAME) the arenas' figures are unknown, not zero. */
+    p->attr_ok = p->loaded && (p->intro_ok || p->named_vmas > 0);
     p->attr_method = p->intro_ok ? "introspect" : "names";
 }
 

@@ -12,6 +12,7 @@
  *   thp-status-procview.c  the process view: text, JSON
  *   thp-status-all.c     --all: collection, then text, JSON, Prometheus
  *   thp-status-policy.c  --check, --explain and the policy tables shared by the views
+ *   thp-status-lint.c    what --check adds: sections that never match, unreadable files
  *   thp-status-caps.c    libcap: keep only what reading other processes needs
  */
 #ifndef THP_STATUS_H
@@ -104,7 +105,7 @@ void p_reset(void);
 struct ts_problem {
     char file[256];
     int line;
-    char msg[512];
+    char msg[1024];
 };
 struct ts_problems {
     struct ts_problem *v;
@@ -124,6 +125,17 @@ int ts_check(char **files, int nfiles);
 /* program NULL: --unit alone, any program of the unit. */
 int ts_explain(const char *program, const char *unit, bool with_env);
 int ts_check_value(const char *assignment);
+
+/* ---- lint (thp-status-lint.c): what the resolver cannot see by itself ----------------- */
+
+/* PROGRAM (a path, or a name found in PATH) as /proc/PID/exe will name it: symbolic links
+ * resolved, a script's interpreter in its place. exe "" when not found; how says how it
+ * was reached ("python3 is a symbolic link to ...", "" when PROGRAM is the executable). */
+void ts_resolve_program(const char *program, char *exe, size_t cap, char *how, size_t hcap);
+/* cfg_inputs.on_section: a section that can never match (ctx: struct ts_problems). */
+void ts_lint_section(void *ctx, const char *file, int line, const char *kind, const char *name);
+/* The system's file, drop-in directory and drop-ins: what some processes cannot read. */
+void ts_lint_files(void *ctx, const char *conf, const char *dir);
 
 /* ---- system view --------------------------------------------------------------------- */
 
