@@ -22,7 +22,7 @@
 #endif
 
 #define MAX_SECTIONS 4096
-#define MAX_TABLE (16u << 20)
+#define MAX_TABLE (4u << 20)
 
 /* A section header, whatever the class. */
 struct sect {

@@ -153,6 +153,7 @@ static void read_preload(struct sysview *v)
     if (stat(v->preload_path, &st) == 0)
         v->preload_mode = st.st_mode & 07777;
     char *t = ts_slurp(v->preload_path, NULL, &v->preload_err);
+    int others = 0;
     if (!t)
         return;
     for (char *tok = strtok(t, " \t\n:"); tok; tok = strtok(NULL, " \t\n:")) {
@@ -160,7 +161,8 @@ static void read_preload(struct sysview *v)
             continue;
         const char *b = strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok;
         if (strncmp(b, "libthpalloc.so", 14) != 0) {
-            preload_note_owner(v, tok);
+            if (others++ < PRELOAD_OWNER_MAX_ENTRIES)
+                preload_note_owner(v, tok);
             continue;
         }
         snprintf(v->preload_entry, sizeof v->preload_entry, "%s", tok);

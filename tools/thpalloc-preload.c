@@ -448,8 +448,11 @@ static void warn_missing_archs(void)
  * owner[] set to the entry as written, or NONE. */
 static size_t malloc_owner(const struct current *c, size_t limit, char *owner, size_t cap)
 {
+    size_t others = 0;
     for (size_t k = 0; k < limit && k < c->p.ntok; k++) {
         const struct token *t = &c->p.tok[k];
+        if (!t->ours && t->seen && others++ >= PRELOAD_OWNER_MAX_ENTRIES)
+            break;
         char file[2 * PATH_MAX];
         if (t->ours || !t->seen ||
             !preload_owns_malloc(root, c->buf + t->start, t->end - t->start, file, sizeof file))
