@@ -24,6 +24,9 @@ mkroot other '/usr/lib/libsomethingelse.so'
 mkroot dormant '/usr/lib/libjemalloc.so.2 /usr/$LIB/libthpalloc.so.1'
 LIBC_SO=$(ldd /bin/sh 2>/dev/null | sed -n 's|.*libc\.so\.6 => \(/[^ ]*\).*|\1|p')
 cp "${LIBC_SO:-/lib/x86_64-linux-gnu/libc.so.6}" "$SCRATCH/dormant/usr/lib/libjemalloc.so.2"
+# The same allocator in a comment: no entry (ld.so blanks comments first).
+mkroot commented "$(printf '# /usr/lib/libjemalloc.so.2\n/usr/$LIB/libthpalloc.so.1')"
+cp "$SCRATCH/dormant/usr/lib/libjemalloc.so.2" "$SCRATCH/commented/usr/lib/"
 # The configuration lives in ROOT/SYSCONFDIR (the library's own place, /etc on Debian):
 # the tool says where (--check --json lists the files it reads).
 set -- $TOOLS
@@ -203,6 +206,9 @@ PY
     run "$T" --json --root "$SCRATCH/good"
     is "$(json "$OUT" "d['system']['preload']['dormant'], d['system']['preload']['malloc_owner']")" \
         "(False, None)" "$t: --json: not dormant alone"
+    run "$T" --root "$SCRATCH/commented"
+    ok $(grep -q 'system-wide preload *yes: /usr/\$LIB/libthpalloc.so.1 (present)$' "$OUT"; echo $?) \
+        "$t: an allocator in a comment before the entry: not dormant"
     run "$T" --prometheus --root "$SCRATCH/dormant"
     ok $(grep -qx 'thp_thpalloc_preload_dormant 1' "$OUT"; echo $?) "$t: --prometheus: dormant 1"
     run "$T" --prometheus --root "$SCRATCH/good"

@@ -156,6 +156,10 @@ static void read_preload(struct sysview *v)
     int others = 0;
     if (!t)
         return;
+    /* ld.so blanks comments first: a path in one is no entry (nor an allocator before ours) */
+    for (char *h = strchr(t, '#'); h; h = strchr(h, '#'))
+        while (*h && *h != '\n')
+            *h++ = ' ';
     for (char *tok = strtok(t, " \t\n:"); tok; tok = strtok(NULL, " \t\n:")) {
         if (tok[0] == '#') /* not ld.so syntax, but people write them: skip the word */
             continue;
