@@ -6,10 +6,10 @@
 set -u
 SRC=${TESTS_SRCDIR:-$(cd "$(dirname "$0")" && pwd)}
 FUNCS=$SRC/../debian/preload-fallback.sh
+. "$SRC/tap.sh"
 if [ ! -f "$FUNCS" ]; then
     skip_all "no debian/preload-fallback.sh (not in a dist tarball)"
 fi
-. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-fallback.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
