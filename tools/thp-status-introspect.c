@@ -40,18 +40,60 @@ static bool pread_all(int fd, void *buf, size_t n, off_t off)
     return true;
 }
 
+/* The library's tables are small (thpalloc's .dynsym: a few hundred symbols); a file that
+ * claims more is not read at all, so that a user's file cannot make root's thp-status
+ * read or allocate without bound. Every offset and size is checked against the file. */
+#define ELF_TABLE_MAX ((uint64_t)1 << 20)
+#define SYMS_PER_READ 256
+
+/* Whether [off, off + size) lies in a file of fsize bytes. */
+static bool in_file(uint64_t off, uint64_t size, uint64_t fsize)
+{
+    return off <= fsize && size <= fsize - off;
+}
+
+/* Looks for name among the n symbols at symoff, whose names are in str[0..strsize). */
+static uint64_t find_symbol(int fd, uint64_t symoff, uint64_t n, const char *str, uint64_t strsize,
+                            const char *name, bool *found)
+{
+    Elf64_Sym syms[SYMS_PER_READ];
+    for (uint64_t k = 0; k < n; k += SYMS_PER_READ) {
+        uint64_t m = n - k < SYMS_PER_READ ? n - k : SYMS_PER_READ;
+        if (!pread_all(fd, syms, m * sizeof *syms, (off_t)(symoff + k * sizeof *syms)))
+            return 0;
+        for (uint64_t i = 0; i < m; i++) {
+            if (syms[i].st_name >= strsize || syms[i].st_shndx == SHN_UNDEF ||
+                ELF64_ST_TYPE(syms[i].st_info) != STT_OBJECT)
+                continue;
+            if (strcmp(str + syms[i].st_name, name) == 0) {
+                *found = true;
+                return syms[i].st_value;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Returns the symbol's value minus the first PT_LOAD's page-aligned vaddr (the offset
  * from the load base), or 0 with msg set. */
 static uint64_t elf_symbol_offset(int fd, const char *name, char *msg, size_t cap)
 {
     Elf64_Ehdr eh;
-    if (!pread_all(fd, &eh, sizeof eh, 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !pread_all(fd, &eh, sizeof eh, 0) ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
         snprintf(msg, cap, "not an ELF file");
         return 0;
     }
     if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
         eh.e_phentsize != sizeof(Elf64_Phdr)) {
         snprintf(msg, cap, "not a 64-bit ELF library (32-bit processes are not supported)");
+        return 0;
+    }
+    uint64_t fsize = (uint64_t)st.st_size;
+    if (!in_file(eh.e_phoff, (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr), fsize) ||
+        !in_file(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), fsize)) {
+        snprintf(msg, cap, "implausible ELF: its headers lie beyond its %" PRIu64 " bytes", fsize);
         return 0;
     }
     uint64_t first_load = UINT64_MAX;
@@ -64,47 +106,55 @@ static uint64_t elf_symbol_offset(int fd, const char *name, char *msg, size_t ca
             break;
         }
     }
-    if (first_load == UINT64_MAX || eh.e_shnum == 0 || eh.e_shnum > 4096) {
+    if (first_load == UINT64_MAX || eh.e_shnum == 0) {
         snprintf(msg, cap, "no section headers or program headers to find the symbol in");
         return 0;
     }
+    /* at most 65535 headers of 64 bytes, all inside the file (checked above) */
     Elf64_Shdr *sh = calloc(eh.e_shnum, sizeof *sh);
     if (!sh || !pread_all(fd, sh, eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff)) {
         free(sh);
         snprintf(msg, cap, "cannot read the section headers");
         return 0;
     }
-    uint64_t result = 0;
-    snprintf(msg, cap, "the library has no symbol %s (an older thpalloc?)", name);
-    for (unsigned i = 0; i < eh.e_shnum && !result; i++) {
-        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh.e_shnum ||
-            sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_size > (64u << 20))
+    /* An ELF file has one .dynsym at most (the System V ABI): more is a made-up file. */
+    const Elf64_Shdr *sym = NULL, *ss = NULL;
+    const char *bad = NULL;
+    for (unsigned i = 0; i < eh.e_shnum && !bad; i++) {
+        if (sh[i].sh_type != SHT_DYNSYM)
             continue;
-        const Elf64_Shdr *ss = &sh[sh[i].sh_link];
-        if (ss->sh_size > (64u << 20))
-            continue;
-        Elf64_Sym *syms = malloc(sh[i].sh_size ? sh[i].sh_size : 1);
-        char *str = malloc(ss->sh_size + 1);
-        if (syms && str && pread_all(fd, syms, sh[i].sh_size, (off_t)sh[i].sh_offset) &&
-            pread_all(fd, str, ss->sh_size, (off_t)ss->sh_offset)) {
-            str[ss->sh_size] = '\0';
-            size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
-            for (size_t k = 0; k < n; k++) {
-                if (syms[k].st_name >= ss->sh_size || syms[k].st_shndx == SHN_UNDEF)
-                    continue;
-                if (ELF64_ST_TYPE(syms[k].st_info) != STT_OBJECT)
-                    continue;
-                if (strcmp(str + syms[k].st_name, name) == 0) {
-                    result = syms[k].st_value - first_load;
-                    if (!result)
-                        snprintf(msg, cap, "symbol %s at offset 0", name);
-                    break;
-                }
-            }
-        }
-        free(syms);
-        free(str);
+        if (sym)
+            bad = "more than one dynamic symbol table";
+        else if (sh[i].sh_link >= eh.e_shnum || sh[i].sh_entsize != sizeof(Elf64_Sym))
+            bad = "a dynamic symbol table without its string table";
+        sym = &sh[i];
+        ss = bad ? NULL : &sh[sh[i].sh_link];
     }
+    if (!bad && sym &&
+        (sym->sh_size > ELF_TABLE_MAX || ss->sh_size > ELF_TABLE_MAX ||
+         !in_file(sym->sh_offset, sym->sh_size, fsize) ||
+         !in_file(ss->sh_offset, ss->sh_size, fsize)))
+        bad = "a dynamic symbol table larger than 1 MiB or beyond the file";
+    if (bad) {
+        snprintf(msg, cap, "implausible ELF: %s", bad);
+        free(sh);
+        return 0;
+    }
+    snprintf(msg, cap, "the library has no symbol %s (an older thpalloc?)", name);
+    uint64_t result = 0;
+    char *str = sym ? malloc(ss->sh_size + 1) : NULL;
+    if (str && pread_all(fd, str, ss->sh_size, (off_t)ss->sh_offset)) {
+        str[ss->sh_size] = '\0';
+        bool found = false;
+        uint64_t value = find_symbol(fd, sym->sh_offset, sym->sh_size / sizeof(Elf64_Sym), str,
+                                     ss->sh_size, name, &found);
+        if (found) {
+            result = value - first_load;
+            if (!result)
+                snprintf(msg, cap, "symbol %s at offset 0", name);
+        }
+    }
+    free(str);
     free(sh);
     return result;
 }
