@@ -107,6 +107,10 @@ void cfg_defaults(struct cfg_settings *s);
 int cfg_resolve(struct cfg_settings *s, const struct cfg_inputs *in, cfg_report_fn report,
                 void *ctx);
 
+/* The largest size: a process's whole address space with 5-level page tables (64 PiB);
+ * more cannot be meant, and thp-status takes more in another process's block as a lie. */
+#define CFG_SIZE_MAX ((uint64_t)1 << 56)
+
 /* The grammars of sizes, times and modes (thpalloc.conf(5)); false on a bad value. */
 bool cfg_parse_size(const char *text, size_t *out);
 bool cfg_parse_time_ms(const char *text, long *out);
@@ -117,6 +121,9 @@ const char *cfg_key_name(enum cfg_key k);
 int cfg_key_lookup(const char *name);
 /* "thp, thp_threshold, ..., stats" into buf. */
 void cfg_key_list(char *buf, size_t cap);
+/* Whether v is a value key k can have: one that its own grammar gives back from v's
+ * canonical form (thp-status checks what it reads from another process with it). */
+bool cfg_value_ok(enum cfg_key k, int64_t v);
 /* Formats the value of key k in canonical form ("2M", "1s", "never") into buf. */
 void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, size_t cap);
 

@@ -9,7 +9,9 @@
 #     run as a file named libthpalloc.so.1, or the real library's block overwritten): range
 #     sizes that wrap, a count beyond the table, a range where nothing is mapped, fields out
 #     of range, overlapping ranges, slots beyond the block in a table where nothing is
-#     mapped: "implausible introspection data" and why, in text and JSON, instead of the
+#     mapped, values no policy can give (arena_size 12345, a purge delay of 2^40 ms, a
+#     threshold of 2^57 - 1), ranges over files and the stack instead of anonymous memory:
+#     "implausible introspection data" and why, in text and JSON, instead of the
 #     figures; a block that tells the truth is still believed, in version 2's layout (with
 #     ranges in the table beyond the block too) and in version 1's (thpalloc 0.1.0); and a
 #     library whose block was pointed at an unmapped table goes on recording its ranges in
@@ -76,6 +78,8 @@ lie() {
     fields) echo "state 7 (0, 1 or 2)" ;;
     overlap) echo "ranges 0 and 1 overlap" ;;
     more) echo "ranges 4 to 5 are said to be at 0x10000000000, which is not mapped in the process" ;;
+    values) echo "thp_threshold 144115188075855871, which thpalloc cannot hold (a size such as 4096, 512K, 2M or 1G)" ;;
+    files) echo "range 0 is not anonymous memory of the process, as an arena is" ;;
     esac
 }
 
@@ -125,7 +129,7 @@ for T in $TOOLS; do
 
     # Lying introspection blocks.
     for how in self lib; do
-        for mode in sizes count outside fields overlap more valid many v1; do
+        for mode in sizes count outside fields overlap more values files valid many v1; do
             case $how:$mode in lib:valid | lib:many | lib:v1) continue ;; esac
             if ! bogus $how $mode; then
                 ok 1 "$t: status-bogus $how $mode starts"

@@ -468,6 +468,17 @@ static void test_parsers(void)
     tap_ok(!cfg_parse_size("", &z) && !cfg_parse_size("M", &z) && !cfg_parse_size("2 M", &z) &&
                !cfg_parse_size("99999999999999999999", &z) && !cfg_parse_size("16777216T", &z),
            "bad sizes are rejected");
+    tap_ok(cfg_parse_size("65536T", &z) && z == (size_t)1 << 56 && !cfg_parse_size("65537T", &z) &&
+               !cfg_parse_size("144115188075855871", &z),
+           "sizes up to 64 PiB (a 5-level address space), not beyond");
+    tap_ok(cfg_value_ok(CFG_ARENA_SIZE, 64 << 20) && !cfg_value_ok(CFG_ARENA_SIZE, 12345) &&
+               cfg_value_ok(CFG_PURGE_DELAY, -1) && !cfg_value_ok(CFG_PURGE_DELAY, -2) &&
+               !cfg_value_ok(CFG_PURGE_DELAY, (int64_t)1 << 40) &&
+               cfg_value_ok(CFG_THP_THRESHOLD, 0) &&
+               !cfg_value_ok(CFG_THP_THRESHOLD, ((int64_t)1 << 57) - 1) &&
+               cfg_value_ok(CFG_THP, THP_MODE_ALWAYS) && !cfg_value_ok(CFG_THP, 4) &&
+               !cfg_value_ok(CFG_PURGE, 2) && !cfg_value_ok(CFG_NKEYS, 0),
+           "cfg_value_ok: the values the key table's grammars give, nothing else");
     tap_ok(cfg_parse_time_ms("0", &ms) && ms == 0, "time 0");
     tap_ok(cfg_parse_time_ms("10ms", &ms) && ms == 10, "time 10ms");
     tap_ok(cfg_parse_time_ms("1s", &ms) && ms == 1000, "time 1s");

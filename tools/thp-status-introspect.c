@@ -243,8 +243,9 @@ static int open_library(struct proc *p)
 /* Above any user address space (57-bit with 5-level page tables). */
 #define ADDR_LIMIT ((uint64_t)1 << 57)
 
-/* Whether [b, e) lies in the process's mappings, with no hole. */
-static bool mapped(const struct proc *p, uint64_t b, uint64_t e)
+/* Whether [b, e) lies in the process's mappings, with no hole (anon: in anonymous ones
+ * only, where thpalloc's arenas are). */
+static bool mapped(const struct proc *p, uint64_t b, uint64_t e, bool anon)
 {
     size_t lo = 0, hi = p->nmaps;
     while (lo < hi) { /* the first mapping that ends after b */
@@ -254,10 +255,12 @@ static bool mapped(const struct proc *p, uint64_t b, uint64_t e)
         else
             hi = mid;
     }
-    if (lo == p->nmaps || p->maps[lo].start > b)
+    if (lo == p->nmaps || p->maps[lo].start > b || (anon && !p->maps[lo].anon))
         return false;
     uint64_t covered = p->maps[lo].end;
-    for (size_t i = lo + 1; covered < e && i < p->nmaps && p->maps[i].start == covered; i++)
+    for (size_t i = lo + 1;
+         covered < e && i < p->nmaps && p->maps[i].start == covered && (!anon || p->maps[i].anon);
+         i++)
         covered = p->maps[i].end;
     return covered >= e;
 }
@@ -267,10 +270,52 @@ static bool mapped(const struct proc *p, uint64_t b, uint64_t e)
 #define V1_BYTES (HEAD_BYTES + THPALLOC_RANGES_MAX * sizeof(struct thpalloc_range))
 #define RANGE_BYTES sizeof(struct thpalloc_range)
 
+/* The block's value of key k (purge and stats: checked apart, or not in the block). */
+static int64_t block_value(const struct thpalloc_introspect *t, enum cfg_key k)
+{
+    switch (k) {
+    case CFG_THP:
+        return t->thp_mode;
+    case CFG_THP_THRESHOLD:
+        return t->thp_threshold > INT64_MAX ? -1 : (int64_t)t->thp_threshold;
+    case CFG_ARENA_SIZE:
+        return t->arena_size > INT64_MAX ? -1 : (int64_t)t->arena_size;
+    case CFG_PURGE_DELAY:
+        return t->purge_delay_ms;
+    default:
+        return cfg_keys[k].dflt;
+    }
+}
+
+/* The first key whose value in the block is not one the library can hold (the key table's
+ * own grammar says which: config-keys.c), or -1. */
+static int bad_value(const struct thpalloc_introspect *t)
+{
+    for (int k = 0; k < CFG_NKEYS; k++)
+        if (!cfg_value_ok((enum cfg_key)k, block_value(t, (enum cfg_key)k)))
+            return k;
+    return -1;
+}
+
+/* The value as the block has it, in bytes or milliseconds. */
+static const char *value(const struct thpalloc_introspect *t, int k)
+{
+    static char buf[32];
+    if (k == CFG_THP_THRESHOLD || k == CFG_ARENA_SIZE)
+        snprintf(buf, sizeof buf, "%" PRIu64,
+                 k == CFG_ARENA_SIZE ? t->arena_size : t->thp_threshold);
+    else if (k == CFG_PURGE_DELAY)
+        snprintf(buf, sizeof buf, "%" PRId64 " ms", t->purge_delay_ms);
+    else
+        snprintf(buf, sizeof buf, "%" PRId64, block_value(t, (enum cfg_key)k));
+    return buf;
+}
+
 /* What is wrong with the head read (have: the slots read with it), or NULL. */
 static const char *implausible_head(const struct thpalloc_introspect *t, uint64_t have, char *buf,
                                     size_t cap)
 {
+    int k;
     if (t->size > (1u << 24))
         snprintf(buf, cap, "block size %" PRIu32, t->size);
     else if (t->active > 2)
@@ -280,11 +325,9 @@ static const char *implausible_head(const struct thpalloc_introspect *t, uint64_
     else if (t->purge > 1 || t->policy_loaded > 1)
         snprintf(buf, cap, "purge %" PRIu32 ", policy_loaded %" PRIu32 " (0 or 1)", t->purge,
                  t->policy_loaded);
-    else if (t->thp_threshold >= ADDR_LIMIT || t->arena_size >= ADDR_LIMIT)
-        snprintf(buf, cap, "thp_threshold %" PRIu64 ", arena_size %" PRIu64 " bytes",
-                 t->thp_threshold, t->arena_size);
-    else if (t->purge_delay_ms < -1 || t->purge_delay_ms > (int64_t)1 << 40)
-        snprintf(buf, cap, "purge delay %" PRId64 " ms", t->purge_delay_ms);
+    else if ((k = bad_value(t)) >= 0)
+        snprintf(buf, cap, "%s %s, which thpalloc cannot hold (%s)", cfg_keys[k].name, value(t, k),
+                 cfg_keys[k].expect);
     else if (t->ranges_used > THPALLOC_RANGES_MAX)
         snprintf(buf, cap, "%" PRIu64 " ranges (the table has %d)", t->ranges_used,
                  THPALLOC_RANGES_MAX);
@@ -320,9 +363,13 @@ static const char *implausible_ranges(const struct proc *p, const struct intro_t
                 return buf;
             }
         }
-        if (!mapped(p, b, b + s)) {
-            *unmapped = true;
-            snprintf(buf, cap, "range %" PRIu64 " is not mapped in the process", i);
+        if (!mapped(p, b, b + s, true)) {
+            /* a range where nothing is mapped may be an arena made since; one over a
+             * file, the stack or the heap is a lie */
+            *unmapped = !mapped(p, b, b + s, false);
+            snprintf(buf, cap, "range %" PRIu64 " is not %s", i,
+                     *unmapped ? "mapped in the process"
+                               : "anonymous memory of the process, as an arena is");
             return buf;
         }
     }
@@ -408,7 +455,7 @@ static bool read_more(struct proc *p, struct intro_table *tab, uint64_t have, co
     /* have == THPALLOC_RANGES_INLINE here (implausible_head): more[0] is that slot */
     uint64_t n = t->ranges_used - have, at = t->more;
     bool sane = at % 8 == 0 && at < ADDR_LIMIT - n * RANGE_BYTES;
-    if (!sane || !mapped(p, at, at + n * RANGE_BYTES)) {
+    if (!sane || !mapped(p, at, at + n * RANGE_BYTES, false)) {
         snprintf(buf, cap,
                  "ranges %" PRIu64 " to %" PRIu64 " are said to be at %#" PRIx64 ", which is %s",
                  have, t->ranges_used - 1, at,

@@ -235,8 +235,12 @@ void proc_read_maps(struct proc *p)
                 break;
             p->maps = nm;
         }
-        p->maps[p->nmaps++] = (struct span){start, end};
         const char *path = l + pos;
+        /* no file: no name, or one given with PR_SET_VMA_ANON_NAME ([heap], [stack] and
+         * the like are the kernel's own) */
+        bool anon =
+            ino == 0 && maj == 0 && mnr == 0 && (path[0] == '\0' || !strncmp(path, "[anon:", 6));
+        p->maps[p->nmaps++] = (struct span){start, end, anon};
         if (path[0] != '/' || !is_thpalloc_path(path))
             continue;
         if (!p->loaded || (off == 0 && start < p->lib_start)) {

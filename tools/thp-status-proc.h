@@ -16,6 +16,7 @@ struct mem {
 
 struct span {
     uint64_t start, end;
+    bool anon; /* private memory of no file: what thpalloc's arenas are */
 };
 
 struct perr {
