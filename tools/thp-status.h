@@ -76,6 +76,10 @@ int ts_open_in_root(int rootfd, const char *path, bool dir, struct stat *st, con
 /* The valid UTF-8 sequence at s: its length (1 to 4) and code point; 0 when s starts an
  * invalid one, which covers *skip bytes (its longest valid start, at least 1: one U+FFFD). */
 size_t ts_utf8(const char *s, uint32_t *cp, size_t *skip);
+/* Whether code point cp is one no output may carry raw: a control character (C0, DEL, C1),
+ * a line or paragraph separator, or a bidirectional mark, embedding, override or isolate
+ * (these reorder what a terminal, browser or dashboard shows after them). */
+bool ts_unsafe(uint32_t cp);
 /* s for a terminal: control characters (C0, DEL, C1), bidirectional controls and bytes that
  * are not UTF-8 as \xHH, a backslash as \\. In one of 8 buffers used in turn (so that a
  * printf can take several); ts_text_max at most max bytes, cut between characters. */
