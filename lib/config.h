@@ -95,7 +95,22 @@ struct cfg_inputs {
      * "unit", its NAME) and the report's ctx, so that the tool can say which ones can never
      * match on this system (thp-status-lint.c). */
     void (*on_section)(void *ctx, const char *file, int line, const char *kind, const char *name);
+    /* Opens path for reading (a directory when dir) instead of the library's own open:
+     * thp-status opens another process's files inside its root, as that process may read
+     * them. -1 with errno set, and *why when there is more to say (static text). */
+    int (*open_input)(void *ctx, const char *path, bool dir, const char **why);
+    void *open_ctx;
 };
+
+/* Opens path inside the directory rootfd (-1: "/"; an absolute symbolic link starts again
+ * there, ".." stops there) for reading, a directory when dir, following symbolic links
+ * (40 at most) one component at a time, and only through directories owned by root (or
+ * by owner: 0 for root alone) and writable by nobody else: setuid programs read their
+ * configuration so (as sudo and OpenSSH do theirs), for whoever may change a directory on
+ * the path may put any file there, root's own included. buf: room for the walk. -1 with
+ * errno set (EPERM: such a directory) and *why. */
+int cfg_open_secure(int rootfd, const char *path, bool dir, uid_t owner, char (*buf)[PATH_MAX],
+                    const char **why);
 
 /* A problem: file (or variable) and line (0 when not about a line), what is wrong and
  * what would fix it. */
