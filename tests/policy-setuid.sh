@@ -87,8 +87,28 @@ if [ -x "$status" ]; then
     grep -q '/thpalloc.d/70-user-dir.conf: a directory on its path is not owned by root (or you) or is writable by group or others: setuid/setcap programs ignore it$' <<<"$chk" &&
         ! grep -q '60-ok.conf' <<<"$chk"
     ok $? "thp-status --check reports the linked drop-in setuid programs ignore, not the other"
+    # The PID view of a setuid process (a setuid copy of sleep, as nobody, in the namespace)
+    # reads its drop-ins as the library in it does.
+    cp "$(command -v sleep)" "$tmp/sleep"
+    chmod 4755 "$tmp/sleep"
+    unshare -m --propagation private sh -c "$inner && exec \"\$@\"" sh \
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/sleep" 120 &
+    sp=$!
+    i=0
+    while [ "$(readlink "/proc/$sp/exe")" != "$tmp/sleep" ] && [ $i -lt 100 ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
+    view=$("$status" "$sp" 2>&1)
+    kill "$sp" 2>/dev/null
+    wait "$sp" 2>/dev/null
+    echo "$view" | grep -E 'secure|thp_threshold|arena_size' | sed 's/^/# view: /'
+    grep -qE '^    arena_size +128M +.*/thpalloc.d/60-ok.conf:2 \[global\]$' <<<"$view" &&
+        grep -qE '^    thp_threshold +2M +default$' <<<"$view"
+    ok $? "the PID view of a setuid process: the same two decisions"
 else
     echo "ok $((n += 1)) - thp-status --check # SKIP tools/thp-status not built"
+    echo "ok $((n += 1)) - thp-status PID # SKIP tools/thp-status not built"
 fi
 run strace -f -qq -e trace=openat -o "$tmp/strace" setpriv --reuid=65534 --regid=65534 \
     --clear-groups env THPALLOC_CONF="$tmp/evil.conf" "$tmp/probe" policy >/dev/null 2>&1
