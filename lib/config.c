@@ -471,13 +471,14 @@ int cfg_open_secure(int rootfd, const char *path, bool dir, uid_t owner, char (*
             pos++;
         if (!rest[pos]) { /* the path names this directory */
             if (!dir)
-                return walk_fail(fd, EISDIR, why, NULL);
+                return walk_fail(fd, EISDIR, why, "is a directory, not a file");
             int d = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             int e = errno;
             close(fd);
             errno = e;
             return d;
         }
+        /* the next name, NUL-terminated in place while it is opened */
         char *name = rest + pos;
         size_t len = strcspn(name, "/");
         char save = name[len];
@@ -491,20 +492,19 @@ int cfg_open_secure(int rootfd, const char *path, bool dir, uid_t owner, char (*
         } else {
             next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         }
+        name[len] = save;
+        pos += len;
+        bool last = !rest[pos + strspn(rest + pos, "/")];
         struct stat st;
         if (next < 0 || fstat(next, &st) != 0) {
             int e = errno;
             if (next >= 0)
                 close(next);
-            name[len] = save;
             return walk_fail(fd, e, why, NULL);
         }
-        pos += len;
-        bool end = !save || !rest[pos + strspn(rest + pos, "/")];
         if (S_ISLNK(st.st_mode)) { /* its target, then what followed it */
             ssize_t ln = ++hops > MAX_LINKS ? -1 : readlinkat(next, "", link, PATH_MAX);
             close(next);
-            name[len] = save;
             size_t tail = strlen(rest + pos);
             if (ln <= 0 || (size_t)ln + tail + 1 > PATH_MAX)
                 return walk_fail(fd, ELOOP, why, NULL);
@@ -518,20 +518,27 @@ int cfg_open_secure(int rootfd, const char *path, bool dir, uid_t owner, char (*
             continue;
         }
         if (S_ISDIR(st.st_mode)) {
-            name[len] = save;
             close(fd);
             fd = next;
             continue;
         }
-        close(next);
-        if (!end || dir) {
-            name[len] = save;
-            return walk_fail(fd, ENOTDIR, why, NULL);
+        if (!last || dir || !S_ISREG(st.st_mode)) {
+            close(next);
+            return walk_fail(fd, ENOTDIR, why,
+                             last && !dir ? "not a regular file" : "not a directory");
         }
-        /* the last name, in a directory only root may change: open it for reading */
+        /* the file, named in a directory only root may change: opened for reading (never
+         * a FIFO or a device: checked above), and still the inode looked at */
+        name[len] = '\0';
         int f = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         int e = errno;
         name[len] = save;
+        if (f >= 0 && !same_inode(f, next)) {
+            close(f);
+            f = -1;
+            e = ESTALE;
+        }
+        close(next);
         close(fd);
         errno = e;
         return f;
