@@ -34,11 +34,11 @@ mapper() {
 f = open(sys.argv[1], "rb")
 m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
 print("ready", flush=True)
-time.sleep(600)' "$1" >"$SCRATCH/mapper.out" 2>&1 &
+time.sleep(600)' "$1" >"$1.out" 2>&1 &
     MPID=$!
     CLEANUP_PIDS="$CLEANUP_PIDS $MPID"
     i=0
-    while ! grep -q ready "$SCRATCH/mapper.out" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    while ! grep -q ready "$1.out" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 }
 # timed ARGS...: run under a 20 s timeout; sets MS, the wall time in milliseconds.
 timed() {
