@@ -9,7 +9,8 @@
  * - a free run is never next to another free run (a free merges at once);
  * - a free run's node says its length, and its dirty count is the number of its dirty bits;
  * - a block handed out (or a run the purger holds out) has no dirty bit, and used is the
- *   sum of the blocks' lengths. */
+ *   sum of the blocks' lengths (a block in a thread's cache counts as handed out: its head
+ *   says TAG_CACHED, its tail does not). */
 #ifndef THPALLOC_EXTENT_MAP_H
 #define THPALLOC_EXTENT_MAP_H
 
@@ -26,6 +27,11 @@
 #define TAG_TAIL 0x0800u
 #define TAG_FREE 0x1000u
 #define TAG_BUSY 0x2000u /* taken out by the purger */
+/* On a block's head only: freed into a thread's extent cache (extent-cache.c), so that a
+ * second free is refused whichever thread makes it and whatever cache holds the block. Set
+ * by CAS without the lock, cleared by the cache's owner when it hands the block out again,
+ * or under the lock when the cache gives it back to the runs. */
+#define TAG_CACHED 0x4000u
 
 /* A free run, indexed by its first granule. */
 struct ext_free {
