@@ -121,6 +121,14 @@ static inline void block_set_next(block_t *b, const block_t *next)
 {
     b->link = (uintptr_t)next ^ block_secret.link ^ (uintptr_t)b;
 }
+/* memalign's mark in the first word of a block whose pointer it moved off the start by off
+ * (16 bytes or more: that word is never the caller's): mangled as a link is, with ~off in
+ * place of next, so that no free block's link reads as one (next is NULL or a pointer,
+ * ~off is neither), and no live block's data without the secret (block_named). */
+static inline uintptr_t aligned_mark(const void *b, size_t off)
+{
+    return ~(uintptr_t)off ^ block_secret.link ^ (uintptr_t)b;
+}
 typedef struct heap heap_t;
 typedef struct chunk chunk_t;
 typedef struct arena arena_t;
