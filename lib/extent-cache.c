@@ -11,6 +11,7 @@
  * block was written since. It keeps the free key in its second word, as a small block does:
  * a write after free is caught when it is handed out again. The cache is the heap's, used inside
  * the reclaim handshake (heap_enter). */
+#include "extent-map.h"
 #include "internal.h"
 
 #include <string.h>
@@ -46,7 +47,7 @@ static void *cache_take(heap_t *heap, unsigned len)
         if (unlikely(b->key != block_key(b)))
             malloc_corrupt(NULL, b);
         b->key = 0;
-        extent_cache_out(b);
+        extent_cache_out(registry_lookup(b), b);
         return b;
     }
     return NULL;

@@ -1,7 +1,7 @@
 /* extent-map: an extent chunk's map (extent.c), outside the chunk's memory: a purged run
  * stays untouched until it is reused, and a pointer is checked against the tags before
- * anything is written. Included by extent.c and its unit test (inline helpers: the hot parts
- * of a free).
+ * anything is written. Included by extent.c, its unit test and extent-cache.c (inline
+ * helpers: the hot parts of a free, and of a take from a thread's cache).
  *
  * Invariants (map_check, with THPALLOC_DEBUG):
  * - the runs tile the chunk: the first and the last granule of each carry its tag (length
@@ -98,6 +98,15 @@ static inline void tags_clear(struct extent_map *m, unsigned first, unsigned len
 {
     __atomic_store_n(&m->tag[first], 0, __ATOMIC_RELAXED);
     __atomic_store_n(&m->tag[first + len - 1], 0, __ATOMIC_RELAXED);
+}
+
+/* The cache's owner hands the cached block p (of extent chunk c) out again: live. Only the
+ * owner writes a cached block's head (other threads' CAS fail on it), hence no CAS. */
+static inline void extent_cache_out(const chunk_t *c, const void *p)
+{
+    struct extent_map *m = map_of(c);
+    unsigned g = (unsigned)((uintptr_t)((const uint8_t *)p - c->base) >> GRANULE_SHIFT);
+    __atomic_store_n(&m->tag[g], (uint16_t)(tag_get(m, g) & ~TAG_CACHED), __ATOMIC_RELAXED);
 }
 
 /* The dirty bits of [first, first+len): the mask of its part in word g / 64 (k granules). */

@@ -619,25 +619,16 @@ void extent_free(chunk_t *c, void *p)
 
 unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max)
 {
+    /* block_granule's checks, with the tag read once: the CAS expects what was checked */
+    uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
     struct extent_map *m = map_of(c);
-    int g = block_granule(c, p);
-    uint16_t t = g < 0 ? 0 : tag_get(m, (unsigned)g);
-    /* t is a live block's head (no state bit) unless another thread changed it since */
-    if (unlikely(g < 0) ||
-        ((t & TAG_LEN) <= max &&
-         unlikely(!__atomic_compare_exchange_n(&m->tag[g], &t, (uint16_t)(t | TAG_CACHED), false,
-                                               __ATOMIC_RELAXED, __ATOMIC_RELAXED))))
+    uint16_t t = off >= CHUNK_SIZE || (off & (GRANULE - 1)) ? 0 : tag_get(m, off >> GRANULE_SHIFT);
+    if (unlikely((t & (TAG_HEAD | TAG_FREE | TAG_BUSY | TAG_CACHED)) != TAG_HEAD) ||
+        ((t & TAG_LEN) <= max && unlikely(!__atomic_compare_exchange_n(
+                                     &m->tag[off >> GRANULE_SHIFT], &t, (uint16_t)(t | TAG_CACHED),
+                                     false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))))
         extent_bad_pointer(c, p, "free(): invalid pointer");
     return t & TAG_LEN;
-}
-
-void extent_cache_out(void *p)
-{
-    const chunk_t *c = registry_lookup(p);
-    struct extent_map *m = map_of(c);
-    unsigned g = (unsigned)((uintptr_t)((uint8_t *)p - c->base) >> GRANULE_SHIFT);
-    /* only the cache's owner writes a cached block's head (others' CAS fail on it) */
-    __atomic_store_n(&m->tag[g], (uint16_t)(tag_get(m, g) & ~TAG_CACHED), __ATOMIC_RELAXED);
 }
 
 void extent_free_many(void *const *blocks, unsigned n)

@@ -267,10 +267,8 @@ static bool block_freed(const page_t *page, const void *p)
                (size_t)__atomic_load_n(&page->capacity, __ATOMIC_RELAXED) * page->block_size;
 }
 
-bool heap_realloc_live(chunk_t *c, void *p)
+bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
 {
-    page_t *page = page_of_block(c, p);
-    block_t *b = page->flags & PAGE_HAS_ALIGNED ? block_start(page, p) : p;
     if (unlikely(block_freed(page, b)))
         lib_fatal("realloc(): invalid pointer", p);
     if (likely(b->key != block_key(b)))

@@ -261,11 +261,11 @@ HIDDEN void heap_page_set_aligned(page_t *page);
 /* free of a block of a small-object chunk off the fast path: the owner's (full page,
  * aligned blocks), a remote free, an abandoned chunk taken over, or a bad pointer. */
 HIDDEN void heap_free_slow(chunk_t *c, page_t *page, void *p);
-/* realloc's check that p, a block of a small-object chunk (its start, or memalign's pointer),
- * is live, as free's: aborts when it is in a hole, beyond the carved blocks, or on the lists
- * of the caller's own page; false when it carries its free key on another heap's page (only
- * the move, whose free applies free's rules, may follow), else true. */
-HIDDEN bool heap_realloc_live(chunk_t *c, void *p);
+/* realloc's check that p (block b of page, b == p unless memalign moved p) is live, as
+ * free's: aborts when b is in a hole, beyond the carved blocks, or on the lists of the
+ * caller's own page; false when it carries its free key on another heap's page (only the
+ * move, whose free applies free's rules, may follow), else true. */
+HIDDEN bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p);
 /* A freed-looking block is freed (or reallocated) again: abort with msg if it really is on
  * the page's free lists. The owner's, or the abandoned lock holder's. */
 HIDDEN void free_check_double(page_t *page, void *p, const char *msg);
@@ -397,8 +397,6 @@ HIDDEN unsigned extent_block_len(const chunk_t *c, const void *p);
  * most max it is marked cached in the map, by CAS. Aborts unless p starts a live block: a
  * second free is caught whichever thread makes it and whatever cache holds the block. */
 HIDDEN unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max);
-/* The cache's owner hands the cached block p out again: live. */
-HIDDEN void extent_cache_out(void *p);
 HIDDEN void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
     __attribute__((noreturn, cold));
 HIDDEN int extent_owns(const chunk_t *c, const void *p);

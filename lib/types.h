@@ -193,7 +193,7 @@ enum page_state {
     PAGE_PURGING = 3, /* the purger is giving its memory back */
 };
 
-#define PAGE_HAS_ALIGNED 1 /* interior (aligned) pointers may be freed */
+#define PAGE_HAS_ALIGNED 1 /* memalign moved the pointer of some blocks (block_named) */
 #define PAGE_IN_FULL 2     /* on the heap's full list (owner's copy of in_full) */
 #define PAGE_HAS_HOLES 4   /* holes != 0: frees take the slow path, which checks them */
 #define PAGE_RESET 8       /* reset by the reclaimer: frees take the slow path until refilled */
