@@ -212,6 +212,7 @@ static int xthread_double(int exit_first)
  * far outside the extent map: SIGSEGV). */
 static void *scribble_flush(void *arg)
 {
+    free(launder(malloc(48))); /* a heap, and so an extent cache */
     char *p = malloc(20 * KiB);
     if (!p)
         return arg;
