@@ -602,16 +602,26 @@ unsigned extent_block_len(const chunk_t *c, const void *p)
     return g < 0 ? 0 : tag_get(map_of(c), (unsigned)g) & TAG_LEN;
 }
 
+/* Takes the head of a live block (t, as checked) by CAS, under the lock: a thread's cache
+ * marks a head without the lock (extent_cache_in), so a second free racing with this one
+ * either saw the head first (and this CAS fails) or fails its own. */
+static bool head_claim(struct extent_map *m, unsigned g, uint16_t t)
+{
+    return __atomic_compare_exchange_n(&m->tag[g], &t, 0, false, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED);
+}
+
 void extent_free(chunk_t *c, void *p)
 {
     pthread_mutex_lock(&extent_lock);
     int g = block_granule(c, p);
-    if (unlikely(g < 0)) {
+    struct extent_map *m = map_of(c);
+    uint16_t t = g < 0 ? 0 : tag_get(m, (unsigned)g);
+    if (unlikely(g < 0 || !head_claim(m, (unsigned)g, t))) {
         pthread_mutex_unlock(&extent_lock);
         extent_bad_pointer(c, p, "free(): invalid pointer");
     }
-    struct extent_map *m = map_of(c);
-    bool pend = block_free_locked(m, (unsigned)g, tag_get(m, (unsigned)g) & TAG_LEN, now_ms());
+    bool pend = block_free_locked(m, (unsigned)g, t & TAG_LEN, now_ms());
     pthread_mutex_unlock(&extent_lock);
     if (pend)
         purge_note_dirty();
@@ -679,11 +689,18 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
     int gi = block_granule(c, p);
     if (unlikely(gi < 0))
         extent_bad_pointer(c, p, "realloc(): invalid pointer");
-    unsigned g = (unsigned)gi, len = tag_get(m, g) & TAG_LEN;
+    unsigned g = (unsigned)gi;
+    uint16_t t = tag_get(m, g);
+    unsigned len = t & TAG_LEN;
     if (want == len)
         return true; /* no lock: the block is the caller's */
     bool ok = true, pend = false;
     pthread_mutex_lock(&extent_lock);
+    /* The head stays 0 until it is rewritten: a free racing with this realloc fails. */
+    if (unlikely(!head_claim(m, g, t))) { /* freed by another thread since the check */
+        pthread_mutex_unlock(&extent_lock);
+        extent_bad_pointer(c, p, "realloc(): invalid pointer");
+    }
     if (want < len) {
         /* The tail goes back (it held data), merged with a free run after it, and is given
          * back as a free is: a buffer shrunk to fit in a process without the purger thread
@@ -699,14 +716,17 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
             run_free_held(m, g + want, len - want, pend, false, false, now_ms(), &held);
         run_freed(m, n, pend, held);
     } else {
-        uint16_t t = g + len < GRANULES ? tag_get(m, g + len) : 0;
-        ok = (t & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE) && len + (t & TAG_LEN) >= want;
+        uint16_t next = g + len < GRANULES ? tag_get(m, g + len) : 0;
+        ok = (next & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE) &&
+             len + (next & TAG_LEN) >= want;
         if (ok) {
             /* the front of the free run after it joins the block */
             tags_clear(m, g, len);
             run_take(m, &m->node[g + len], g + len, want - len);
             tags_clear(m, g + len, want - len);
             tags_set(m, g, want, 0);
+        } else {
+            __atomic_store_n(&m->tag[g], t, __ATOMIC_RELAXED); /* unchanged: given back */
         }
     }
     MAP_CHECK(m);

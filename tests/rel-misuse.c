@@ -22,6 +22,8 @@
  *                    malloc(16 KiB)
  *   extent-xthread-double-exit  the same, then A exits (its cache goes back to the shared
  *                    runs) and main mallocs 16 KiB twice
+ *   extent-race-double  two threads with heaps of their own free p = malloc(16 KiB) at the
+ *                    same moment (a barrier), then, once both have, each mallocs 16 KiB
  *   extent-scribble-flush  in a thread: free(p), p = malloc(20 KiB), its first 64 bytes
  *                    overwritten (the key with them), free(p) again, then the thread exits
  *                    (its extent cache is flushed)
@@ -201,6 +203,40 @@ static int xthread_double(int exit_first)
     void *m1 = malloc(16 * KiB), *m2 = exit_first ? malloc(16 * KiB) : a_got;
     if (m1 && (m1 == m2 || m1 == a_got))
         printf("silent corruption: malloc(16384) returned %p twice\n", m1);
+    else
+        printf("misuse went undetected (no duplicate seen at once)\n");
+    fflush(stdout);
+    return 3;
+}
+
+/* Two threads free one block at once: one of the frees must fail, however they interleave
+ * (the cache's mark is taken by CAS). */
+static void *race_free(void *p)
+{
+    free(launder(malloc(48))); /* a heap, and so an extent cache */
+    pthread_barrier_wait(&xt_barrier);
+    free(launder(p));
+    pthread_barrier_wait(&xt_barrier); /* both frees made before either malloc */
+    return malloc(16 * KiB);
+}
+
+static int race_double(void)
+{
+    pthread_t t[2];
+    void *got[2];
+    char *p = malloc(16 * KiB);
+    if (!p || pthread_barrier_init(&xt_barrier, NULL, 2))
+        return 2;
+    memset(p, 0x5a, 16 * KiB);
+    announce(p);
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&t[i], NULL, race_free, p))
+            return 2;
+    for (int i = 0; i < 2; i++)
+        if (pthread_join(t[i], &got[i]))
+            return 2;
+    if (got[0] && got[0] == got[1])
+        printf("silent corruption: malloc(16384) returned %p in both threads\n", got[0]);
     else
         printf("misuse went undetected (no duplicate seen at once)\n");
     fflush(stdout);
@@ -415,6 +451,8 @@ int main(int argc, char **argv)
         return xthread_double(0);
     if (!strcmp(c, "extent-xthread-double-exit"))
         return xthread_double(1);
+    if (!strcmp(c, "extent-race-double"))
+        return race_double();
     if (!strcmp(c, "extent-scribble-flush"))
         return scribble_double();
     if (!strcmp(c, "small-realloc-freed"))

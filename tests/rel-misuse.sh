@@ -58,13 +58,14 @@ for c in small-double extent-double extent-cached-double large-double small-inte
 done
 
 # Issue 38's attacks, each against glibc in the same run: a medium block freed by two
-# threads (one of them exiting, or not), a second free of a cached extent whose key a write
+# threads (one of them exiting, or not; or both at the same moment), a second free of a cached extent whose key a write
 # after free wiped, then flushed by the thread's exit (it once read far outside the extent
 # map: SIGSEGV), realloc of a freed block at 4000 and 20000 bytes (the latter in the extent
 # cache), and interior pointers of a block in a page that holds memalign'd blocks. Each
 # must stop in the misuse call itself with the message given here, naming the pointer.
 for spec in "extent-xthread-double:free(): double free detected" \
     "extent-xthread-double-exit:free(): double free detected" \
+    "extent-race-double:free(): double free detected" \
     "extent-scribble-flush:free(): double free detected" \
     "small-realloc-freed:realloc(): invalid pointer" \
     "extent-realloc-freed:realloc(): invalid pointer" \
