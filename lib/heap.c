@@ -260,7 +260,7 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
 
 /* p, a block's start, lies in a hole or beyond the carved blocks (a page the reclaimer
  * reset): it is free already. */
-static bool block_freed(const page_t *page, const void *p)
+static inline __attribute__((always_inline)) bool block_freed(const page_t *page, const void *p)
 {
     return block_in_hole(page, p) ||
            (size_t)((const uint8_t *)p - page->start) >=
