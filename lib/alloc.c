@@ -189,10 +189,11 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
     free_slow(c, page, p); /* remote, full page, aligned blocks, or a bad pointer */
 }
 
-/* Usable bytes from p to the end of its block. p must be a block's start (or, in a page of
- * aligned blocks, inside one): anything else aborts with fn's name, as free() does,
- * instead of reporting a size that runs into the next block. */
-static size_t usable_size(chunk_t *c, void *p, const char *invalid)
+/* Usable bytes from p to the end of its block. p must be a block's start (or the pointer
+ * memalign handed out): anything else aborts with fn's name, as free() does, instead of
+ * reporting a size that runs into the next block. */
+static inline __attribute__((always_inline)) size_t usable_size(chunk_t *c, void *p,
+                                                                const char *invalid, page_t **pagep)
 {
     if (unlikely(c->kind == CHUNK_FREE)) {
         /* unused space (a freed large block): glibc says 0 for a freed chunk */
@@ -208,10 +209,15 @@ static size_t usable_size(chunk_t *c, void *p, const char *invalid)
     if (c->kind == CHUNK_EXTENT)
         return extent_usable_size(c, p, invalid);
     page_t *page = page_of_block(c, p);
+    *pagep = page;
     if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
         lib_fatal(invalid, p);
-    if (page->flags & PAGE_HAS_ALIGNED)
-        return page->block_size - (size_t)((uint8_t *)p - (uint8_t *)block_start(page, p));
+    if (page->flags & PAGE_HAS_ALIGNED) {
+        void *s = block_named(page, p);
+        if (unlikely(!s))
+            lib_fatal(invalid, p);
+        return page->block_size - (size_t)((uint8_t *)p - (uint8_t *)s);
+    }
     if (unlikely(block_misaligned(page, p)))
         lib_fatal(invalid, p);
     return page->block_size;
@@ -245,6 +251,8 @@ static void *aligned_impl(size_t alignment, size_t size)
                 /* our own page: we just allocated from it (flags are the owner's: inside
                  * the reclaim handshake, like every change to the heap) */
                 heap_page_set_aligned(page);
+                /* the block's first word is ours (a - b >= 16): the pointer we handed out */
+                *(uintptr_t *)b = aligned_mark(b, a - (uintptr_t)b);
             }
             return (void *)a;
         }
@@ -319,7 +327,19 @@ API void *realloc(void *p, size_t size)
     chunk_t *c = registry_lookup(p);
     if (!c)
         return foreign_realloc(p, size);
-    size_t old = usable_size(c, p, "realloc(): invalid pointer");
+    page_t *page = NULL;
+    size_t old = usable_size(c, p, "realloc(): invalid pointer", &page);
+    /* A small block checked as free checks it: a freed one never keeps its place. Inline,
+     * the key, and beyond the carved blocks; holes, reset pages and a key seen out of line. */
+    bool live = true;
+    if (page) {
+        block_t *b = page->flags & PAGE_HAS_ALIGNED ? block_start(page, p) : p;
+        if (unlikely((page->flags & (PAGE_HAS_HOLES | PAGE_RESET)) || b->key == block_key(b) ||
+                     (size_t)((uint8_t *)b - page->start) >=
+                         (size_t)__atomic_load_n(&page->capacity, __ATOMIC_RELAXED) *
+                             page->block_size))
+            live = heap_realloc_live(c, page, b, p);
+    }
     /* Large blocks grow and shrink where they stand when they can (no copy, and no hole
      * left behind for a growing buffer to step over). */
     if (c->kind == CHUNK_LARGE && size > SC_MAX_SIZE) {
@@ -333,7 +353,7 @@ API void *realloc(void *p, size_t size)
         extent_resize(c, p, size))
         return p;
     /* Same block while the new size fits and does not waste more than half of it. */
-    if (size <= old && size >= old / 2)
+    if (size <= old && size >= old / 2 && live)
         return p;
     if (size > ALLOC_MAX) {
         errno = ENOMEM;
@@ -355,6 +375,8 @@ API void *realloc(void *p, size_t size)
         grow && size > REALLOC_EXTENT_MIN ? shared_malloc(want, 0, false) : malloc_inline(want);
     if (!q)
         return NULL;
+    if (unlikely(q == p))
+        lib_fatal("realloc(): invalid pointer", p); /* p was free: malloc handed it out */
     memcpy(q, p, old < size ? old : size);
     free_inline(p);
     return q;
@@ -446,7 +468,8 @@ API size_t malloc_usable_size(void *p)
     chunk_t *c = registry_lookup(p);
     if (!c)
         return foreign_usable_size(p);
-    return usable_size(c, p, "malloc_usable_size(): invalid pointer");
+    page_t *page;
+    return usable_size(c, p, "malloc_usable_size(): invalid pointer", &page);
 }
 
 API int malloc_trim(size_t pad)

@@ -6,10 +6,12 @@
  * an idle thread (reclaim.c) and, for a busy thread, once a block has sat there for a whole
  * purge_delay (extent_cache_age), so what one thread frees is never held from the others or
  * from the purge for long. Until a second thread allocates, there is no cache: one thread's
- * extents go to the runs at once. A cached block keeps the free key in its second word, as a
- * small block does: a second free of it is caught, and a write after free is caught when it
- * is handed out again. The cache is the heap's, used inside the reclaim handshake
- * (heap_enter). */
+ * extents go to the runs at once. A cached block is marked so in the extent map
+ * (extent_cache_in): a second free of it is caught whichever thread makes it, however the
+ * block was written since. It keeps the free key in its second word, as a small block does:
+ * a write after free is caught when it is handed out again. The cache is the heap's, used inside
+ * the reclaim handshake (heap_enter). */
+#include "extent-map.h"
 #include "internal.h"
 
 #include <string.h>
@@ -45,6 +47,7 @@ static void *cache_take(heap_t *heap, unsigned len)
         if (unlikely(b->key != block_key(b)))
             malloc_corrupt(NULL, b);
         b->key = 0;
+        extent_cache_out(registry_lookup(b), b);
         return b;
     }
     return NULL;
@@ -117,26 +120,21 @@ void *extent_malloc_cached(size_t size, size_t align, bool zero)
 
 void extent_free_cached(chunk_t *c, void *p)
 {
-    unsigned len = extent_block_len(c, p);
-    if (unlikely(!len))
-        extent_bad_pointer(c, p, "free(): invalid pointer");
     heap_t *heap = cache_heap();
     /* The cache spares threads the extent lock and one another; a process that has only
      * ever had one allocating thread frees into the shared runs, where its requests of
      * other lengths reuse the memory: python3's idle Private_Dirty -52 KiB (its start-up
      * freed 96 KiB of extents into the cache and then took new ones), instructions the
      * same (callgrind: realloc -1.1 %, python3 +0.1 %). */
-    if (!heap || len > CACHE_LEN_MAX ||
-        !atomic_load_explicit(&heap_second_made, memory_order_relaxed)) {
+    unsigned max =
+        heap && atomic_load_explicit(&heap_second_made, memory_order_relaxed) ? CACHE_LEN_MAX : 0;
+    unsigned len = extent_cache_in(c, p, max); /* checked, and marked cached up to max */
+    if (len > max) {
         extent_free(c, p);
         return;
     }
     block_t *b = p;
     heap_enter(heap);
-    if (unlikely(b->key == block_key(b)))
-        for (unsigned i = 0; i < heap->ext_cache_n; i++)
-            if (heap->ext_cache[i] == p)
-                lib_fatal("free(): double free detected", p);
     size_t bytes = (size_t)len << EXT_GRANULE_SHIFT;
     if (heap->ext_cache_n == EXT_CACHE_SLOTS || heap->ext_cache_bytes + bytes > CACHE_BYTES)
         extent_cache_flush(heap);

@@ -1,7 +1,7 @@
 /* extent-map: an extent chunk's map (extent.c), outside the chunk's memory: a purged run
  * stays untouched until it is reused, and a pointer is checked against the tags before
- * anything is written. Included by extent.c and its unit test (inline helpers: the hot parts
- * of a free).
+ * anything is written. Included by extent.c, its unit test and extent-cache.c (inline
+ * helpers: the hot parts of a free, and of a take from a thread's cache).
  *
  * Invariants (map_check, with THPALLOC_DEBUG):
  * - the runs tile the chunk: the first and the last granule of each carry its tag (length
@@ -9,7 +9,8 @@
  * - a free run is never next to another free run (a free merges at once);
  * - a free run's node says its length, and its dirty count is the number of its dirty bits;
  * - a block handed out (or a run the purger holds out) has no dirty bit, and used is the
- *   sum of the blocks' lengths. */
+ *   sum of the blocks' lengths (a block in a thread's cache counts as handed out: its head
+ *   says TAG_CACHED, its tail does not). */
 #ifndef THPALLOC_EXTENT_MAP_H
 #define THPALLOC_EXTENT_MAP_H
 
@@ -26,6 +27,11 @@
 #define TAG_TAIL 0x0800u
 #define TAG_FREE 0x1000u
 #define TAG_BUSY 0x2000u /* taken out by the purger */
+/* On a block's head only: freed into a thread's extent cache (extent-cache.c), so that a
+ * second free is refused whichever thread makes it and whatever cache holds the block. Set
+ * by CAS without the lock, cleared by the cache's owner when it hands the block out again,
+ * or under the lock when the cache gives it back to the runs. */
+#define TAG_CACHED 0x4000u
 
 /* A free run, indexed by its first granule. */
 struct ext_free {
@@ -92,6 +98,15 @@ static inline void tags_clear(struct extent_map *m, unsigned first, unsigned len
 {
     __atomic_store_n(&m->tag[first], 0, __ATOMIC_RELAXED);
     __atomic_store_n(&m->tag[first + len - 1], 0, __ATOMIC_RELAXED);
+}
+
+/* The cache's owner hands the cached block p (of extent chunk c) out again: live. Only the
+ * owner writes a cached block's head (other threads' CAS fail on it), hence no CAS. */
+static inline void extent_cache_out(const chunk_t *c, const void *p)
+{
+    struct extent_map *m = map_of(c);
+    unsigned g = (unsigned)((uintptr_t)((const uint8_t *)p - c->base) >> GRANULE_SHIFT);
+    __atomic_store_n(&m->tag[g], (uint16_t)(tag_get(m, g) & ~TAG_CACHED), __ATOMIC_RELAXED);
 }
 
 /* The dirty bits of [first, first+len): the mask of its part in word g / 64 (k granules). */

@@ -157,7 +157,8 @@ static void map_check(const struct extent_map *m)
         unsigned len = t & TAG_LEN;
         LIB_ASSERT((t & TAG_HEAD) && len >= 1 && g + len <= GRANULES);
         LIB_ASSERT(len == 1 ? (t & TAG_TAIL) != 0
-                            : tag_get(m, g + len - 1) == (uint16_t)((t & ~TAG_HEAD) | TAG_TAIL));
+                            : tag_get(m, g + len - 1) ==
+                                  (uint16_t)((t & ~(TAG_HEAD | TAG_CACHED)) | TAG_TAIL));
         bool is_free = (t & TAG_FREE) != 0;
         LIB_ASSERT(!(is_free && prev_free));
         if (is_free)
@@ -524,10 +525,11 @@ static void *run_alloc_locked(unsigned len, size_t align, bool *is_zero)
     return m->chunk->base + ((size_t)first << GRANULE_SHIFT);
 }
 
-/* The first granule of the block p starts, or -1 when p is not the start of a block handed
- * out (an interior pointer, a free run, a run the purger holds). Safe without the lock for
- * a block the caller holds; for anything else only under it. */
-static int block_granule(const chunk_t *c, const void *p)
+/* The first granule of the block p starts, when its head's state is state (0: handed out,
+ * TAG_CACHED: in a thread's cache); else -1 (an interior pointer, a free run, a run the
+ * purger holds, a cached block asked for as live). Safe without the lock for a block the
+ * caller holds; for anything else only under it. */
+static int block_granule_in(const chunk_t *c, const void *p, uint16_t state)
 {
     uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
     /* beyond the chunk: a stale descriptor, its map reused for another chunk since */
@@ -535,9 +537,14 @@ static int block_granule(const chunk_t *c, const void *p)
         return -1;
     unsigned g = (unsigned)(off >> GRANULE_SHIFT);
     uint16_t t = tag_get(map_of(c), g);
-    if ((t & (TAG_HEAD | TAG_FREE | TAG_BUSY)) != TAG_HEAD)
+    if ((t & (TAG_HEAD | TAG_FREE | TAG_BUSY | TAG_CACHED)) != (TAG_HEAD | state))
         return -1;
     return (int)g;
+}
+
+static int block_granule(const chunk_t *c, const void *p)
+{
+    return block_granule_in(c, p, 0);
 }
 
 void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
@@ -595,19 +602,43 @@ unsigned extent_block_len(const chunk_t *c, const void *p)
     return g < 0 ? 0 : tag_get(map_of(c), (unsigned)g) & TAG_LEN;
 }
 
+/* Takes the head of a live block (t, as checked) by CAS, under the lock: a thread's cache
+ * marks a head without the lock (extent_cache_in), so a second free racing with this one
+ * either saw the head first (and this CAS fails) or fails its own. */
+static bool head_claim(struct extent_map *m, unsigned g, uint16_t t)
+{
+    return __atomic_compare_exchange_n(&m->tag[g], &t, 0, false, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED);
+}
+
 void extent_free(chunk_t *c, void *p)
 {
     pthread_mutex_lock(&extent_lock);
     int g = block_granule(c, p);
-    if (unlikely(g < 0)) {
+    struct extent_map *m = map_of(c);
+    uint16_t t = g < 0 ? 0 : tag_get(m, (unsigned)g);
+    if (unlikely(g < 0 || !head_claim(m, (unsigned)g, t))) {
         pthread_mutex_unlock(&extent_lock);
         extent_bad_pointer(c, p, "free(): invalid pointer");
     }
-    struct extent_map *m = map_of(c);
-    bool pend = block_free_locked(m, (unsigned)g, tag_get(m, (unsigned)g) & TAG_LEN, now_ms());
+    bool pend = block_free_locked(m, (unsigned)g, t & TAG_LEN, now_ms());
     pthread_mutex_unlock(&extent_lock);
     if (pend)
         purge_note_dirty();
+}
+
+unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max)
+{
+    /* block_granule's checks, with the tag read once: the CAS expects what was checked */
+    uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
+    struct extent_map *m = map_of(c);
+    uint16_t t = off >= CHUNK_SIZE || (off & (GRANULE - 1)) ? 0 : tag_get(m, off >> GRANULE_SHIFT);
+    if (unlikely((t & (TAG_HEAD | TAG_FREE | TAG_BUSY | TAG_CACHED)) != TAG_HEAD) ||
+        ((t & TAG_LEN) <= max && unlikely(!__atomic_compare_exchange_n(
+                                     &m->tag[off >> GRANULE_SHIFT], &t, (uint16_t)(t | TAG_CACHED),
+                                     false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))))
+        extent_bad_pointer(c, p, "free(): invalid pointer");
+    return t & TAG_LEN;
 }
 
 void extent_free_many(void *const *blocks, unsigned n)
@@ -617,8 +648,13 @@ void extent_free_many(void *const *blocks, unsigned n)
     uint32_t now = now_ms();
     for (unsigned i = 0; i < n; i++) {
         chunk_t *c = registry_lookup(blocks[i]);
-        int g = block_granule(c, blocks[i]);
-        LIB_ASSERT(g >= 0); /* the caller's own blocks */
+        /* Always checked (a bound that keeps the map's index in range, not a debug
+         * invariant): every block must still be a cached block of an extent chunk. */
+        int g = c && c->kind == CHUNK_EXTENT ? block_granule_in(c, blocks[i], TAG_CACHED) : -1;
+        if (unlikely(g < 0)) {
+            pthread_mutex_unlock(&extent_lock);
+            lib_fatal("free(): double free detected", blocks[i]);
+        }
         struct extent_map *m = map_of(c);
         pend |= block_free_locked(m, (unsigned)g, tag_get(m, (unsigned)g) & TAG_LEN, now);
     }
@@ -639,7 +675,7 @@ size_t extent_usable_size(chunk_t *c, void *p, const char *invalid)
         uintptr_t off = (uintptr_t)((uint8_t *)p - c->base);
         uint16_t t =
             (off & (GRANULE - 1)) ? 0 : tag_get(map_of(c), (unsigned)(off >> GRANULE_SHIFT));
-        if (invalid[0] == 'm' && (t & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE))
+        if (invalid[0] == 'm' && (t & TAG_HEAD) && (t & (TAG_FREE | TAG_CACHED)))
             return 0; /* a freed block: glibc says 0 for a freed chunk */
         lib_fatal(invalid, p);
     }
@@ -653,11 +689,18 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
     int gi = block_granule(c, p);
     if (unlikely(gi < 0))
         extent_bad_pointer(c, p, "realloc(): invalid pointer");
-    unsigned g = (unsigned)gi, len = tag_get(m, g) & TAG_LEN;
+    unsigned g = (unsigned)gi;
+    uint16_t t = tag_get(m, g);
+    unsigned len = t & TAG_LEN;
     if (want == len)
         return true; /* no lock: the block is the caller's */
     bool ok = true, pend = false;
     pthread_mutex_lock(&extent_lock);
+    /* The head stays 0 until it is rewritten: a free racing with this realloc fails. */
+    if (unlikely(!head_claim(m, g, t))) { /* freed by another thread since the check */
+        pthread_mutex_unlock(&extent_lock);
+        extent_bad_pointer(c, p, "realloc(): invalid pointer");
+    }
     if (want < len) {
         /* The tail goes back (it held data), merged with a free run after it, and is given
          * back as a free is: a buffer shrunk to fit in a process without the purger thread
@@ -673,14 +716,17 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
             run_free_held(m, g + want, len - want, pend, false, false, now_ms(), &held);
         run_freed(m, n, pend, held);
     } else {
-        uint16_t t = g + len < GRANULES ? tag_get(m, g + len) : 0;
-        ok = (t & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE) && len + (t & TAG_LEN) >= want;
+        uint16_t next = g + len < GRANULES ? tag_get(m, g + len) : 0;
+        ok = (next & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE) &&
+             len + (next & TAG_LEN) >= want;
         if (ok) {
             /* the front of the free run after it joins the block */
             tags_clear(m, g, len);
             run_take(m, &m->node[g + len], g + len, want - len);
             tags_clear(m, g + len, want - len);
             tags_set(m, g, want, 0);
+        } else {
+            __atomic_store_n(&m->tag[g], t, __ATOMIC_RELAXED); /* unchanged: given back */
         }
     }
     MAP_CHECK(m);

@@ -258,6 +258,30 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
     return page_pop(next);
 }
 
+/* p, a block's start, lies in a hole or beyond the carved blocks (a page the reclaimer
+ * reset): it is free already. */
+static inline __attribute__((always_inline)) bool block_freed(const page_t *page, const void *p)
+{
+    return block_in_hole(page, p) ||
+           (size_t)((const uint8_t *)p - page->start) >=
+               (size_t)__atomic_load_n(&page->capacity, __ATOMIC_RELAXED) * page->block_size;
+}
+
+bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
+{
+    if (unlikely(block_freed(page, b)))
+        lib_fatal("realloc(): invalid pointer", p);
+    if (likely(b->key != block_key(b)))
+        return true; /* a free block carries its key (a hole's or a reset page's are above) */
+    heap_t *heap = tl_heap;
+    if (atomic_load_explicit(&c->owner, memory_order_acquire) != heap)
+        return false;
+    heap_enter(heap);
+    free_check_double(page, b, "realloc(): invalid pointer");
+    heap_leave(heap);
+    return true;
+}
+
 void heap_free_slow(chunk_t *c, page_t *page, void *p)
 {
     if (unlikely(c->kind == CHUNK_FREE))
@@ -265,15 +289,15 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
     page = page_sub_of(c, page, p); /* a split slot's block: its sub-page */
     if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
         lib_fatal("free(): invalid pointer", p);
-    if (page->flags & PAGE_HAS_ALIGNED)
-        p = block_start(page, p);
-    else if (unlikely(block_misaligned(page, p)))
+    if (page->flags & PAGE_HAS_ALIGNED) {
+        void *s = block_named(page, p);
+        if (unlikely(!s))
+            lib_fatal("free(): invalid pointer", p);
+        p = s;
+    } else if (unlikely(block_misaligned(page, p))) {
         lib_fatal("free(): invalid pointer", p);
-    if (unlikely(block_in_hole(page, p)))
-        lib_fatal("free(): double free detected", p);
-    /* beyond the carved blocks: free already (a page the reclaimer reset) */
-    if (unlikely((size_t)((uint8_t *)p - page->start) >=
-                 (size_t)__atomic_load_n(&page->capacity, __ATOMIC_RELAXED) * page->block_size))
+    }
+    if (unlikely(block_freed(page, p)))
         lib_fatal("free(): double free detected", p);
     block_t *b = p;
     heap_t *heap = tl_heap;
@@ -286,7 +310,7 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
         heap->slow_ops++;
         /* Our own page, but full or with aligned blocks. */
         if (unlikely(b->key == block_key(b)))
-            free_check_double(page, p);
+            free_check_double(page, p, "free(): double free detected");
         b->key = block_key(b);
         block_set_next(b, page->local_free);
         page->local_free = b;

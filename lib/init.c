@@ -180,7 +180,8 @@ API int thpalloc_owns(const void *p)
         return 0;
     size_t off = (size_t)((const uint8_t *)p - page->start);
     return off < (size_t)page->capacity * page->block_size &&
-           ((page->flags & PAGE_HAS_ALIGNED) || off % page->block_size == 0);
+           ((page->flags & PAGE_HAS_ALIGNED) ? block_named(page, (void *)p) != NULL
+                                             : off % page->block_size == 0);
 }
 
 API const char *thpalloc_version(void)

@@ -261,8 +261,14 @@ HIDDEN void heap_page_set_aligned(page_t *page);
 /* free of a block of a small-object chunk off the fast path: the owner's (full page,
  * aligned blocks), a remote free, an abandoned chunk taken over, or a bad pointer. */
 HIDDEN void heap_free_slow(chunk_t *c, page_t *page, void *p);
-/* A freed-looking block is freed again: abort if it really is on the page's free lists. */
-HIDDEN void free_check_double(page_t *page, void *p);
+/* realloc's check that p (block b of page, b == p unless memalign moved p) is live, as
+ * free's: aborts when b is in a hole, beyond the carved blocks, or on the lists of the
+ * caller's own page; false when it carries its free key on another heap's page (only the
+ * move, whose free applies free's rules, may follow), else true. */
+HIDDEN bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p);
+/* A freed-looking block is freed (or reallocated) again: abort with msg if it really is on
+ * the page's free lists. The owner's, or the abandoned lock holder's. */
+HIDDEN void free_check_double(page_t *page, void *p, const char *msg);
 /* malloc popped a block without the free key: a double free or a write after free. */
 HIDDEN void malloc_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
 /* Pops page's first free block (page->free is not empty), checked as every pop is: inside
@@ -366,6 +372,10 @@ HIDDEN void page_refill_holes(heap_t *heap, page_t *page);
 /* Purges an empty page's carved blocks and resets it (PAGE_RESET); returns bytes purged. */
 HIDDEN size_t page_reset_empty(heap_t *heap, const chunk_t *c, page_t *page, enum os_purge how);
 HIDDEN void *block_start(page_t *page, void *p);
+/* In a page with aligned blocks: the start of the block p names (p is a block's start that
+ * memalign did not move, or the pointer memalign handed out, as its mark says), or NULL when
+ * p names none (an interior pointer). Reads the first word of p's block. */
+HIDDEN void *block_named(page_t *page, void *p);
 static inline size_t page_size_of(const chunk_t *c)
 {
     return (size_t)1 << c->page_shift;
@@ -377,11 +387,16 @@ static inline size_t page_size_of(const chunk_t *c)
 #define EXT_GRANULE_SHIFT 12
 HIDDEN void *extent_alloc(size_t size, size_t align, bool zero);
 HIDDEN void extent_free(chunk_t *c, void *p);
-/* Frees blocks the caller holds (a thread's cache) under one lock. */
+/* Frees the blocks of a thread's cache (extent_cache_in) under one lock; aborts on any that
+ * is not one (always checked). */
 HIDDEN void extent_free_many(void *const *blocks, unsigned n);
 /* The granules of the block p starts, or 0 when p starts none (safe without the lock for a
  * block the caller holds, and memory-safe for any pointer into an extent chunk). */
 HIDDEN unsigned extent_block_len(const chunk_t *c, const void *p);
+/* A thread's cache takes the block p starts (a free): its granules, and when they are at
+ * most max it is marked cached in the map, by CAS. Aborts unless p starts a live block: a
+ * second free is caught whichever thread makes it and whatever cache holds the block. */
+HIDDEN unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max);
 HIDDEN void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
     __attribute__((noreturn, cold));
 HIDDEN int extent_owns(const chunk_t *c, const void *p);

@@ -195,20 +195,24 @@ void page_refill_holes(heap_t *heap, page_t *page)
     page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_HAS_HOLES);
 }
 
-void free_check_double(page_t *page, void *p)
+void free_check_double(page_t *page, void *p, const char *msg)
 {
-    /* Bounded walks: a list that already holds a block twice has a cycle. */
-    for (int l = 0; l < 2; l++) {
+    /* Bounded walks: a list that already holds a block twice has a cycle. Other threads'
+     * frees only push in front of the head read here, and only the caller (the owner, or
+     * the abandoned lock's holder) takes them. */
+    for (int l = 0; l < 3; l++) {
         uint32_t n = 0;
-        for (block_t *b = l ? page->local_free : page->free; b && n <= page->capacity;
-             b = block_next(b), n++) {
+        block_t *b = l == 0   ? page->free
+                     : l == 1 ? page->local_free
+                              : atomic_load_explicit(&page->xthread_free, memory_order_acquire);
+        for (; b && n <= page->capacity; b = block_next(b), n++) {
             if (b == p)
-                lib_fatal("free(): double free detected", p);
+                lib_fatal(msg, p);
             if (block_outside(page, b))
                 break; /* a corrupted link: malloc aborts when it gets there */
         }
     }
-    /* Not on the owner's lists: user data that happened to look like a key. */
+    /* Not on the page's lists: user data that happened to look like a key. */
 }
 
 void malloc_corrupt(page_t *page, void *b)
@@ -222,6 +226,17 @@ void *block_start(page_t *page, void *p)
 {
     size_t off = (size_t)((uint8_t *)p - page->start);
     return page->start + off - off % page->block_size;
+}
+
+void *block_named(page_t *page, void *p)
+{
+    uint8_t *s = block_start(page, p);
+    size_t off = (size_t)((uint8_t *)p - s);
+    /* ~off where memalign marked the block (aligned_mark), anything else otherwise */
+    uintptr_t mark = ~(*(const uintptr_t *)s ^ block_secret.link ^ (uintptr_t)s);
+    if (off == 0)
+        return mark < page->block_size ? NULL : s; /* memalign moved this block's pointer */
+    return mark == off ? s : NULL;
 }
 
 /* ---- purging page slots of live chunks ------------------------------------------------ */

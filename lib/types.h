@@ -121,6 +121,14 @@ static inline void block_set_next(block_t *b, const block_t *next)
 {
     b->link = (uintptr_t)next ^ block_secret.link ^ (uintptr_t)b;
 }
+/* memalign's mark in the first word of a block whose pointer it moved off the start by off
+ * (16 bytes or more: that word is never the caller's): mangled as a link is, with ~off in
+ * place of next, so that no free block's link reads as one (next is NULL or a pointer,
+ * ~off is neither), and no live block's data without the secret (block_named). */
+static inline uintptr_t aligned_mark(const void *b, size_t off)
+{
+    return ~(uintptr_t)off ^ block_secret.link ^ (uintptr_t)b;
+}
 typedef struct heap heap_t;
 typedef struct chunk chunk_t;
 typedef struct arena arena_t;
@@ -185,7 +193,7 @@ enum page_state {
     PAGE_PURGING = 3, /* the purger is giving its memory back */
 };
 
-#define PAGE_HAS_ALIGNED 1 /* interior (aligned) pointers may be freed */
+#define PAGE_HAS_ALIGNED 1 /* memalign moved the pointer of some blocks (block_named) */
 #define PAGE_IN_FULL 2     /* on the heap's full list (owner's copy of in_full) */
 #define PAGE_HAS_HOLES 4   /* holes != 0: frees take the slow path, which checks them */
 #define PAGE_RESET 8       /* reset by the reclaimer: frees take the slow path until refilled */

@@ -17,6 +17,22 @@
  *   small-realloc-interior   realloc(p + 16, 256), p = malloc(256)
  *   large-realloc-interior   realloc(p + 4096, 8 MiB), p = malloc(4 MiB)
  *   usable-interior  malloc_usable_size(p + 16), p = malloc(256)
+ *   extent-xthread-double  thread A frees p = malloc(16 KiB) (into its extent cache), then
+ *                    the main thread frees p too while A lives; A and main then each
+ *                    malloc(16 KiB)
+ *   extent-xthread-double-exit  the same, then A exits (its cache goes back to the shared
+ *                    runs) and main mallocs 16 KiB twice
+ *   extent-race-double  two threads with heaps of their own free p = malloc(16 KiB) at the
+ *                    same moment (a barrier), then, once both have, each mallocs 16 KiB
+ *   extent-scribble-flush  in a thread: free(p), p = malloc(20 KiB), its first 64 bytes
+ *                    overwritten (the key with them), free(p) again, then the thread exits
+ *                    (its extent cache is flushed)
+ *   small-realloc-freed  p = malloc(4000), malloc(16), free(p), realloc(p, 3992)
+ *   extent-realloc-freed  the same at 20000 bytes (realloc(p, 19992)) after a second thread
+ *                    has allocated (the free keeps p in the thread's extent cache)
+ *   aligned-interior  memalign(64, 48) 8 times, p = malloc(100) (the same page), free(p + 40)
+ *   aligned-realloc-interior  the same with realloc(p + 40, 500)
+ *   aligned-usable-interior  the same with malloc_usable_size(p + 40)
  *   uaf-link         write after free: the first word of a freed 48-byte block is set to
  *                    the address of a global (its key left as it was), then malloc(48)
  *                    until the global comes back or 2000 calls
@@ -151,6 +167,158 @@ static int usable_interior(void)
     return 3;
 }
 
+/* Thread A of the cross-thread double free: frees its block, and mallocs the same length
+ * again once main has freed it too (unless told to exit at once). */
+static pthread_barrier_t xt_barrier;
+static int xt_exit;
+static void *xt_a(void *arg)
+{
+    free(launder(malloc(48))); /* a heap of its own: medium blocks alone make none */
+    char *p = malloc(16 * KiB);
+    if (p)
+        memset(p, 0x5a, 16 * KiB);
+    free(p);
+    *(void **)arg = p;
+    pthread_barrier_wait(&xt_barrier); /* main frees p */
+    pthread_barrier_wait(&xt_barrier);
+    return xt_exit ? NULL : malloc(16 * KiB);
+}
+
+static int xthread_double(int exit_first)
+{
+    void *p = NULL, *a_got = NULL;
+    pthread_t t;
+    xt_exit = exit_first;
+    free(launder(malloc(48))); /* main has a heap: A's is the second, with an extent cache */
+    if (pthread_barrier_init(&xt_barrier, NULL, 2) || pthread_create(&t, NULL, xt_a, &p))
+        return 2;
+    pthread_barrier_wait(&xt_barrier);
+    if (!p)
+        return 2;
+    announce(p);
+    free(launder(p));
+    pthread_barrier_wait(&xt_barrier);
+    if (pthread_join(t, &a_got))
+        return 2;
+    void *m1 = malloc(16 * KiB), *m2 = exit_first ? malloc(16 * KiB) : a_got;
+    if (m1 && (m1 == m2 || m1 == a_got))
+        printf("silent corruption: malloc(16384) returned %p twice\n", m1);
+    else
+        printf("misuse went undetected (no duplicate seen at once)\n");
+    fflush(stdout);
+    return 3;
+}
+
+/* Two threads free one block at once: one of the frees must fail, however they interleave
+ * (the cache's mark is taken by CAS). */
+static void *race_free(void *p)
+{
+    free(launder(malloc(48))); /* a heap, and so an extent cache */
+    pthread_barrier_wait(&xt_barrier);
+    free(launder(p));
+    pthread_barrier_wait(&xt_barrier); /* both frees made before either malloc */
+    return malloc(16 * KiB);
+}
+
+static int race_double(void)
+{
+    pthread_t t[2];
+    void *got[2];
+    char *p = malloc(16 * KiB);
+    if (!p || pthread_barrier_init(&xt_barrier, NULL, 2))
+        return 2;
+    memset(p, 0x5a, 16 * KiB);
+    announce(p);
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&t[i], NULL, race_free, p))
+            return 2;
+    for (int i = 0; i < 2; i++)
+        if (pthread_join(t[i], &got[i]))
+            return 2;
+    if (got[0] && got[0] == got[1])
+        printf("silent corruption: malloc(16384) returned %p in both threads\n", got[0]);
+    else
+        printf("misuse went undetected (no duplicate seen at once)\n");
+    fflush(stdout);
+    return 3;
+}
+
+/* A write after free that wipes a cached extent's key, a second free, and the thread's exit
+ * flushing its cache: the second free must still be caught (it once made the flush read
+ * far outside the extent map: SIGSEGV). */
+static void *scribble_flush(void *arg)
+{
+    free(launder(malloc(48))); /* a heap, and so an extent cache */
+    char *p = malloc(20 * KiB);
+    if (!p)
+        return arg;
+    memset(p, 0x5a, 20 * KiB);
+    announce(p);
+    free(p);
+    memset(launder(p), 0x41, 64);
+    free(launder(p));
+    return NULL;
+}
+
+static int scribble_double(void)
+{
+    pthread_t t;
+    void *r;
+    if (second_heap() || pthread_create(&t, NULL, scribble_flush, NULL) || pthread_join(t, &r))
+        return 2;
+    look_for_duplicates(20 * KiB);
+    return 3;
+}
+
+/* realloc of a freed block to a size it holds (glibc aborts): accepted, it handed out a
+ * block that malloc gives again. */
+static int realloc_freed_fits(size_t n)
+{
+    char *p = malloc(n), *g = malloc(16);
+    if (!p || !g)
+        return 2;
+    memset(p, 0x5a, n);
+    announce(p);
+    free(p);
+    void *q = realloc(launder(p), n - 8);
+    void *r = malloc(n);
+    if (q && q == r)
+        printf("silent corruption: realloc returned %p, and malloc(%zu) too\n", q, n);
+    else
+        printf("misuse went undetected (realloc returned %p)\n", q);
+    fflush(stdout);
+    return 3;
+}
+
+/* An interior pointer of a block in a page that also holds memalign'd blocks. */
+static int aligned_interior(int how)
+{
+    for (int i = 0; i < 8; i++)
+        if (!memalign(64, 48))
+            return 2;
+    char *p = malloc(100);
+    if (!p)
+        return 2;
+    memset(p, 0x5a, 100);
+    announce(p + 40);
+    if (how == 0) {
+        free(launder(p + 40));
+        void *q = malloc(100);
+        if (q == p)
+            printf("silent corruption: malloc(100) returned the live block %p\n", q);
+        else
+            printf("misuse went undetected\n");
+    } else if (how == 1) {
+        void *q = realloc(launder(p + 40), 500);
+        printf("misuse went undetected (realloc returned %p)\n", q);
+    } else {
+        size_t u = malloc_usable_size(launder(p + 40));
+        printf("misuse went undetected (malloc_usable_size said %zu)\n", u);
+    }
+    fflush(stdout);
+    return 3;
+}
+
 /* Where an attacker wants malloc to hand out memory. */
 static uintptr_t target[8] __attribute__((aligned(64)));
 
@@ -279,6 +447,24 @@ int main(int argc, char **argv)
         return realloc_interior(4 * MiB, 4096, 8 * MiB);
     if (!strcmp(c, "usable-interior"))
         return usable_interior();
+    if (!strcmp(c, "extent-xthread-double"))
+        return xthread_double(0);
+    if (!strcmp(c, "extent-xthread-double-exit"))
+        return xthread_double(1);
+    if (!strcmp(c, "extent-race-double"))
+        return race_double();
+    if (!strcmp(c, "extent-scribble-flush"))
+        return scribble_double();
+    if (!strcmp(c, "small-realloc-freed"))
+        return realloc_freed_fits(4000);
+    if (!strcmp(c, "extent-realloc-freed"))
+        return second_heap() ? 2 : realloc_freed_fits(20000);
+    if (!strcmp(c, "aligned-interior"))
+        return aligned_interior(0);
+    if (!strcmp(c, "aligned-realloc-interior"))
+        return aligned_interior(1);
+    if (!strcmp(c, "aligned-usable-interior"))
+        return aligned_interior(2);
     if (!strcmp(c, "uaf-link"))
         return redirect(0);
     if (!strcmp(c, "overflow-link"))
