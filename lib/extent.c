@@ -20,12 +20,14 @@
 #include <errno.h>
 #include <string.h>
 
-#define TRIM_COST_CALL 4u     /* a madvise costs about as much as 4 page faults */
-#define TRIM_COST_MAX 256u    /* a refault budget of 1 MiB faulted again per purge_delay */
-#define TRIM_CALLS_FREE 8u    /* trims a purge_delay made at once, one madvise each */
-#define TRIM_BATCH 256u       /* granules (1 MiB): past those, a storm's trims go by the MiB */
-#define TRIM_BATCH_RUNS 64u   /* runs one batch purges at most */
-#define TRIM_STORM_BATCHES 4u /* batches a purge_delay before the purger thread is asked for */
+#define TRIM_COST_CALL 4u   /* a madvise costs about as much as 4 page faults */
+#define TRIM_COST_MAX 256u  /* a refault budget of 1 MiB faulted again per purge_delay */
+#define TRIM_CALLS_FREE 8u  /* trims a purge_delay made at once, one madvise each */
+#define TRIM_BATCH 256u     /* granules (1 MiB): past those, a storm's trims go by the MiB */
+#define TRIM_BATCH_RUNS 64u /* runs one batch purges at most */
+/* Batches a purge_delay before the purger thread is asked for: 16 MiB, which would have
+ * waited without them, the purger's own start (purge-signal.c, PURGER_MIN_PENDING). */
+#define TRIM_STORM_BATCHES 16u
 
 static pthread_mutex_t extent_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 /* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps its
