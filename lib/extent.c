@@ -22,7 +22,6 @@
 
 #define TRIM_COST_CALL 4u   /* a madvise costs about as much as 4 page faults */
 #define TRIM_COST_MAX 256u  /* a refault budget of 1 MiB faulted again per purge_delay */
-#define TRIM_CALLS_FREE 8u  /* trims a purge_delay made at once, one madvise each */
 #define TRIM_BATCH 256u     /* granules (1 MiB): past those, a storm's trims go by the MiB */
 #define TRIM_BATCH_RUNS 64u /* runs one batch purges at most */
 /* Batches a purge_delay before the purger thread is asked for: 16 MiB, which would have
@@ -48,8 +47,8 @@ static size_t pending_granules; /* dirty granules of free runs, waiting for purg
 static unsigned trim_shift;
 static unsigned trim_cost;      /* of the refaults since trim_window_at */
 static uint32_t trim_window_at; /* ms clock */
-/* The trims made since trim_calls_at (within a purge_delay), and the pending granules at
- * which a storm's next batch goes (trim_storm). */
+/* The trims made since trim_calls_at (within a purge_delay; one more once a storm started),
+ * and the pending granules at which a storm's next batch goes (trim_batch). */
 static unsigned trim_calls;
 static uint32_t trim_calls_at;
 static size_t trim_batch_at;
@@ -420,27 +419,32 @@ static bool trim_due(const struct ext_free *n, unsigned held)
            ((size_t)n->len << GRANULE_SHIFT) >= min << trim_shift && !purger_thread_started();
 }
 
-/* Whether the trim that is due now goes at once: the first TRIM_CALLS_FREE of a purge_delay
- * do (a start-up that frees a few runs and goes idle gets them back), the rest wait in a
- * storm of frees, for the batch (trim_batch) or the delayed purge. One madvise a freed block
- * was a syscall storm: a list drained by a server, 8 KiB nodes freed one after the other
- * next to the runs trimmed before them, made 123 madvise calls a MiB freed (listdrain). */
+/* Whether the trim that is due now goes at once: the first trim_burst of a purge_delay do
+ * (a start-up that frees a few runs and goes idle gets them back); past them the process is
+ * in a storm of frees, and its runs wait for the batch (trim_batch) or the delayed purge.
+ * One madvise a freed block was a syscall storm: a list drained by a server, 8 KiB nodes
+ * freed one after the other next to the runs trimmed before them, made 123 madvise calls
+ * a MiB freed (listdrain). A process with threads of its own may have one more: its storm
+ * asks for the purger, whose madvise comes after purge_delay, for a run not reused. */
 static bool trim_now(void)
 {
     uint32_t now = now_ms();
+    unsigned burst = policy_in_force.trim_burst;
     if (clock_passed(now, trim_calls_at, policy_in_force.purge_delay_ms)) {
         trim_calls_at = now;
         trim_calls = trim_batches = 0;
     }
-    if (trim_calls >= TRIM_CALLS_FREE) {
-        /* a process with threads of its own may have one more: the purger's madvise comes
-         * after purge_delay, once a run was not reused */
+    if (trim_calls < burst) {
+        trim_calls++;
+        return true;
+    }
+    if (trim_calls == burst) { /* the storm starts */
+        trim_calls++;
+        trim_batch_at = pending_granules + TRIM_BATCH;
         if (atomic_load_explicit(&heap_second_made, memory_order_relaxed))
             atomic_store_explicit(&trim_want_thread, true, memory_order_relaxed);
-        return false;
     }
-    trim_calls++;
-    return true;
+    return false;
 }
 
 /* Whether trims are made at all now (trim_due without the run). */
@@ -543,10 +547,10 @@ static void trim_batch(void)
         trim_batch_at = pending_granules + TRIM_BATCH; /* reused meanwhile */
     if (pending_granules < trim_batch_at)
         return;
-    size_t min = policy_in_force.trim_threshold << trim_shift;
-    unsigned len = (unsigned)(min >> GRANULE_SHIFT);
-    for (unsigned i = 0; i < TRIM_BATCH_RUNS; i++) {
-        unsigned k = len ? map_find(pendmap, len) : 0;
+    size_t min = (policy_in_force.trim_threshold << trim_shift) >> GRANULE_SHIFT;
+    unsigned len = min > GRANULES ? 0 : min ? (unsigned)min : 1;
+    for (unsigned i = 0; len && i < TRIM_BATCH_RUNS; i++) {
+        unsigned k = map_find(pendmap, len);
         if (!k)
             break;
         struct ext_free *n = *bin_of(k);
@@ -647,7 +651,7 @@ static void run_freed(struct extent_map *m, struct ext_free *n, bool pend, unsig
         run_purge_now(m, n, true);
     else {
         chunk_maybe_drop(m);
-        if (pend && trim_due_any())
+        if (pend && trim_calls > policy_in_force.trim_burst && trim_due_any())
             trim_batch();
     }
 }
