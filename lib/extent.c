@@ -22,11 +22,12 @@
 
 #define TRIM_COST_CALL 4u   /* a madvise costs about as much as 4 page faults */
 #define TRIM_COST_MAX 256u  /* a refault budget of 1 MiB faulted again per purge_delay */
-#define TRIM_BATCH 256u     /* granules (1 MiB): past those, a storm's trims go by the MiB */
+#define TRIM_BATCH 128u     /* granules (512 KiB): a storm's trims go by the half MiB */
 #define TRIM_BATCH_RUNS 64u /* runs one batch purges at most */
-/* Batches a purge_delay before the purger thread is asked for: 16 MiB, which would have
- * waited without them, the purger's own start (purge-signal.c, PURGER_MIN_PENDING). */
-#define TRIM_STORM_BATCHES 16u
+/* Granules a storm's batches give back in a purge_delay before the purger thread is asked
+ * for: 16 MiB, which would have waited without them, the purger's own start (purge-signal.c,
+ * PURGER_MIN_PENDING). */
+#define TRIM_STORM_MAX 4096u
 
 static pthread_mutex_t extent_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 /* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps its
@@ -52,7 +53,7 @@ static uint32_t trim_window_at; /* ms clock */
 static unsigned trim_calls;
 static uint32_t trim_calls_at;
 static size_t trim_batch_at;
-static unsigned trim_batches;         /* made since trim_calls_at */
+static size_t trim_batched;           /* granules the batches purged since trim_calls_at */
 static _Atomic bool trim_want_thread; /* a storm asks for the purger (note_pending) */
 static unsigned purging;              /* runs the purger holds out (BUSY) right now */
 _Atomic uint64_t stat_extent_used;    /* bytes handed out (statistics) */
@@ -432,7 +433,8 @@ static bool trim_now(void)
     unsigned burst = policy_in_force.trim_burst;
     if (clock_passed(now, trim_calls_at, policy_in_force.purge_delay_ms)) {
         trim_calls_at = now;
-        trim_calls = trim_batches = 0;
+        trim_calls = 0;
+        trim_batched = 0;
     }
     if (trim_calls < burst) {
         trim_calls++;
@@ -539,8 +541,9 @@ static void run_purge_now(struct extent_map *m, struct ext_free *n, bool trim);
 /* A storm's trims, in batches: once TRIM_BATCH more granules wait than after the last
  * batch, every waiting run at least the trim's length goes back, one madvise each (at
  * most TRIM_BATCH_RUNS of them), those shorter wait for purge_delay as ever. A drained list
- * leaves one run that grows by a node a free: a madvise a MiB. What a process leaves waiting
- * when it goes idle in the middle of a storm is below a batch. extent_lock held. */
+ * leaves one run that grows by a node a free: a madvise a half MiB. What a process leaves
+ * waiting when it goes idle in the middle of a storm is below a batch (with 1 MiB, a
+ * process that freed 8 MiB of 12000-byte blocks kept 13 % of them: policy-purge). */
 static void trim_batch(void)
 {
     if (trim_batch_at > pending_granules + TRIM_BATCH)
@@ -558,6 +561,7 @@ static void trim_batch(void)
         size_t purged = 0;
         bool done = run_purge(m, n, true, &purged);
         chunk_maybe_drop(m);
+        trim_batched += purged >> GRANULE_SHIFT;
         if (!done)
             break; /* refused: the delayed purge tries again */
     }
@@ -565,7 +569,7 @@ static void trim_batch(void)
     /* A storm that goes on: what it frees is taken again by its next phase, purged and
      * faulted in again for nothing (listdrain: 0.71 s against 0.36 s without, as many page
      * faults as MiB freed); the purger waits purge_delay instead. */
-    if (++trim_batches >= TRIM_STORM_BATCHES)
+    if (trim_batched >= TRIM_STORM_MAX)
         atomic_store_explicit(&trim_want_thread, true, memory_order_relaxed);
 }
 

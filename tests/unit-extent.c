@@ -610,8 +610,8 @@ int main(void)
      * past trim_burst trims a purge_delay a run of trim length waits, and once 1 MiB more
      * waits one batch gives back every such run, a madvise each. 200 blocks of 8 KiB in a
      * row freed from the front, burst 2: the loop above doubled the trim's length to 128
-     * KiB, so the 16th and 17th frees trim at once, the 18th starts the storm, and 128
-     * frees later 1 MiB more waits: the batch. */
+     * KiB, so the 16th and 17th frees trim at once, the 18th starts the storm, and 64
+     * frees later 512 KiB more waits: a batch, and another 64 frees later. */
     extents_purge(now_ms(), true, &next);
     policy_in_force.trim_burst = 2;
     policy_in_force.purge_delay_ms = 100;
@@ -628,17 +628,17 @@ int main(void)
     uint8_t **sn = sa + na - NS;
     tap_ok(row == NS, "storm: 200 blocks of 8 KiB in a row (after %d others)", na - NS);
     uint64_t spurged0 = atomic_load(&stat_purged);
-    for (int i = 0; i < 120; i++)
+    for (int i = 0; i < 80; i++)
         free_it(sn[i]);
-    tap_ok(resident(sn[0], 17 * 8 * KIB) == 0 && resident(sn[17], 103 * 8 * KIB) == 103 * 8 * KIB,
-           "storm: 120 freed, the first 17 trimmed at once, past the burst of 2 trims the run "
+    tap_ok(resident(sn[0], 17 * 8 * KIB) == 0 && resident(sn[17], 63 * 8 * KIB) == 63 * 8 * KIB,
+           "storm: 80 freed, the first 17 trimmed at once, past the burst of 2 trims the run "
            "waits (%zu of %zu bytes resident)",
-           resident(sn[17], 103 * 8 * KIB), 103 * 8 * KIB);
-    for (int i = 120; i < 180; i++)
+           resident(sn[17], 63 * 8 * KIB), 63 * 8 * KIB);
+    for (int i = 80; i < 180; i++)
         free_it(sn[i]);
     tap_ok(resident(sn[0], 144 * 8 * KIB) == 0 && resident(sn[147], 33 * 8 * KIB) == 33 * 8 * KIB &&
                atomic_load(&stat_purged) - spurged0 >= 128 * 8 * KIB,
-           "storm: once 1 MiB more waits, one batch gives the run back; what is freed after "
+           "storm: each time 512 KiB more waits, a batch gives the run back; what is freed after "
            "waits (%zu bytes resident of the first 144, %llu purged)",
            resident(sn[0], 144 * 8 * KIB),
            (unsigned long long)(atomic_load(&stat_purged) - spurged0));
