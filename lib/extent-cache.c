@@ -14,6 +14,9 @@
 
 #include <string.h>
 
+/* Set by thread.c, the heaps' lives, when a second heap is made. */
+_Atomic int heap_second_made;
+
 #define CACHE_LEN_MAX 16 /* granules: blocks up to 64 KiB */
 #define CACHE_BYTES ((size_t)128 << 10)
 

@@ -249,9 +249,8 @@ HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page);
 HIDDEN heap_t *heap_create(void);
 HIDDEN void *late_malloc(size_t size, bool zero);
 /* Set by thread.c when a second heap is made, never cleared: until then the process has one
- * thread that allocates, its extents bypass the thread cache (extent-cache.c), and a storm
- * of trims asks for the purger only after 16 MiB (extent.c). In purge-signal.c: below both
- * in the layers. */
+ * thread that allocates, and its extents bypass the thread cache (extent-cache.c, where it
+ * lives: below the heaps' lives in the layers). */
 extern HIDDEN _Atomic int heap_second_made;
 /* At thread exit: puts the heap's chunks on the abandoned list as they stand. */
 HIDDEN void heap_abandon(heap_t *heap);

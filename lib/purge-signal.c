@@ -33,9 +33,6 @@ static bool purger_started, purger_waiting;
 static _Atomic uint32_t purge_wakes;
 _Atomic int purger_wanted;      /* PURGER_WANT_*: for the next safe point */
 _Atomic int purge_inline_armed; /* no purger thread, and something waits for purge_delay */
-/* Set by thread.c, the heaps' lives, when a second heap is made; here, below the extents,
- * whose storms ask for the purger in a process with threads of its own. */
-_Atomic int heap_second_made;
 
 /* What waits for purge_delay, all kinds together. */
 static uint64_t pending_bytes(void)
