@@ -16,15 +16,15 @@ rc_thp=$?
 
 # The reference run under glibc must itself be sane, or the comparison means nothing.
 if test "$rc_glibc" -eq 0 && test "$(tail -n 1 "$tap_tmp/glibc.txt")" = "end of table"; then
-    ok "api-table runs to completion under glibc"
+    pass "api-table runs to completion under glibc"
 else
-    not_ok "api-table runs to completion under glibc (exit $rc_glibc)"
+    fail "api-table runs to completion under glibc (exit $rc_glibc)"
     sed 's/^/# glibc stderr: /' "$tap_tmp/glibc.err" | head -n 5
 fi
 if test "$rc_thp" -eq 0 && test "$(tail -n 1 "$tap_tmp/thp.txt")" = "end of table"; then
-    ok "api-table runs to completion under LD_PRELOAD=thpalloc"
+    pass "api-table runs to completion under LD_PRELOAD=thpalloc"
 else
-    not_ok "api-table runs to completion under LD_PRELOAD=thpalloc (exit $rc_thp, last line: $(tail -n 1 "$tap_tmp/thp.txt"))"
+    fail "api-table runs to completion under LD_PRELOAD=thpalloc (exit $rc_thp, last line: $(tail -n 1 "$tap_tmp/thp.txt"))"
 fi
 check "api-table under thpalloc writes nothing to stderr" test ! -s "$tap_tmp/thp.err"
 test -s "$tap_tmp/thp.err" && sed 's/^/# thpalloc stderr: /' "$tap_tmp/thp.err" | head -n 10
@@ -36,9 +36,9 @@ while IFS= read -r want; do
     i=$((i + 1))
     got=$(sed -n "${i}p" "$tap_tmp/thp.txt")
     if test "x$got" = "x$want"; then
-        ok "$want"
+        pass "$want"
     else
-        not_ok "$want"
+        fail "$want"
         diag "  glibc:    $want" "  thpalloc: ${got:-<no line $i>}"
     fi
 done <"$tap_tmp/glibc.txt"

@@ -20,9 +20,9 @@ for cc in gcc clang g++ clang++; do
         d="$cc $o ($lang)"
         if "$cc" -x "$lang" -std=$std -Wall -Wextra -Werror $o -I"$btop/lib" "$src" \
             -L"$libdir" -lthpalloc -Wl,-rpath,"$libdir" -o "$tap_tmp/prog" >"$tap_tmp/cc.log" 2>&1; then
-            ok "$d: compiles with -Wall -Wextra -Werror"
+            pass "$d: compiles with -Wall -Wextra -Werror"
         else
-            not_ok "$d: compiles with -Wall -Wextra -Werror"
+            fail "$d: compiles with -Wall -Wextra -Werror"
             head -n 8 "$tap_tmp/cc.log" | while IFS= read -r l; do diag "$l"; done
             continue
         fi

@@ -10,17 +10,7 @@
 
 set -u
 
-tap_n=0
-tap_failed=0
-
-ok() { tap_n=$((tap_n + 1)); printf 'ok %d - %s\n' "$tap_n" "$*"; }
-not_ok() { tap_n=$((tap_n + 1)); printf 'not ok %d - %s\n' "$tap_n" "$*"; tap_failed=$((tap_failed + 1)); }
-skip() { tap_n=$((tap_n + 1)); printf 'ok %d - %s # SKIP\n' "$tap_n" "$*"; }
-diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
-# check DESC CMD...: one assertion, ok when CMD succeeds.
-check() { _d=$1; shift; if "$@"; then ok "$_d"; else not_ok "$_d"; fi; }
-done_testing() { printf '1..%d\n' "$tap_n"; exit 0; }
-bail() { printf 'Bail out! %s\n' "$*"; exit 99; }
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
 standin() { test "${THPALLOC_TEST_STANDIN:-0}" = 1; }
 # thp_check DESC CMD...: a check that only thpalloc can pass (skipped in stand-in mode).
@@ -56,8 +46,8 @@ relay() {
     _end=0
     while IFS= read -r _line; do
         case $_line in
-        "ok - "*) ok "$_label: ${_line#ok - }" ;;
-        "not ok - "*) not_ok "$_label: ${_line#not ok - }" ;;
+        "ok - "*) pass "$_label: ${_line#ok - }" ;;
+        "not ok - "*) fail "$_label: ${_line#not ok - }" ;;
         "thp-only - "*)
             # an assertion that holds only for thpalloc: "thp-only - ok|not ok - DESC"
             _rest=${_line#thp-only - }
@@ -65,8 +55,8 @@ relay() {
                 skip "$_label: ${_rest#*ok - } (stand-in allocator)"
             else
                 case $_rest in
-                "ok - "*) ok "$_label: ${_rest#ok - }" ;;
-                *) not_ok "$_label: ${_rest#not ok - }" ;;
+                "ok - "*) pass "$_label: ${_rest#ok - }" ;;
+                *) fail "$_label: ${_rest#not ok - }" ;;
                 esac
             fi
             ;;
@@ -80,11 +70,11 @@ relay() {
         head -n 20 "$tap_tmp/relay.err" | sed 's/^/#   /'
     fi
     if test "$_rc" -eq 124; then
-        not_ok "$_label: finished within ${_secs}s (it hung: timed out)"
+        fail "$_label: finished within ${_secs}s (it hung: timed out)"
     elif test "$_rc" -eq 0 && test "$_end" -eq 1; then
-        ok "$_label: ran to completion, exit 0"
+        pass "$_label: ran to completion, exit 0"
     else
-        not_ok "$_label: ran to completion, exit 0 (exit status $_rc, end marker $_end)"
+        fail "$_label: ran to completion, exit 0 (exit status $_rc, end marker $_end)"
     fi
     relay_rc=$_rc
 }

@@ -57,19 +57,19 @@ elif ! tap_timeout 10 strace -f -qq -o /dev/null /bin/true 2>/dev/null; then
     skip "syscall comparison: strace cannot trace here (ptrace not permitted?)"
 elif trace alone "$fake" && trace both "$fake:$THPALLOC_LIB"; then
     if cmp -s "$tap_tmp/alone.calls" "$tap_tmp/both.calls"; then
-        ok "dormant thpalloc adds no mmap/munmap/madvise/prctl/brk/openat calls ($(wc -l <"$tap_tmp/alone.calls") calls each)"
+        pass "dormant thpalloc adds no mmap/munmap/madvise/prctl/brk/openat calls ($(wc -l <"$tap_tmp/alone.calls") calls each)"
     else
-        not_ok "dormant thpalloc adds no mmap/munmap/madvise/prctl/brk/openat calls"
+        fail "dormant thpalloc adds no mmap/munmap/madvise/prctl/brk/openat calls"
         diff "$tap_tmp/alone.calls" "$tap_tmp/both.calls" | head -n 30 | sed 's/^/# /'
     fi
     if grep -E 'thpalloc\.conf|thpalloc\.d|transparent_hugepage' "$tap_tmp/both.calls" >/dev/null; then
-        not_ok "dormant thpalloc reads no configuration or THP settings"
+        fail "dormant thpalloc reads no configuration or THP settings"
         grep -E 'thpalloc\.conf|thpalloc\.d|transparent_hugepage' "$tap_tmp/both.calls" | head -n 5 | sed 's/^/# /'
     else
-        ok "dormant thpalloc reads no configuration or THP settings"
+        pass "dormant thpalloc reads no configuration or THP settings"
     fi
 else
-    not_ok "syscall comparison: strace of the workload ran"
+    fail "syscall comparison: strace of the workload ran"
     cat "$tap_tmp"/*.err | head -n 10 | sed 's/^/# /'
 fi
 done_testing

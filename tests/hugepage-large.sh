@@ -16,14 +16,7 @@ BUILD=${TESTS_BUILDDIR:-$(cd "$(dirname "$0")" && pwd)}
 PROBE=$BUILD/hugepage-probe
 TIMEOUT=${THPALLOC_TEST_TIMEOUT:-60}
 
-echo "1..6"
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-notok() { n=$((n + 1)); echo "not ok $n - $*"; }
-check() { # check COND-EXIT-STATUS DESCRIPTION
-    if [ "$1" -eq 0 ]; then ok "$2"; else notok "$2"; fi
-}
-diag() { sed 's/^/# /'; }
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-hugepage.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -78,7 +71,7 @@ probe "$tmp/big" "$LIB" $((64 * MiB))
 rc=$?
 act=$(get thpalloc_active "$tmp/big")
 [ $rc -eq 0 ] && [ "$act" = 1 ]
-check $? "hugepage-probe runs under LD_PRELOAD=\$THPALLOC_LIB with thpalloc_active() = 1 (got '${act:-none}')"
+ok $? "hugepage-probe runs under LD_PRELOAD=\$THPALLOC_LIB with thpalloc_active() = 1 (got '${act:-none}')"
 
 pct=$(get huge_pct "$tmp/big"); pct=${pct:--1}
 hg=$(get hg_pct "$tmp/big"); hg=${hg:--1}
@@ -86,21 +79,21 @@ adv=$(get huge_advised_delta "$tmp/big"); adv=${adv:--1}
 fallback=$(get thp_fault_fallback "$tmp/big")
 if [ "$setting" = never ]; then
     [ "$pct" -eq 0 ]
-    check $? "64 MiB block: 0 % AnonHugePages with system THP 'never' (got $pct %)"
+    ok $? "64 MiB block: 0 % AnonHugePages with system THP 'never' (got $pct %)"
     [ "$hg" -eq 0 ]
-    check $? "64 MiB block: no MADV_HUGEPAGE advice with system THP 'never' (got $hg %)"
-    echo "ok $((n += 1)) # SKIP huge_advised accounting: system THP is never"
+    ok $? "64 MiB block: no MADV_HUGEPAGE advice with system THP 'never' (got $hg %)"
+    skip "huge_advised accounting" "system THP is never"
 else
     [ "$pct" -ge 90 ]
-    check $? "64 MiB block: >= 90 % AnonHugePages with system THP '$setting' (got $pct %)"
+    ok $? "64 MiB block: >= 90 % AnonHugePages with system THP '$setting' (got $pct %)"
     if [ "$pct" -lt 90 ] && [ "${fallback:-0}" -gt 0 ]; then
         echo "# the kernel fell back to small pages $fallback times (thp_fault_fallback):" \
             "memory too fragmented for huge pages right now?"
     fi
     [ "$hg" -ge 90 ]
-    check $? "64 MiB block: >= 90 % of it inside MADV_HUGEPAGE mappings (got $hg %)"
+    ok $? "64 MiB block: >= 90 % of it inside MADV_HUGEPAGE mappings (got $hg %)"
     [ "$adv" -ge $((64 * MiB * 9 / 10)) ]
-    check $? "64 MiB block: thpalloc_get_stats huge_advised grew by >= 90 % of 64 MiB (got $adv bytes)"
+    ok $? "64 MiB block: thpalloc_get_stats huge_advised grew by >= 90 % of 64 MiB (got $adv bytes)"
 fi
 
 echo "# --- 1 MiB under thpalloc"
@@ -108,7 +101,7 @@ probe "$tmp/small" "$LIB" $((1 * MiB))
 rc=$?
 spct=$(get huge_pct "$tmp/small"); spct=${spct:--1}
 [ $rc -eq 0 ] && [ "$spct" -ge 0 ] && [ "$spct" -lt 10 ]
-check $? "1 MiB block: ~0 % AnonHugePages (got $spct %; a single huge page would be 200 %)"
+ok $? "1 MiB block: ~0 % AnonHugePages (got $spct %; a single huge page would be 200 %)"
 
 echo "# --- for comparison: 64 MiB under plain glibc (no preload)"
 probe "$tmp/glibc" "" $((64 * MiB))
@@ -117,4 +110,5 @@ gpct=$(get huge_pct "$tmp/glibc")
 echo "# glibc: ${gpct:-?} % AnonHugePages for a 64 MiB block with system THP '$setting'" \
     "(expected ~0 % under madvise/never: glibc never asks for huge pages)"
 [ $rc -eq 0 ]
-check $? "hugepage-probe runs under plain glibc"
+ok $? "hugepage-probe runs under plain glibc"
+done_testing

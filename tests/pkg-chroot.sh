@@ -45,12 +45,7 @@ CACHE=${THPALLOC_CI_CACHE:-/var/cache/thpalloc-ci}
 SUITE=bookworm
 MAXAGE_DAYS=${THPALLOC_CHROOT_MAXAGE:-14}
 start=$(date +%s)
-n=0
-failed=0
-ok() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 note() { echo "# $*"; }
 # fold_tap PREFIX FILE: another script's TAP output as our own assertions.
 fold_tap() {
@@ -65,9 +60,9 @@ fold_tap() {
     done <"$2"
 }
 finish() {
-    echo "1..$n"
-    note "pkg-chroot: $((n - failed)) of $n passed in $(($(date +%s) - start)) s"
-    [ "$failed" -eq 0 ] && exit 0
+    echo "1..$tap_n"
+    note "pkg-chroot: $((tap_n - tap_failed)) of $tap_n passed in $(($(date +%s) - start)) s"
+    [ "$tap_failed" -eq 0 ] && exit 0
     exit 1
 }
 

@@ -7,12 +7,7 @@ set -u
 SRC=${TESTS_SRCDIR:-$(cd "$(dirname "$0")" && pwd)}
 COMP=$SRC/../tools/completion/thpalloc
 
-n=0
-failed=0
-ok() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 # comp WORDS...: the candidates for the last word (one a line, sorted) of the command line
 # WORDS, from the function the file registers for the command WORDS[0].
 comp() {
@@ -56,5 +51,4 @@ is "$(comp thp-status --check-value pur)" "$(printf '%s\n' purge= purge_delay=)"
 is "$(comp thp-status --root /e | grep -cx /etc)" 1 "thp-status --root /e<TAB>: a directory"
 is "$(comp thp-status --per)" "--per-process" "thp-status --per<TAB>"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

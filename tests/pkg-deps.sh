@@ -8,12 +8,7 @@ set -u
 SRC=${TESTS_SRCDIR:-$(cd "$(dirname "$0")" && pwd)}
 DEPS=$SRC/../tools/install-build-deps
 
-n=0
-failed=0
-ok() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-deps.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
@@ -72,5 +67,4 @@ rc=$?
 [ "$rc" -eq 0 ] && [ "${out%%$'\n'*}" = "usage: install-build-deps [--tests] [--list]" ]
 ok $? "--help: usage on stdout, exit 0"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

@@ -8,11 +8,7 @@
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 tarball=${1:?usage: $0 TARBALL}
-n=0 failed=0
-ok() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 # Tracked files that are not shipped: git's own files and the placeholder that keeps m4/.
 git -C "$top" ls-files -co --exclude-standard | grep -vE '(^|/)\.git(ignore|attributes|keep)$' | LC_ALL=C sort >"$tmp/git"
@@ -27,5 +23,4 @@ LC_ALL=C comm -13 "$tmp/git" "$tmp/tar" | grep -vE "$generated" >"$tmp/extra"
 sed 's/^/# in the tarball, not tracked: /' "$tmp/extra"
 [ ! -s "$tmp/extra" ]
 ok $? "$(basename "$tarball") holds nothing else than tracked and generated files"
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

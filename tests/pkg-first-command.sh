@@ -13,13 +13,9 @@ install_only=0
 [ "${1:-}" = --install-only ] && { install_only=1; shift; }
 tarball=${1:?usage: $0 [--install-only] CHROOT_TARBALL}
 MAX_NEW=${THPALLOC_FIRST_MAX_NEW:-150}
-n=0 failed=0
-ok() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 note() { echo "# $*"; }
-finish() { echo "1..$n"; [ "$failed" -eq 0 ]; exit $?; }
+finish() { echo "1..$tap_n"; [ "$tap_failed" -eq 0 ]; exit $?; }
 
 work=$(mktemp -d /var/tmp/thpalloc-first.XXXXXX) || exit 99
 root=$work/chroot

@@ -7,15 +7,9 @@ BUILD=${TESTS_BUILDDIR:-$(cd "$(dirname "$0")" && pwd)}
 MAN=$BUILD/../man # made from man/*.in by the build (man/man.am)
 pages=()
 for p in "$MAN"/*.[1-8]; do [ -f "$p" ] && pages+=("$p"); done
-n=0
-failed=0
-ok() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 if [ ${#pages[@]} -eq 0 ] || ! command -v groff >/dev/null 2>&1; then
-    echo "1..0 # SKIP no man pages or no groff"
-    exit 0
+    skip_all "no man pages or no groff"
 fi
 for p in thpalloc.7 thpalloc.conf.5 thpalloc.3 thpalloc-run.1 thpalloc-preload.8; do
     [ -f "$MAN/$p" ]
@@ -73,5 +67,4 @@ if command -v man >/dev/null 2>&1; then
         ok $? "$p: SEE ALSO says thpalloc(3) is in libthpalloc-dev"
     done
 fi
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

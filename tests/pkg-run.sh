@@ -12,15 +12,9 @@ LIB=${THPALLOC_LIB:-$BUILD/../lib/.libs/libthpalloc.so.1}
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3 || true)
 
-n=0
-failed=0
-ok() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 if [ ! -x "$RUN" ] || [ ! -f "$LIB" ]; then
-    echo "1..0 # SKIP thpalloc-run ($RUN) or the library ($LIB) is not built"
-    exit 0
+    skip_all "thpalloc-run ($RUN) or the library ($LIB) is not built"
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-run.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -285,5 +279,4 @@ else
     ok 0 "# SKIP no python3"
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

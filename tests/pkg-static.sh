@@ -11,15 +11,9 @@ top=$BUILD/..
 A=$top/lib/libthpalloc.a
 SO=$top/lib/.libs/libthpalloc.so.1
 
-n=0
-failed=0
-ok() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 if [ ! -f "$A" ] || [ ! -f "$SO" ]; then
-    echo "1..0 # SKIP $A or $SO is not built"
-    exit 0
+    skip_all "$A or $SO is not built"
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-static.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -35,7 +29,7 @@ ok $? "inih's functions are private in libthpalloc.a"
 
 if ! command -v pkg-config >/dev/null; then
     ok 0 "# SKIP pkg-config is not installed"
-    echo "1..$n"
+    echo "1..$tap_n"
     exit 0
 fi
 # The build tree's thpalloc.pc, pointed at the build tree.
@@ -65,5 +59,4 @@ else
     ok 1 "it runs on thpalloc (not built)"
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

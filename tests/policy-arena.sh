@@ -3,8 +3,7 @@
 # reservations are tried before an allocation fails; stats = exit prints the figures.
 set -u
 probe=$TESTS_BUILDDIR/policy-probe
-n=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 kib() { sed -n "s/.* $1=\([0-9]*\)K.*/\1/p" <<<"$err"; }
 
 err=$(LD_PRELOAD="$THPALLOC_LIB" "$probe" share 100000 2>&1 >/dev/null)
@@ -30,4 +29,4 @@ rm -f "$TESTS_BUILDDIR/policy-arena.err"
 r=$(kib reserved)
 test "$rc" = 0 && grep -q '^share=' <<<"$out" && test "${r:-0}" -gt 0 -a "${r:-0}" -lt $((48 * 1024))
 ok $? "RLIMIT_AS of 48 MiB: smaller reservations are tried and the allocation succeeds (reserved=${r}K)"
-echo "1..$n"
+done_testing

@@ -5,8 +5,7 @@ set -u
 probe=$TESTS_BUILDDIR/policy-probe
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 share() { env "$@" LD_PRELOAD="$THPALLOC_LIB" "$probe" share "$size" | sed -n 's/^share=//p'; }
 real=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
 echo "# this machine's THP setting: ${real:-unavailable}"
@@ -46,4 +45,4 @@ size=$((16 * MiB))
 s=$(share THPALLOC_THP_THRESHOLD=32M)
 test "$s" = 0
 ok $? "thp_threshold=32M: a 16 MiB block gets no huge page (${s}%)"
-echo "1..$n"
+done_testing

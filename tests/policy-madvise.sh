@@ -8,8 +8,7 @@ probe=$TESTS_BUILDDIR/policy-probe
 shim=$TESTS_BUILDDIR/.libs/libpolicyshim.so
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
 # want USE MODE -> huge|nohuge|default   (USE: small, piece, tail)
 want() {
@@ -82,4 +81,4 @@ for mode in large never always; do
     fi
     ok $? "real kernel ($real), thp=$mode: $got"
 done
-echo "1..$n"
+done_testing

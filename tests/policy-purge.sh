@@ -4,8 +4,7 @@
 # after purge_delay; as anonymous RSS and LazyFree in /proc/self/smaps_rollup show.
 set -u
 probe=$TESTS_BUILDDIR/policy-probe
-n=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 get() { sed -n "s/^$1=//p" <<<"$out"; }
 run() { out=$(env "$@" LD_PRELOAD="$THPALLOC_LIB" timeout 30 "$probe" purge 512 "$block"); echo "$out" | sed 's/^/# /'; }
 
@@ -115,8 +114,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && command -v prlimit >/d
     test "$(get threads)" = 1 -a "$d" -ge 250 -a "$d" -le 1500
     ok $? "no thread to be had (RLIMIT_NPROC): 24 MiB freed comes back at the process's own calls (${d} ms, threads=$(get threads))"
 else
-    n=$((n + 1))
-    echo "ok $n # SKIP needs root, setpriv and prlimit, and a build nobody can read"
+    skip "no thread to be had (RLIMIT_NPROC)" "needs root, setpriv and prlimit, and a build nobody can read"
 fi
 # Empty extent chunks go back to the arena; only those known to read as zero go back as
 # purged, so calloc on the chunks they become is zero under every setting (the build at
@@ -130,4 +128,4 @@ done
 small THPALLOC_PURGE_DELAY=never PROBE_WATCH_MS=1000
 test "$(get drop_ms)" = 999999 -a "$(get end_kb)" -gt $(($(get base_kb) + 6000))
 ok $? "small process, purge_delay=never: kept ($(get end_kb) kB after 1 s of calls)"
-echo "1..$n"
+done_testing

@@ -13,12 +13,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3 || echo python3)
 
 tests=(python3 perl sqlite3 git gcc cxx-containers sort xz)
-echo "1..$((${#tests[@]} + 3))"
-n=0
-result() { # result RC DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-real.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -244,14 +239,14 @@ w_xz() {
 
 for t in "${tests[@]}"; do
     case $t in
-    python3) compare python3 w_python3; result $? "python3: dict/list/str churn, json round trip, threads, 1 MB objects: same output" ;;
-    perl) compare perl w_perl; result $? "perl: 200k-key hash, regexes, sort: same output" ;;
-    sqlite3) compare sqlite3 w_sqlite3; result $? "sqlite3: 20000 inserts, index, aggregates, join, vacuum: same output" ;;
-    git) compare git w_git; result $? "git: init, 5 commits, log, diff, gc, fsck: same output and commit ids" ;;
-    gcc) compare gcc w_gcc; result $? "gcc: compiles and runs a 300-function C file: same output, same binary" ;;
-    cxx-containers) compare cxx w_cxx; result $? "C++ containers (vector, map, unordered_map, string, shared_ptr, threads): same output" ;;
-    sort) compare sort w_sort; result $? "sort -n --parallel=2 of 400000 lines: same output" ;;
-    xz) compare xz w_xz; result $? "xz -T2 compress/decompress ~5 MB: round trip and identical .xz" ;;
+    python3) compare python3 w_python3; ok $? "python3: dict/list/str churn, json round trip, threads, 1 MB objects: same output" ;;
+    perl) compare perl w_perl; ok $? "perl: 200k-key hash, regexes, sort: same output" ;;
+    sqlite3) compare sqlite3 w_sqlite3; ok $? "sqlite3: 20000 inserts, index, aggregates, join, vacuum: same output" ;;
+    git) compare git w_git; ok $? "git: init, 5 commits, log, diff, gc, fsck: same output and commit ids" ;;
+    gcc) compare gcc w_gcc; ok $? "gcc: compiles and runs a 300-function C file: same output, same binary" ;;
+    cxx-containers) compare cxx w_cxx; ok $? "C++ containers (vector, map, unordered_map, string, shared_ptr, threads): same output" ;;
+    sort) compare sort w_sort; ok $? "sort -n --parallel=2 of 400000 lines: same output" ;;
+    xz) compare xz w_xz; ok $? "xz -T2 compress/decompress ~5 MB: round trip and identical .xz" ;;
     esac
 done
 
@@ -263,11 +258,11 @@ echo "$out" | sed 's/^/# preloaded: /'
 echo "# plain: malloc from $plain"
 first=$(echo "$out" | sed -n 's/^malloc //p')
 [ $rc -eq 0 ] && [ "$first" = libthpalloc.so.1 ] && [ "$plain" != libthpalloc.so.1 ] && [ -n "$plain" ]
-result $? "real-whoami: dladdr(malloc) is libthpalloc.so.1 under the preload (got '${first:-nothing}'), '${plain:-nothing}' without"
+ok $? "real-whoami: dladdr(malloc) is libthpalloc.so.1 under the preload (got '${first:-nothing}'), '${plain:-nothing}' without"
 
 others=$(echo "$out" | awk '$2 != "libthpalloc.so.1" || NF != 2' | tr '\n' ';')
 [ $rc -eq 0 ] && [ -n "$out" ] && [ -z "$others" ]
-result $? "real-whoami: every allocation entry point (free, calloc, realloc, ..., malloc_usable_size) comes from libthpalloc.so.1${others:+ (not: $others)}"
+ok $? "real-whoami: every allocation entry point (free, calloc, realloc, ..., malloc_usable_size) comes from libthpalloc.so.1${others:+ (not: $others)}"
 
 PRE=$LIB
 out=$(run "$PY" - 2>&1 <<'PYEOF'
@@ -298,4 +293,5 @@ rc=$?
 PRE=
 echo "$out" | sed 's/^/# /'
 [ $rc -eq 0 ]
-result $? "python3 + ctypes under the preload: thpalloc_active() == 1, in_use > 0 and follows a 64 MiB bytearray"
+ok $? "python3 + ctypes under the preload: thpalloc_active() == 1, in_use > 0 and follows a 64 MiB bytearray"
+done_testing

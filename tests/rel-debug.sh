@@ -38,8 +38,8 @@ suite() {
     _n=0
     while IFS= read -r _l; do
         case $_l in
-        "ok "*) ok "debug: $1: ${_l#ok * - }"; _n=$((_n + 1)) ;;
-        "not ok "*) not_ok "debug: $1: ${_l#not ok * - }"; _n=$((_n + 1)) ;;
+        "ok "*) pass "debug: $1: ${_l#ok * - }"; _n=$((_n + 1)) ;;
+        "not ok "*) fail "debug: $1: ${_l#not ok * - }"; _n=$((_n + 1)) ;;
         "# "*) printf '%s\n' "$_l" ;;
         esac
     done <"$tap_tmp/suite.out"

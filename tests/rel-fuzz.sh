@@ -57,7 +57,7 @@ grep -E 'error|warning: implicit' "$tap_tmp/cc2" | head -n 10 | while IFS= read 
 replay() {
     files=$(find "$2" -type f ! -name '*.md' 2>/dev/null | sort)
     if test -z "$files"; then
-        ok "$1: replay $(basename "$2") (empty)"
+        pass "$1: replay $(basename "$2") (empty)"
         return
     fi
     # shellcheck disable=SC2086

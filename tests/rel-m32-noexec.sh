@@ -25,8 +25,8 @@ THPALLOC_TEST_EXEC32=$TESTS_SRCDIR/m32-enoexec m32_probe "$tap_tmp"
 check "the probe, its program refused: kind 'kernel' ($M32_KIND)" test "$M32_KIND" = kernel
 case $M32_WHY in
 "this kernel does not run 32-bit programs (exit 126: "*"Exec format error; IA-32 emulation off)")
-    ok "the reason names the kernel, exit 126 and the message ($M32_WHY)" ;;
-*) not_ok "the reason names the kernel, exit 126 and the message ($M32_WHY)" ;;
+    pass "the reason names the kernel, exit 126 and the message ($M32_WHY)" ;;
+*) fail "the reason names the kernel, exit 126 and the message ($M32_WHY)" ;;
 esac
 
 if test "$real_kind" = kernel; then

@@ -117,25 +117,25 @@ suite() {
             _d=${_line#ok * - }
             skip "m32 $_name: ${_d%%# SKIP*}"
             ;;
-        "ok "*) _seen=$((_seen + 1)) && ok "m32 $_name: ${_line#ok * - }" ;;
-        "not ok "*) _seen=$((_seen + 1)) && not_ok "m32 $_name: ${_line#not ok * - }" ;;
+        "ok "*) _seen=$((_seen + 1)) && pass "m32 $_name: ${_line#ok * - }" ;;
+        "not ok "*) _seen=$((_seen + 1)) && fail "m32 $_name: ${_line#not ok * - }" ;;
         1..*) _plan=${_line#1..} && _plan=${_plan%% *} ;;
         "#"*) printf '%s\n' "$_line" ;;
         esac
     done <"$tap_tmp/suite.out"
     if test "$_rc" -eq 0 && test "$_plan" = "$_seen" && test "$_seen" -gt 0; then
-        ok "m32 $_name: ran its plan ($_seen assertions), exit 0"
+        pass "m32 $_name: ran its plan ($_seen assertions), exit 0"
     else
-        not_ok "m32 $_name: ran its plan (plan ${_plan:-none}, $_seen results, exit $_rc)"
+        fail "m32 $_name: ran its plan (plan ${_plan:-none}, $_seen results, exit $_rc)"
         tail -n 5 "$tap_tmp/suite.err" | while IFS= read -r l; do diag "$l"; done
     fi
 }
 # The registry's unit test at 32 bits (the top of the 4 GiB, the 2 GiB line).
 if $CC $cflags -I"$btop/lib" -I"$top/lib" "$top/tests/unit-registry.c" "$top/lib/registry.c" "$top/lib/meta.c" \
     "$top/lib/os.c" -o "$m32/tests/unit-registry" >"$tap_tmp/cc.log" 2>&1; then
-    ok "m32 unit-registry builds"
+    pass "m32 unit-registry builds"
 else
-    not_ok "m32 unit-registry builds"
+    fail "m32 unit-registry builds"
     head -n 5 "$tap_tmp/cc.log" | while IFS= read -r l; do diag "$l"; done
 fi
 if test -n "$norun"; then
@@ -145,8 +145,8 @@ elif test -x "$m32/tests/unit-registry"; then
     rc=$?
     while IFS= read -r l; do
         case $l in
-        "ok "*) ok "m32 unit-registry: ${l#ok * - }" ;;
-        "not ok "*) not_ok "m32 unit-registry: ${l#not ok * - }" ;;
+        "ok "*) pass "m32 unit-registry: ${l#ok * - }" ;;
+        "not ok "*) fail "m32 unit-registry: ${l#not ok * - }" ;;
         esac
     done <"$tap_tmp/ur.out"
     check "m32 unit-registry exits 0 (exit $rc)" test "$rc" = 0
@@ -166,7 +166,7 @@ if $CC -m32 -shared -fPIC -std=gnu11 -g -O2 -fsanitize=undefined -fno-sanitize-r
     -fvisibility=hidden -fno-builtin -ftls-model=initial-exec -pthread $defs -I"$btop/lib" -I"$top/lib" \
     "$top"/lib/*.c -Wl,-z,nodelete -Wl,--version-script="$top/lib/thpalloc.map" \
     -Wl,--exclude-libs,ALL -Wl,-soname,libthpalloc.so.1 "$inih" -o "$ulib" >"$tap_tmp/ub.cc" 2>&1; then
-    ok "the 32-bit library builds with -fsanitize=undefined"
+    pass "the 32-bit library builds with -fsanitize=undefined"
     ubrun() { # DESC CMD...: exit 0, no UBSan report
         _d=$1
         shift
@@ -196,7 +196,7 @@ if $CC -m32 -shared -fPIC -std=gnu11 -g -O2 -fsanitize=undefined -fno-sanitize-r
     test -x "$m32/tests/rel-threads" && ubrun "rel-threads cycles 20000" \
         "$m32/tests/rel-threads" cycles 20000 2
 else
-    not_ok "the 32-bit library builds with -fsanitize=undefined"
+    fail "the 32-bit library builds with -fsanitize=undefined"
     head -n 5 "$tap_tmp/ub.cc" | while IFS= read -r l; do diag "$l"; done
 fi
 

@@ -16,14 +16,10 @@
 #     allocators, sanitizers, interposers) dlopen'ed into one process;
 #   - python3 importing every C extension module of lib-dynload.
 set -u
-n=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-diag() { sed 's/^/# /'; }
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 : "${THPALLOC_LIB:?}" "${TESTS_BUILDDIR:?}"
 if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null; then
-    echo "1..0 # SKIP needs root and unshare -m"
-    exit 0
+    skip_all "needs root and unshare -m"
 fi
 tmp=$(mktemp -d /var/tmp/thpalloc-world.XXXXXX)
 chmod 755 "$tmp"
@@ -167,4 +163,4 @@ print("total", ok)
 PYEOF
 both dynload "$PY" "$tmp/imp.py"
 same dynload "python3 imports the same $(sed -n 's/^total //p' "$tmp/dynload.out.ns") C extension modules"
-echo "1..$n"
+done_testing

@@ -98,9 +98,9 @@ for m in $mods; do
     set -- $t
     desc="$m: same result as glibc ($1, $2 cases, $3 failed, $4 errors, $5 skipped)"
     if test "$g" = "$t" && test "${1:-missing}" != missing; then
-        ok "$desc"
+        pass "$desc"
     else
-        not_ok "$desc"
+        fail "$desc"
         diag "$m: glibc [$g] thpalloc [$t]"
         grep -n -A 30 "$m\b" "$tap_tmp/thp.out" | grep -E 'FAIL|ERROR|Error|Traceback|Fatal|Segmentation|signal' | head -n 15 | while IFS= read -r l; do diag "  $l"; done
     fi

@@ -49,9 +49,9 @@ runs() {
     _rc=$?
     if test "$_rc" -eq 0 && ! grep -qE 'runtime error|ERROR: (Address|Leak|Undefined)Sanitizer' \
         "$tap_tmp/run.err" "$tap_tmp/run.out"; then
-        ok "$_d"
+        pass "$_d"
     else
-        not_ok "$_d (exit $_rc)"
+        fail "$_d (exit $_rc)"
         grep -hE 'runtime error|Sanitizer|FAIL|not ok|#[0-3] ' "$tap_tmp/run.err" "$tap_tmp/run.out" |
             head -n 12 | while IFS= read -r l; do diag "$l"; done
     fi

@@ -1,4 +1,4 @@
-# Shared by tests/status-*.sh (sourced): TAP output, the two builds of thp-status, and
+# Shared by tests/status-*.sh (sourced): TAP output (tests/tap.sh), the two builds of thp-status, and
 # helpers to read the kernel's own figures. Needs TESTS_BUILDDIR and TESTS_SRCDIR (make
 # check exports them) and python3 for JSON.
 set -u
@@ -23,31 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-tap_n=0
-tap_failed=0
-ok() { # ok STATUS DESCRIPTION: STATUS 0 passes
-    tap_n=$((tap_n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $tap_n - $2"
-    else
-        echo "not ok $tap_n - $2"
-        tap_failed=$((tap_failed + 1))
-    fi
-}
-is() { # is GOT WANT DESCRIPTION
-    if [ "$1" = "$2" ]; then ok 0 "$3"; else
-        ok 1 "$3"
-        echo "#   got:  '$1'"
-        echo "#   want: '$2'"
-    fi
-}
-skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; }
-diag() { echo "# $*"; }
-done_testing() {
-    echo "1..$tap_n"
-    [ "$tap_failed" -eq 0 ]
-    exit $?
-}
+. "$TESTS_SRCDIR/tap.sh"
 
 # run TOOL ARGS...: stdout in $OUT, stderr in $ERR, status in $RC. Sanitizer reports are
 # collected for sanitizer_clean.

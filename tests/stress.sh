@@ -25,12 +25,7 @@ declare -A what=(
     [nopie-fork]="non-PIE program taking &malloc: thpalloc active, 300 forks from a threaded parent"
 )
 
-echo "1..$((${#modes[@]} + 4))"
-n=0
-result() { # result RC DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-stress.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -38,13 +33,13 @@ trap 'rm -rf "$tmp"' EXIT
 [ -n "$LIB" ] && [ -f "$LIB" ] && [ -x "$PROG" ] && [ -x "$PROG-nopie" ]
 rc=$?
 [ $rc -eq 0 ] || echo "# THPALLOC_LIB='$LIB', $PROG or $PROG-nopie is missing"
-result $rc "the library, tests/stress-threads and tests/stress-threads-nopie exist"
+ok $rc "the library, tests/stress-threads and tests/stress-threads-nopie exist"
 
 # The test program itself must be sound: a short soak under plain glibc.
 timeout -k 5 "$TIMEOUT" env -u LD_PRELOAD "$PROG" -g -s 1 soak >"$tmp/control" 2>&1
 rc=$?
 [ $rc -eq 0 ] || sed 's/^/# /' "$tmp/control"
-result $rc "control: stress-threads soak passes under plain glibc"
+ok $rc "control: stress-threads soak passes under plain glibc"
 
 for m in "${modes[@]}" nopie-manythreads nopie-fork; do
     prog=$PROG mode=$m
@@ -63,5 +58,6 @@ for m in "${modes[@]}" nopie-manythreads nopie-fork; do
     esac
     # The program's own diagnostics start with "# "; prefix everything else (FAIL lines).
     sed -e '/^# /!s/^/# /' "$tmp/$m.out" | head -n 60
-    result $rc "$m: ${what[$m]} (${secs} s)"
+    ok $rc "$m: ${what[$m]} (${secs} s)"
 done
+done_testing
