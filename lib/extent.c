@@ -447,8 +447,7 @@ static size_t trim_batch_len(void)
  * in a storm of frees, and its runs wait for the batch (trim_batch) or the delayed purge.
  * One madvise a freed block was a syscall storm: a list drained by a server, 8 KiB nodes
  * freed one after the other next to the runs trimmed before them, made 123 madvise calls
- * a MiB freed (listdrain). A process with threads of its own may have one more: its storm
- * asks for the purger, whose madvise comes after purge_delay, for a run not reused. */
+ * a MiB freed (listdrain). */
 static bool trim_now(void)
 {
     uint32_t now = now_ms();
@@ -492,7 +491,8 @@ static bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, u
     /* A storm whose memory is taken again as it goes (thread churn) is no reason for the
      * purger: its batches kept the peak down (threadchurn-25: 13.3 MiB, 16.0 with the
      * thread); one that only frees (a drained list) is. */
-    trim_batched = trim_batched > len ? trim_batched - len : 0;
+    if (trim_batched)
+        trim_batched = trim_batched > len ? trim_batched - len : 0;
     /* the parts before and after: free runs of their own (no free neighbour: n had none) */
     if (dirty)
         dirty_mark(m, first, len, false);
@@ -566,9 +566,10 @@ static void run_purge_now(struct extent_map *m, struct ext_free *n, bool trim);
  * batch, the longest waiting runs of at least the trim's length go back, one madvise each,
  * until as much is purged (at most TRIM_BATCH_RUNS of them); the rest and those shorter
  * wait for purge_delay as ever (every such run a batch: the realloc workload made 246
- * madvise calls, 113 before the batches). A drained list
- * leaves one run that grows by a node a free: a madvise a half MiB. What a process leaves
- * waiting when it goes idle in the middle of a storm is below a batch (with 1 MiB, a
+ * madvise calls, 113 before the batches). A drained list leaves one run that grows by a
+ * node a free: a madvise a half MiB. Once the batches of a purge_delay gave back
+ * TRIM_STORM_MAX more than was taken again since, the storm asks for the purger thread. What a
+ * process leaves waiting when it goes idle in the middle of a storm is below a batch (with 1 MiB, a
  * process that freed 8 MiB of 12000-byte blocks kept 13 % of them: policy-purge). */
 static void trim_batch(void)
 {
