@@ -133,6 +133,9 @@ HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
  * A page slot became dirty (or an extent run, an exited thread's page): wake the purger, or
  * ask for one (purger_start_if_wanted), or arm the inline pass. */
 HIDDEN void purge_note_dirty(void);
+/* A storm of frees (extent.c's trims, one after the other): ask for the purger thread now,
+ * whatever waits, unless creating it has failed before. */
+HIDDEN void purge_want_thread(void);
 /* A heap the purger reclaimed is busy again: it has to be looked at after purge_delay. */
 HIDDEN void purge_note_active(void);
 /* The arena has free chunks or a padded tail waiting (arena lock held: the arena's lock

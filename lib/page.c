@@ -247,6 +247,24 @@ struct page_purge_walk {
     size_t purged;
 };
 
+/* Purges the slots [first, end) of c that the walk holds (PAGE_PURGING), len bytes from the
+ * first one's start: one madvise for neighbouring slots, every one but the last dirty
+ * whole. Each slot given back one by one made 846 of clang's 1,086 madvise calls on a
+ * 50,000-line file, 549 of them next to the previous one. */
+static void purge_slots(chunk_t *c, struct page_purge_walk *w, unsigned first, unsigned end,
+                        size_t len)
+{
+    os_purge(c->base + ((size_t)first << c->page_shift), len, policy_in_force.purge);
+    for (unsigned i = first; i < end; i++) {
+        page_t *p = &c->pages[i];
+        size_t size = p->dirty_bytes;
+        atomic_fetch_sub_explicit(&stat_pages_dirty, size, memory_order_relaxed);
+        atomic_fetch_add_explicit(&stat_purged, size, memory_order_relaxed);
+        w->purged += size;
+        atomic_store_explicit(&p->in_use, PAGE_FREE, memory_order_release);
+    }
+}
+
 static void purge_chunk_pages(chunk_t *c, void *arg)
 {
     struct page_purge_walk *w = arg;
@@ -254,6 +272,8 @@ static void purge_chunk_pages(chunk_t *c, void *arg)
     if (kind != CHUNK_SMALL && kind != CHUNK_MEDIUM)
         return;
     long delay = policy_in_force.purge_delay_ms;
+    unsigned first = 0, end = 0; /* the slots held, not yet purged */
+    size_t len = 0;
     for (unsigned i = 0;
          i < MAX_PAGES_PER_CHUNK && atomic_load_explicit(&c->ndirty, memory_order_relaxed); i++) {
         page_t *p = &c->pages[i];
@@ -273,13 +293,19 @@ static void purge_chunk_pages(chunk_t *c, void *arg)
         atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
         /* Held: the chunk cannot go back to the arena, its descriptor stays this chunk's. */
         /* only what may be resident: the rest of the slot was never touched */
-        size_t size = p->dirty_bytes;
-        os_purge(c->base + ((size_t)i << c->page_shift), size, policy_in_force.purge);
-        atomic_fetch_sub_explicit(&stat_pages_dirty, size, memory_order_relaxed);
-        atomic_fetch_add_explicit(&stat_purged, size, memory_order_relaxed);
-        w->purged += size;
-        atomic_store_explicit(&p->in_use, PAGE_FREE, memory_order_release);
+        if (end == i && end > first && len == (size_t)(i - first) << c->page_shift) {
+            len += p->dirty_bytes; /* the slots before it dirty whole: one range */
+            end = i + 1;
+            continue;
+        }
+        if (end > first)
+            purge_slots(c, w, first, end, len);
+        first = i;
+        end = i + 1;
+        len = p->dirty_bytes;
     }
+    if (end > first)
+        purge_slots(c, w, first, end, len);
 }
 
 size_t pages_purge(uint32_t now, bool force, uint32_t *next)

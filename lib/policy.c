@@ -41,6 +41,7 @@ struct policy policy_in_force = {
     .purge = CFG_DEFAULT_PURGE,
     .stats_at_exit = CFG_DEFAULT_STATS_AT_EXIT,
     .trim_threshold = TRIM_THRESHOLD_DEFAULT,
+    .trim_burst = TRIM_BURST_DEFAULT,
 };
 
 static struct cfg_settings settings;

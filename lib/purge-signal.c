@@ -56,6 +56,19 @@ static void want_purger_locked(void)
     }
 }
 
+void purge_want_thread(void)
+{
+    pthread_mutex_lock(&signal_lock);
+    /* past PURGER_MIN_PENDING: the thread could not be created, the pending rule decides */
+    if (!purger_started && purger_min_pending <= PURGER_MIN_PENDING &&
+        policy_in_force.purge_delay_ms >= 0) {
+        __atomic_store_n(&purger_started, true, __ATOMIC_SEQ_CST);
+        atomic_store(&purge_inline_armed, 0);
+        atomic_store(&purger_wanted, PURGER_WANT_THREAD);
+    }
+    pthread_mutex_unlock(&signal_lock);
+}
+
 void purge_note_chunks(void)
 {
     pthread_mutex_lock(&signal_lock);

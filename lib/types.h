@@ -394,10 +394,15 @@ struct policy {
     /* Without the purger thread, a free that leaves a resident extent run this long gives it
      * back at once (extent.c, trim); 0: never. Not a key of its own: the tests set it. */
     size_t trim_threshold;
+    /* Trims a purge_delay made at once; past them a storm's go in batches (extent.c,
+     * trim_now). Not a key of its own: the tests set it. */
+    unsigned trim_burst;
 };
 /* 64 KiB: half glibc's trim threshold for the top of its heap, the one free memory glibc
  * gives back at free. */
 #define TRIM_THRESHOLD_DEFAULT ((size_t)64 << 10)
+/* 8: python3's start-up trims 2 to 4 runs and goes idle */
+#define TRIM_BURST_DEFAULT 8u
 
 /* ---- heap: one per thread ----------------------------------------------------------- */
 typedef struct page_queue {

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,33 @@ int main(int argc, char **argv)
             free(q);
         }
         out_u("nonzero", bad);
+        return 0;
+    }
+    if (strcmp(argv[1], "slots") == 0 && argc == 3) {
+        /* MiB of 1000-byte blocks, all freed but the first of each 2 MiB chunk, so that
+         * the chunks stay and their emptied page slots wait; then malloc_trim gives the
+         * slots back (policy-storm counts the madvise calls: one a range of slots). */
+        size_t n = (strtoull(argv[2], NULL, 0) << 20) / 1000;
+        char **b = calloc(n, sizeof *b);
+        if (!b)
+            return 1;
+        for (size_t i = 0; i < n; i++) {
+            if (!(b[i] = malloc(1000)))
+                return 1;
+            memset(b[i], 1, 1000);
+        }
+        uintptr_t chunk = 0;
+        unsigned long kept = 0;
+        for (size_t i = 0; i < n; i++) {
+            if ((uintptr_t)b[i] >> 21 != chunk) {
+                chunk = (uintptr_t)b[i] >> 21; /* its first block keeps the chunk */
+                kept++;
+                continue;
+            }
+            free(b[i]);
+        }
+        malloc_trim(0);
+        out_u("kept", kept);
         return 0;
     }
     if (strcmp(argv[1], "threads") == 0) {

@@ -30,6 +30,7 @@ struct policy policy_in_force = {
     .purge_delay_ms = 1000,
     .purge = OS_PURGE_DONTNEED,
     .trim_threshold = 0, /* the delayed purge first; the trim at the end */
+    .trim_burst = 1000,  /* the trims at once; the storm's batches at the very end */
 };
 void policy_ensure_loaded(void) {}
 void introspect_add_range(void *base, size_t size)
@@ -605,6 +606,48 @@ int main(void)
            "trim by length: 8 KiB freed next to the chunk's free rest goes back at once (%zu "
            "bytes resident, %llu purged)",
            resident(v4, 2 * G), (unsigned long long)(atomic_load(&stat_purged) - vpurged));
+    /* A storm (issue 36: a FIFO of 8 KiB nodes drained one by one made a madvise a node):
+     * past trim_burst trims a purge_delay a run of trim length waits, and once 1 MiB more
+     * waits one batch gives back every such run, a madvise each. 200 blocks of 8 KiB in a
+     * row freed from the front, burst 2: the loop above doubled the trim's length to 128
+     * KiB, so the 16th and 17th frees trim at once, the 18th starts the storm, and 64
+     * frees later 512 KiB more waits: a batch, and another 64 frees later. */
+    extents_purge(now_ms(), true, &next);
+    policy_in_force.trim_burst = 2;
+    policy_in_force.purge_delay_ms = 100;
+    usleep(120 * 1000); /* a purge_delay since the last trim: a new window */
+    enum { NS = 200, NA = 1024 };
+    static uint8_t *sa[NA];
+    int na = 0, row = 0;
+    while (na < NA && row < NS) { /* the holes left by the tests above fill first */
+        sa[na] = extent_alloc(2 * G, 0, false);
+        memset(sa[na], 7, 2 * G);
+        row = na && sa[na] == sa[na - 1] + 2 * G ? row + 1 : 1;
+        na++;
+    }
+    uint8_t **sn = sa + na - NS;
+    tap_ok(row == NS, "storm: 200 blocks of 8 KiB in a row (after %d others)", na - NS);
+    uint64_t spurged0 = atomic_load(&stat_purged);
+    for (int i = 0; i < 80; i++)
+        free_it(sn[i]);
+    tap_ok(resident(sn[0], 17 * 8 * KIB) == 0 && resident(sn[17], 63 * 8 * KIB) == 63 * 8 * KIB,
+           "storm: 80 freed, the first 17 trimmed at once, past the burst of 2 trims the run "
+           "waits (%zu of %zu bytes resident)",
+           resident(sn[17], 63 * 8 * KIB), 63 * 8 * KIB);
+    for (int i = 80; i < 180; i++)
+        free_it(sn[i]);
+    tap_ok(resident(sn[0], 144 * 8 * KIB) == 0 && resident(sn[147], 33 * 8 * KIB) == 33 * 8 * KIB &&
+               atomic_load(&stat_purged) - spurged0 >= 128 * 8 * KIB,
+           "storm: each time 512 KiB more waits, a batch gives the run back; what is freed after "
+           "waits (%zu bytes resident of the first 144, %llu purged)",
+           resident(sn[0], 144 * 8 * KIB),
+           (unsigned long long)(atomic_load(&stat_purged) - spurged0));
+    for (int i = 180; i < NS; i++)
+        free_it(sn[i]);
+    for (int i = 0; i < na - NS; i++)
+        free_it(sa[i]);
+    policy_in_force.purge_delay_ms = 1000;
+    policy_in_force.trim_burst = 1000;
     policy_in_force.trim_threshold = 0;
     return tap_done();
 }
