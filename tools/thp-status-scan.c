@@ -318,8 +318,13 @@ void scan_proc(struct proc *p)
         return;
     free(p->scan);
     p->scan = s;
-    if (p->kthread || !p->rollup_ok || p->dirfd < 0)
+    if (p->kthread || !p->rollup_ok || p->dirfd < 0) {
+        if (proc_permission_denied(p)) {
+            s->err = EACCES;
+            s->err_what = "smaps_rollup";
+        }
         return;
+    }
     if (p->huge_kb * 1024 > ts_opt.scan_max) {
         s->skipped = true;
         return;
