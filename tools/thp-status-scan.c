@@ -196,7 +196,8 @@ static void scan_page(struct ctx *c, uint64_t addr)
         struct scan_owner *o = &c->s->own[in_arenas(c, addr) ? SCAN_ARENAS : SCAN_REST];
         o->pages++;
         o->zero_bytes += (uint64_t)zeros * PIECE;
-        o->splittable += zeros > (unsigned)max_ptes_none();
+        /* the kernel (thp_underused) splits none at 511: it would find nothing to gain */
+        o->splittable += max_ptes_none() < (int)PIECES - 1 && zeros > (unsigned)max_ptes_none();
     }
 }
 
