@@ -386,21 +386,23 @@ static void row_text(const char *indent, const char *label, const struct scan_ow
     char pct[16] = "-";
     if (bytes)
         snprintf(pct, sizeof pct, "%.1f%%", 100.0 * (double)o->zero_bytes / (double)bytes);
-    printf("%s%-16s %10" PRIu64 " %11" PRIu64 " kB %11" PRIu64 " kB %7s %10" PRIu64 "\n", indent,
+    printf("%s%-16s %6" PRIu64 " %9" PRIu64 " kB %10" PRIu64 " kB %6s %6" PRIu64 "\n", indent,
            label, o->pages, bytes / 1024, o->zero_bytes / 1024, pct, o->splittable);
 }
 
 static void header_text(const char *indent)
 {
-    printf("%s%-16s %10s %14s %14s %7s %10s\n", indent, "", "huge pages", "scanned", "zero-filled",
-           "zeros", "splittable");
+    printf("%s%-16s %6s %12s %13s %6s %6s\n", indent, "", "pages", "scanned", "zero-filled",
+           "zeros", "split");
 }
 
 static void note_split(const char *indent)
 {
     int m = max_ptes_none();
-    printf("%s(splittable: more than max_ptes_none = %d zero-filled 4 KiB pieces%s)\n", indent, m,
-           m == (int)PIECES - 1 ? "; at 511 the kernel's shrinker splits none" : "");
+    if (m == (int)PIECES - 1)
+        printf("%s(split: none, as the shrinker splits none at max_ptes_none = 511)\n", indent);
+    else
+        printf("%s(split: more than max_ptes_none = %d zero-filled 4 KiB pieces)\n", indent, m);
 }
 
 void scan_text(const struct proc *p)
@@ -426,8 +428,7 @@ void scan_text(const struct proc *p)
                s->err_what ? s->err_what : "smaps_rollup", ts_errname(s->err ? s->err : EACCES));
         return;
     }
-    printf("  huge pages by content (--scan, %s: a snapshot; multi-size THP not scanned)\n",
-           s->method);
+    printf("  huge pages by content (--scan, %s: a snapshot, 2 MiB pages)\n", s->method);
     header_text("    ");
     for (int o = 0; o < 2; o++)
         row_text("    ", owner_name[o], &s->own[o]);
@@ -529,9 +530,8 @@ void scan_all_text(const struct proc *v, size_t n)
     struct scan_owner sum = {t.own[0].pages + t.own[1].pages,
                              t.own[0].zero_bytes + t.own[1].zero_bytes,
                              t.own[0].splittable + t.own[1].splittable};
-    printf("\nHuge pages by content (--scan: %u processes with huge pages read in %.2f s; a "
-           "snapshot)\n",
-           t.scanned, t.seconds);
+    printf("\nHuge pages by content (--scan: %u processes read in %.2f s; a snapshot)\n", t.scanned,
+           t.seconds);
     header_text("  ");
     for (int o = 0; o < 2; o++)
         row_text("  ", owner_name[o], &t.own[o]);
