@@ -206,6 +206,17 @@ for T in $TOOLS; do
         "$t: the textfile example with THP_STATUS_TEXTFILE_SCAN=1: the scan's series"
     promtool_check "$D/thp-status.prom" "$t: the textfile example with the scan"
 
+    # The PID view in Prometheus's format (with --scan only).
+    run "$T" --scan --prometheus "$SPARSE" "$HALF"
+    cp "$OUT" "$SCRATCH/pid.prom"
+    promtool_check "$SCRATCH/pid.prom" "$t: --scan --prometheus PID PID"
+    is "$RC $(grep -E "^thp_process_huge_(zero_bytes|scanned_bytes)\{pid=\"($SPARSE|$HALF)\",comm=\"status-scan-pro\",unit=\"[^\"]*\",owner=\"(thpalloc|rest)\"\} " "$SCRATCH/pid.prom" | sed 's/,comm=.*owner=/ /; s/^thp_process_huge_//' | tr '\n' ' ')" \
+        "0 scanned_bytes{pid=\"$SPARSE\" \"thpalloc\"} $((32 * HUGE)) scanned_bytes{pid=\"$SPARSE\" \"rest\"} 0 scanned_bytes{pid=\"$HALF\" \"thpalloc\"} 0 scanned_bytes{pid=\"$HALF\" \"rest\"} $((8 * HUGE)) zero_bytes{pid=\"$SPARSE\" \"thpalloc\"} $SPARSE_ZERO zero_bytes{pid=\"$SPARSE\" \"rest\"} 0 zero_bytes{pid=\"$HALF\" \"thpalloc\"} 0 zero_bytes{pid=\"$HALF\" \"rest\"} $HALF_ZERO " \
+        "$t: --scan --prometheus PID: exit 0, the figures per process and owner"
+    run "$T" --prometheus "$SPARSE"
+    is "$RC $(head -1 "$ERR")" "2 thp-status: --prometheus is for the system view and --all" \
+        "$t: --prometheus PID without --scan: still a usage error"
+
     # Options.
     run "$T" --scan
     is "$RC $(head -1 "$ERR")" "2 thp-status: --scan goes with PID... or --all" "$t: --scan alone: usage error"

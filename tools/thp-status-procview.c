@@ -252,6 +252,8 @@ void proc_json(const struct proc *p, bool full)
 int ts_procs(char **pids, int npids)
 {
     int rc = 0, shown = 0;
+    if (ts_opt.format == TS_PROM)
+        return scan_procs_prom(pids, npids); /* --scan only (see main) */
     if (ts_opt.format == TS_JSON) {
         j_obj(NULL);
         j_str("schema", TS_SCHEMA);

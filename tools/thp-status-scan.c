@@ -661,6 +661,78 @@ void scan_all_prom(const struct proc *v, size_t n, const char *(*group)(const st
     p_sample("thp_scan_max_ptes_none", max_ptes_none(), NULL);
 }
 
+/* The PID view in Prometheus's format: the scan's series per process named (labels pid,
+ * comm, unit, owner; the caller bounds them by the PIDs it gives). Each process is read,
+ * scanned and freed before the families are printed, so that each family stays whole. */
+int scan_procs_prom(char **pids, int npids)
+{
+    struct row {
+        char pid[16], comm[64], unit[256];
+        struct scan s;
+    } *rows = calloc((size_t)npids + 1, sizeof *rows);
+    struct proc *p = malloc(sizeof *p);
+    if (!rows || !p) {
+        free(rows);
+        free(p);
+        fprintf(stderr, "thp-status: out of memory\n");
+        return 1;
+    }
+    int rc = 0, n = 0;
+    for (int i = 0; i < npids; i++) {
+        long v = strtol(pids[i], NULL, 10);
+        proc_collect(p, (pid_t)v, true);
+        if (!p->exists || p->vanished || p->nerr) {
+            fprintf(stderr, "thp-status: %ld: %s\n", v,
+                    !p->exists    ? "no such process"
+                    : p->vanished ? "the process exited while being read"
+                                  : "parts of the process could not be read");
+            rc = 1;
+        }
+        if (p->exists && !p->vanished && !p->kthread) {
+            scan_proc(p);
+            if (p->scan && p->scan->method) {
+                struct row *r = &rows[n++];
+                snprintf(r->pid, sizeof r->pid, "%ld", v);
+                snprintf(r->comm, sizeof r->comm, "%s", p->name);
+                snprintf(r->unit, sizeof r->unit, "%s", p->unit[0] ? p->unit : "(none)");
+                r->s = *p->scan;
+            }
+        }
+        proc_free(p);
+    }
+    free(p);
+    static const char *const fam[3] = {"thp_process_huge_scanned_bytes",
+                                       "thp_process_huge_zero_bytes",
+                                       "thp_process_huge_splittable_pages"};
+    static const char *const help[3] = {
+        "Anonymous PMD-mapped huge pages read by --scan.",
+        "Zero-filled 4 KiB pieces inside them (--scan).",
+        "Huge pages with more than max_ptes_none zero-filled pieces (--scan)."};
+    const char *owner_label[2] = {"thpalloc", "rest"};
+    for (int f = 0; f < 3; f++)
+        for (int i = 0; i < n; i++)
+            for (int o = 0; o < 2; o++) {
+                const struct scan_owner *w = &rows[i].s.own[o];
+                p_family(fam[f], "gauge", help[f]);
+                p_sample(fam[f],
+                         f == 0   ? (double)(w->pages * HUGE_SIZE)
+                         : f == 1 ? (double)w->zero_bytes
+                                  : (double)w->splittable,
+                         "pid", rows[i].pid, "comm", rows[i].comm, "unit", rows[i].unit, "owner",
+                         owner_label[o], NULL);
+            }
+    if (n)
+        p_family(
+            "thp_process_scan_complete", "gauge",
+            "1 when --scan read the process in full (0: it exited, or pages changed under it).");
+    for (int i = 0; i < n; i++)
+        p_sample("thp_process_scan_complete",
+                 !rows[i].s.skipped && !rows[i].s.exited && !rows[i].s.err && !rows[i].s.changed,
+                 "pid", rows[i].pid, "comm", rows[i].comm, "unit", rows[i].unit, NULL);
+    free(rows);
+    return rc;
+}
+
 bool scan_parse_size(const char *s, uint64_t *out)
 {
     char *end;

@@ -34,6 +34,8 @@ void scan_json(const struct proc *p);
 void scan_all_text(const struct proc *v, size_t n);
 void scan_all_json(const struct proc *v, size_t n);
 void scan_all_prom(const struct proc *v, size_t n, const char *(*group)(const struct proc *));
+/* --scan --prometheus PID...: the scan's series per process; the exit status. */
+int scan_procs_prom(char **pids, int npids);
 /* "1G", "512M", "4096": bytes (K, M, G, T: powers of 1024). false when malformed. */
 bool scan_parse_size(const char *s, uint64_t *out);
 

@@ -36,7 +36,7 @@ static void usage(FILE *out)
           "     --environment      with --explain: apply this shell's THPALLOC_* variables\n"
           " -j, --json             JSON output (schema \"" TS_SCHEMA "\", see thp-status(8))\n"
           " -p, --prometheus       Prometheus text format (system view and --all:\n"
-          "                        per systemd service, and totals)\n"
+          "                        per systemd service, and totals; PID with --scan)\n"
           "     --per-process      with --all --prometheus: series per process too\n"
           "     --scan             with PID or --all: how much of each process's huge\n"
           "                        pages is zero-filled (reads its memory: ptrace permission)\n"
@@ -170,7 +170,7 @@ int main(int argc, char **argv)
         bad_usage("%s", "--unit and --environment go with --explain (or --unit alone)");
     if ((all || explain) && nargs > 0)
         bad_usage("unexpected argument '%s'", args[0]);
-    if (prom && (check || explain || unit || nargs > 0))
+    if (prom && (check || explain || unit || (nargs > 0 && !ts_opt.scan)))
         bad_usage("%s", "--prometheus is for the system view and --all");
     if (ts_opt.scan && !all && (nargs == 0 || check || explain || unit))
         bad_usage("%s", "--scan goes with PID... or --all");
