@@ -363,6 +363,10 @@ void scan_proc(struct proc *p)
         }
         via_pagemap(&c, &v[i]);
     }
+    /* Refused: one of the process's errors, said (and advised) as the others are, and
+     * the PID view's exit status 1 ("could not be read in full"). */
+    if (s->err_what && !strcmp(s->err_what, "memory") && p->nerr < 8)
+        p->errs[p->nerr++] = (struct perr){"mem", s->err};
     if (c.buf) { /* nothing of the content outlives the count */
         explicit_bzero(c.buf, CHUNK);
         free(c.buf);
@@ -418,8 +422,7 @@ void scan_text(const struct proc *p)
         return;
     }
     if (s->err && s->err_what && !strcmp(s->err_what, "memory")) {
-        printf("  huge pages not scanned: reading the process's memory was refused (%s): it "
-               "needs ptrace permission (root, CAP_SYS_PTRACE or the same user)\n",
+        printf("  huge pages not scanned: reading its memory was refused (%s)\n",
                ts_errname(s->err));
         return;
     }
@@ -487,7 +490,7 @@ static void totals(const struct proc *v, size_t n, struct totals *t)
             continue;
         t->skipped += s->skipped;
         t->exited += s->exited;
-        t->refused += s->err != 0;
+        t->refused += s->err && !strcmp(s->err_what, "memory");
         t->scanned += s->method && !s->err && (s->own[0].pages || s->own[1].pages);
         t->seconds += s->seconds;
         for (int o = 0; o < 2; o++) {
