@@ -153,7 +153,7 @@ struct ctx {
     struct scan *s;
     int pagemap, kpageflags;
     unsigned char *buf;
-    bool stop, first_read;
+    bool stop, first_read, kpageflags_tried;
     const struct vma *v;
 };
 
@@ -351,12 +351,16 @@ void scan_proc(struct proc *p)
         s->err_what = "pagemap";
         s->method = NULL;
     }
-    bool ioctl_ok = true;
+    /* THP_STATUS_TEST_NO_PAGEMAP_SCAN=1: as on a kernel before 6.7 (tests; not in secure
+     * execution) */
+    const char *no = getauxval(AT_SECURE) ? NULL : getenv("THP_STATUS_TEST_NO_PAGEMAP_SCAN");
+    bool ioctl_ok = !(no && !strcmp(no, "1"));
     for (size_t i = 0; i < nv && !s->err && !c.stop; i++) {
         c.v = &v[i];
         if (ioctl_ok && via_pagemap_scan(&c, &v[i]) == 0)
             continue;
-        if (ioctl_ok) { /* an older kernel: once per process */
+        if (!c.kpageflags_tried) { /* an older kernel: once per process */
+            c.kpageflags_tried = true;
             ioctl_ok = false;
             s->method = "aligned-runs";
             c.kpageflags = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
