@@ -201,8 +201,8 @@ static void scan_page(struct ctx *c, uint64_t addr)
     }
 }
 
-/* PAGEMAP_SCAN: every PMD-mapped, present, anonymous huge page of v. -1 with errno when
- * the kernel lacks the ioctl. */
+/* PAGEMAP_SCAN: every PMD-mapped, present, anonymous huge page of v. -1 when the kernel
+ * lacks the ioctl. */
 static int via_pagemap_scan(struct ctx *c, const struct vma *v)
 {
     struct page_region vec[64];
@@ -217,8 +217,14 @@ static int via_pagemap_scan(struct ctx *c, const struct vma *v)
                                 .return_mask = PAGE_IS_HUGE | PAGE_IS_PRESENT | PAGE_IS_PFNZERO |
                                                PAGE_IS_FILE};
         int n = ioctl(c->pagemap, PAGEMAP_SCAN, &a);
-        if (n < 0)
+        if (n < 0 && (errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP))
             return -1;
+        if (n < 0) { /* the process exited (ESRCH), or its mappings changed: stop here */
+            c->s->exited |= errno == ESRCH;
+            c->s->changed += errno != ESRCH;
+            c->stop = true;
+            return 0;
+        }
         for (int i = 0; i < n && !c->stop; i++) {
             if (vec[i].categories & (PAGE_IS_PFNZERO | PAGE_IS_FILE))
                 continue; /* the huge zero page, or file pages: no anonymous memory */
