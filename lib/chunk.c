@@ -1,7 +1,7 @@
 /* chunk: a heap's chunks of pages (small: 16 KiB, medium: 64 KiB) and their page slots: a new page
  * for a class (an empty page another class keeps, a dirty slot, a free slot, a new chunk from the
  * arena), an empty page given back to its chunk, and the chunk to the arena when it empties.
- * A slot's states and who may move them are in internal.h. */
+ * A slot's states and who may move them are in types.h. */
 #include "internal.h"
 #include "list.h"
 

@@ -80,7 +80,7 @@ bool cfg_parse_size(const char *text, size_t *out)
     if (shift && v > (UINT64_MAX >> shift))
         return false;
     v <<= shift;
-    if (v > (uint64_t)SIZE_MAX / 2)
+    if (v > CFG_SIZE_MAX)
         return false;
     *out = (size_t)v;
     return true;
@@ -334,6 +334,18 @@ void cfg_defaults(struct cfg_settings *s)
         cfg_field_set(s, (enum cfg_key)k, cfg_keys[k].dflt);
         cfg_str_copy(s->where[k].file, sizeof s->where[k].file, "default");
     }
+}
+
+bool cfg_value_ok(enum cfg_key k, int64_t v)
+{
+    if ((unsigned)k >= CFG_NKEYS)
+        return false;
+    char text[64];
+    int64_t back;
+    if (cfg_keys[k].field == CFG_FIELD_MODE && (v < THP_MODE_SYSTEM || v > THP_MODE_ALWAYS))
+        return false; /* its formatter only knows the modes */
+    cfg_keys[k].format(v, text, sizeof text);
+    return cfg_keys[k].parse(text, &back) && back == v;
 }
 
 void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, size_t cap)

@@ -27,6 +27,7 @@ struct scratch {
     char dents[8192];
     char names[MAX_DROPINS][NAME_CAP];
     char path[PATH_MAX];
+    char walk[2][PATH_MAX]; /* cfg_open_secure's */
 };
 
 /* Lives on the stack of whatever thread loads the policy, in every process: the buffers
@@ -249,6 +250,20 @@ static void section_enter(struct ctx *c, enum sect_type type, const char *arg, s
         c->sect_applies = c->exe[0] && same(c->exe, arg, alen);
 }
 
+/* For thp-status --check only (never in a process's policy load): the header's NAME as a
+ * string, to the tool's checks of what can match. */
+static void section_announce(struct ctx *c, enum sect_type type, const char *arg, size_t alen)
+{
+    char name[CFG_SECTION_NAME_MAX + 1];
+    memcpy(name, arg, alen); /* alen <= CFG_SECTION_NAME_MAX: checked by the caller */
+    name[alen] = '\0';
+    c->in->on_section(c->rctx, c->path, c->line,
+                      type == SECT_PROGRAM ? "program"
+                      : type == SECT_PATH  ? "path"
+                                           : "unit",
+                      name);
+}
+
 /* A section header, p at its '[' and end at the end of the line. Read here, not by inih:
  * inih keeps 49 characters of a name, and after a header it cannot read it leaves the
  * previous section in force, so keys would land in a section they were not written for.
@@ -285,6 +300,8 @@ static void section_header(struct ctx *c, const char *p, const char *end)
         return;
     }
     section_enter(c, type, arg, alen);
+    if (c->in->check_all && c->in->on_section && type != SECT_GLOBAL)
+        section_announce(c, type, arg, alen);
 }
 
 static int rank_of(enum sect_type t)
@@ -399,20 +416,207 @@ static bool scratch_get(struct ctx *c)
     return c->scratch != NULL;
 }
 
+/* ---- opening: the secure walk ------------------------------------------------------- */
+
+#define MAX_LINKS 40 /* as the kernel's own walk */
+
+/* A directory a setuid program may read its configuration through. */
+static bool trusted_dir(int fd, uid_t owner)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && (st.st_uid == 0 || st.st_uid == owner) &&
+           !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static int open_root(int rootfd)
+{
+    return rootfd >= 0 ? openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC)
+                       : open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+static bool same_inode(int a, int b)
+{
+    struct stat x, y;
+    return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+static int walk_fail(int fd, int e, const char **why, const char *text)
+{
+    if (fd >= 0)
+        close(fd);
+    *why = text;
+    errno = e;
+    return -1;
+}
+
+int cfg_open_secure(int rootfd, const char *path, bool dir, uid_t owner, char (*buf)[PATH_MAX],
+                    const char **why)
+{
+    static const char untrusted[] =
+        "a directory on its path is not owned by root or is writable by group or others";
+    char *rest = buf[0], *link = buf[1];
+    size_t n = strlen(path), pos = 0;
+    int hops = 0;
+    *why = NULL;
+    if (n >= PATH_MAX)
+        return walk_fail(-1, ENAMETOOLONG, why, "path too long");
+    memcpy(rest, path, n + 1);
+    int fd = open_root(rootfd);
+    for (;;) {
+        if (fd < 0)
+            return walk_fail(-1, errno, why, NULL);
+        if (!trusted_dir(fd, owner))
+            return walk_fail(fd, EPERM, why, untrusted);
+        while (rest[pos] == '/')
+            pos++;
+        if (!rest[pos]) { /* the path names this directory */
+            if (!dir)
+                return walk_fail(fd, EISDIR, why, "is a directory, not a file");
+            int d = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            int e = errno;
+            close(fd);
+            errno = e;
+            return d;
+        }
+        /* the next name, NUL-terminated in place while it is opened */
+        char *name = rest + pos;
+        size_t len = strcspn(name, "/");
+        char save = name[len];
+        name[len] = '\0';
+        int next;
+        if (!strcmp(name, "..") && rootfd >= 0) { /* stays in the root, as RESOLVE_IN_ROOT */
+            int r = open_root(rootfd);
+            next = r >= 0 && same_inode(fd, r) ? r : openat(fd, name, O_PATH | O_CLOEXEC);
+            if (r >= 0 && r != next)
+                close(r);
+        } else {
+            next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        }
+        name[len] = save;
+        pos += len;
+        bool last = !rest[pos + strspn(rest + pos, "/")];
+        struct stat st;
+        if (next < 0 || fstat(next, &st) != 0) {
+            int e = errno;
+            if (next >= 0)
+                close(next);
+            return walk_fail(fd, e, why, NULL);
+        }
+        if (S_ISLNK(st.st_mode)) { /* its target, then what followed it */
+            ssize_t ln = ++hops > MAX_LINKS ? -1 : readlinkat(next, "", link, PATH_MAX);
+            close(next);
+            size_t tail = strlen(rest + pos);
+            if (ln <= 0 || (size_t)ln + tail + 1 > PATH_MAX)
+                return walk_fail(fd, ELOOP, why, NULL);
+            memmove(rest + ln, rest + pos, tail + 1);
+            memcpy(rest, link, (size_t)ln);
+            pos = 0;
+            if (link[0] == '/') {
+                close(fd);
+                fd = open_root(rootfd);
+            }
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            close(fd);
+            fd = next;
+            continue;
+        }
+        if (!last || dir || !S_ISREG(st.st_mode)) {
+            close(next);
+            return walk_fail(fd, ENOTDIR, why,
+                             last && !dir ? "not a regular file" : "not a directory");
+        }
+        /* the file, named in a directory only root may change: opened for reading (never
+         * a FIFO or a device: checked above), and still the inode looked at */
+        name[len] = '\0';
+        int f = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        int e = errno;
+        name[len] = save;
+        if (f >= 0 && !same_inode(f, next)) {
+            close(f);
+            f = -1;
+            e = ESTALE;
+        }
+        close(next);
+        close(fd);
+        errno = e;
+        return f;
+    }
+}
+
+/* The file or directory path, opened as the inputs say: through thp-status's hook, by
+ * the secure walk in secure execution, else plainly. */
+static int open_input(struct ctx *c, const char *path, bool dir, const char **why)
+{
+    *why = NULL;
+    if (c->in->open_input)
+        return c->in->open_input(c->in->open_ctx, path, dir, why);
+    if (c->in->secure) {
+        if (!scratch_get(c)) {
+            errno = ENOMEM;
+            return -1;
+        }
+        return cfg_open_secure(-1, path, dir, 0, c->scratch->walk, why);
+    }
+    return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (dir ? O_DIRECTORY : 0));
+}
+
+/* thp-status --check of the system's files: would a setuid program read path? Said as a
+ * problem when not, so that --check and the library decide alike. The tree's root is
+ * what comes before SYSCONFDIR in conf_file (thp-status --root), else "/". */
+static void check_secure(struct ctx *c, const char *path)
+{
+    static const char suffix[] = SYSCONFDIR "/thpalloc.conf";
+    const char *conf = c->in->conf_file;
+    if (!c->in->check_all || c->in->files || c->in->secure || c->in->open_input || !conf ||
+        !scratch_get(c))
+        return;
+    size_t cl = strlen(conf), sl = sizeof suffix - 1, rl = cl >= sl ? cl - sl : 0;
+    if (cl < sl || strcmp(conf + rl, suffix) != 0 || strncmp(path, conf, rl) != 0)
+        return;
+    int rootfd = -1;
+    if (rl) {
+        cfg_str_copy(c->scratch->walk[0], rl + 1, conf);
+        rootfd = open(c->scratch->walk[0], O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (rootfd < 0)
+            return;
+    }
+    const char *why;
+    int fd = cfg_open_secure(rootfd, path + rl, false, c->in->ruid, c->scratch->walk, &why);
+    int e = errno;
+    if (rootfd >= 0)
+        close(rootfd);
+    if (fd >= 0)
+        close(fd);
+    else if (e != ENOENT)
+        problem(c, path, 0,
+                e == EPERM   ? "a directory on its path is not owned by root (or you) or is "
+                               "writable by group or others"
+                : e == ELOOP ? "too many levels of symbolic links on its path"
+                             : "cannot be opened through its path",
+                ": setuid/setcap programs ignore it", NULL);
+}
+
 /* Reads a trusted regular file into the scratch buffer. */
 static bool read_trusted(struct ctx *c, const char *path, bool must_exist)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    const char *why;
+    int fd = open_input(c, path, false, &why);
     if (fd < 0) {
         int e = errno;
         if (e == ENOENT && !must_exist)
             return false;
-        problem(c, path, 0,
-                e == ENOENT   ? "cannot open: no such file"
-                : e == ELOOP  ? "cannot open: too many levels of symbolic links"
-                : e == EACCES ? "cannot open: permission denied"
-                              : "cannot open",
-                NULL, NULL);
+        if (c->in->secure && e == EPERM && why)
+            problem(c, path, 0, why, " (required in setuid/setcap programs): ignored", NULL);
+        else
+            problem(c, path, 0, "cannot open",
+                    why           ? ": "
+                    : e == ENOENT ? ": no such file"
+                    : e == ELOOP  ? ": too many levels of symbolic links"
+                    : e == EACCES ? ": permission denied"
+                                  : NULL,
+                    why);
         return false;
     }
     struct stat st;
@@ -441,6 +645,7 @@ static bool read_trusted(struct ctx *c, const char *path, bool must_exist)
         close(fd);
         return false;
     }
+    check_secure(c, path);
     size_t len = os_read_fd(fd, c->scratch->file, MAX_FILE);
     close(fd);
     c->buf = c->scratch->file;
@@ -503,7 +708,8 @@ static int list_dropins(struct ctx *c, int fd, const char *after)
 /* Every *.conf file of dir, in lexical order. */
 static void parse_dropins(struct ctx *c, const char *dir)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const char *why;
+    int fd = open_input(c, dir, true, &why); /* each file is walked again on its own */
     if (fd < 0)
         return;
     char last[NAME_CAP] = "";

@@ -91,7 +91,26 @@ struct cfg_inputs {
     bool secure;              /* AT_SECURE: environment ignored, root-owned files only */
     uid_t ruid;               /* the real uid whose own files are trusted */
     bool check_all;           /* validate every section, matching or not (thp-status --check) */
+    /* With check_all: called with each good section header (kind "program", "path" or
+     * "unit", its NAME) and the report's ctx, so that the tool can say which ones can never
+     * match on this system (thp-status-lint.c). */
+    void (*on_section)(void *ctx, const char *file, int line, const char *kind, const char *name);
+    /* Opens path for reading (a directory when dir) instead of the library's own open:
+     * thp-status opens another process's files inside its root, as that process may read
+     * them. -1 with errno set, and *why when there is more to say (static text). */
+    int (*open_input)(void *ctx, const char *path, bool dir, const char **why);
+    void *open_ctx;
 };
+
+/* Opens path inside the directory rootfd (-1: "/"; an absolute symbolic link starts again
+ * there, ".." stops there) for reading, a directory when dir, following symbolic links
+ * (40 at most) one component at a time, and only through directories owned by root (or
+ * by owner: 0 for root alone) and writable by nobody else: setuid programs read their
+ * configuration so (as sudo and OpenSSH do theirs), for whoever may change a directory on
+ * the path may put any file there, root's own included. buf: room for the walk. -1 with
+ * errno set (EPERM: such a directory) and *why. */
+int cfg_open_secure(int rootfd, const char *path, bool dir, uid_t owner, char (*buf)[PATH_MAX],
+                    const char **why);
 
 /* A problem: file (or variable) and line (0 when not about a line), what is wrong and
  * what would fix it. */
@@ -103,6 +122,10 @@ void cfg_defaults(struct cfg_settings *s);
 int cfg_resolve(struct cfg_settings *s, const struct cfg_inputs *in, cfg_report_fn report,
                 void *ctx);
 
+/* The largest size: a process's whole address space with 5-level page tables (64 PiB);
+ * more cannot be meant, and thp-status takes more in another process's block as a lie. */
+#define CFG_SIZE_MAX ((uint64_t)1 << 56)
+
 /* The grammars of sizes, times and modes (thpalloc.conf(5)); false on a bad value. */
 bool cfg_parse_size(const char *text, size_t *out);
 bool cfg_parse_time_ms(const char *text, long *out);
@@ -113,6 +136,9 @@ const char *cfg_key_name(enum cfg_key k);
 int cfg_key_lookup(const char *name);
 /* "thp, thp_threshold, ..., stats" into buf. */
 void cfg_key_list(char *buf, size_t cap);
+/* Whether v is a value key k can have: one that its own grammar gives back from v's
+ * canonical form (thp-status checks what it reads from another process with it). */
+bool cfg_value_ok(enum cfg_key k, int64_t v);
 /* Formats the value of key k in canonical form ("2M", "1s", "never") into buf. */
 void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, size_t cap);
 

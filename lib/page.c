@@ -87,7 +87,7 @@ void page_extend(page_t *page)
 }
 
 #ifdef THPALLOC_DEBUG
-/* The page list partition (internal.h): every block on free and local_free lies inside
+/* The page list partition (types.h): every block on free and local_free lies inside
  * the page at a block boundary, carries its key and is carved; those lists and the blocks
  * handed out (used, remote frees not yet collected included) are the carved blocks, less
  * the ones in holes, which are on no list. The owner's view, or the purger's under claim. */

@@ -9,4 +9,16 @@ out=$(python3 "$top/tools/lib-layers" --check "$objs" 2>&1)
 rc=$?
 printf '%s\n' "$out" | diag
 ok $rc "lib/ calls only down its layers"
+case $out in
+*"allowed circle: alloc -> init -> alloc"*) pass "the one documented circle (init's dormancy probe and alloc) is found and named" ;;
+*) fail "the one documented circle (init's dormancy probe and alloc) is found and named" ;;
+esac
+
+# A partial build proves nothing: without one file's object the tool refuses (exit 2).
+part=$(mktemp -d) && trap 'rm -rf "$part"' EXIT
+cp "$objs"/libthpalloc_la-*.o "$part"/ && rm "$part/libthpalloc_la-arena.o"
+perr=$(python3 "$top/tools/lib-layers" --check "$part" 2>&1 >/dev/null)
+prc=$?
+is "$prc:$perr" "2:lib-layers: $part: no object for arena: a partial build, nothing checked (run make)" \
+    "a build without arena.o is refused, exit 2"
 done_testing

@@ -6,10 +6,10 @@
 set -u
 SRC=${TESTS_SRCDIR:-$(cd "$(dirname "$0")" && pwd)}
 FUNCS=$SRC/../debian/preload-fallback.sh
+. "$SRC/tap.sh"
 if [ ! -f "$FUNCS" ]; then
     skip_all "no debian/preload-fallback.sh (not in a dist tarball)"
 fi
-. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-fallback.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
@@ -81,6 +81,31 @@ case_ "a longer path that starts with ours" "${E}x$NL" "${E}x$NL"
 case_ "a path that ends with ours" "/x$E$NL" "/x$E$NL"
 case_ "our path followed by text after a carriage return" "$E${CR}x$NL" "$E${CR}x$NL"
 
+# NUL bytes (issue 38): ld.so reads the file as a C string, so a NUL ends a name as a
+# blank does; "ENTRY\0/x.so" loads ENTRY. The fallback takes it out as thpalloc-preload
+# does (tests/preload-matrix.sh): the NUL stays. Specs through printf %b, @E@ the entry.
+bcase() { # bcase NAME INITIAL EXPECTED
+    local r=$tmp/b$tap_n f out rc=0 good=0
+    mkdir -p "$r/etc"
+    f=$r/etc/ld.so.preload
+    printf '%b' "${2//@E@/$E}" >"$f"
+    printf '%b' "${3//@E@/$E}" >"$tmp/want"
+    out=$(sh -c '. "$1" && thpalloc_preload_fallback "$2"' sh "$FUNCS" "$r" 2>&1) || rc=$?
+    [ "$rc" -eq 0 ] && [ "$out" = "thpalloc-preload: the thpalloc-preload tool is gone: taking the entry out of $f" ] &&
+        cmp -s "$f" "$tmp/want" && [ "$(stat -c %a "$f")" = 644 ] || good=1
+    [ -z "$(find "$r/etc" -name '.ld.so.preload*')" ] || good=1
+    [ "$good" -eq 0 ] || echo "# rc=$rc output: $out${NL}# got:  $(show "$f")${NL}# want: $(show "$tmp/want")"
+    ok "$good" "fallback: $1"
+}
+bcase "a NUL right after our entry, then a library" '@E@\0/x.so\n' '\0/x.so\n'
+bcase "a NUL right after our entry, on its own line" '@E@\0\n/b\n' '\0\n/b\n'
+bcase "after a library and a colon, before a NUL" '/a:@E@\0junk\n' '/a\0junk\n'
+bcase "right after a NUL" '/a\0@E@:/b\n' '/a\0/b\n'
+bcase "after a NUL line" '\0\n@E@\n' '\0\n'
+bcase "twice around a NUL" '@E@\0@E@\n' '\0\n'
+bcase "with its carriage return, before a NUL" '@E@\r\0x\n' '\0x\n'
+bcase "before a NUL, no final newline" '/a\n@E@\0' '/a\n\0'
+
 # thpalloc_preload_has_entry: what postrm asks before it acts.
 has() { sh -c '. "$1" && thpalloc_preload_has_entry "$2"' sh "$FUNCS" "$1"; }
 printf '%s\n' "$A" "$A:$E # x" >"$tmp/has"
@@ -89,6 +114,9 @@ ok $? "has_entry: our entry between a colon and a comment"
 printf '%s\n' "$A # $E" >"$tmp/has"
 ! has "$tmp/has"
 ok $? "has_entry: not in a comment"
+printf '%s\0/x.so\n' "$E" >"$tmp/has"
+has "$tmp/has"
+ok $? "has_entry: our entry ended by a NUL"
 ! has "$tmp/none"
 ok $? "has_entry: no file"
 

@@ -50,6 +50,11 @@ mkroot() { # mkroot NAME [nolib]: prints the new root
 # The library as ld.so finds it under ROOT ($LIB: the multiarch directory, as on Debian).
 loaded() { if [ -n "$ma" ]; then echo "$1${E/\$LIB/lib/$ma}"; else echo "$1$E"; fi; }
 
+# With --root, enable runs DIR's library only in a chroot of DIR, or not at all (issue 38):
+# the file-editing cases below try the test's own library on this system, as they always
+# did (--host-test); the cases at the end check the default.
+HT=--host-test
+
 # The file's content as a printable string, and its mode.
 show() { if [ -e "$1" ]; then od -An -c "$1" | tr -s ' \n' ' '; else echo '<absent>'; fi; }
 mode() { stat -c %a "$1" 2>/dev/null || echo absent; }
@@ -64,7 +69,7 @@ case_() {
     local f=$R/etc/ld.so.preload
     if [ "$initial" != ABSENT ]; then printf '%s' "$initial" >"$f" && chmod "$imode" "$f"; fi
     local out rc=0
-    out=$(umask 077 && "$TOOL" --root "$R" "$verb" 2>&1) || rc=$?
+    out=$(umask 077 && "$TOOL" --root "$R" $HT "$verb" 2>&1) || rc=$?
     local want good=0
     if [ "$expected" = ABSENT ]; then
         [ ! -e "$f" ] || good=1
@@ -210,20 +215,33 @@ ok $? "enable + disable with no file: no file"
 # ld.so reads the file as a C string: nothing after a NUL (outside a comment), except the
 # last word when the file does not end in a separator. '\r' is no separator: a CRLF line's
 # entry names a file that ends in '\r', which ld.so cannot load.
-# bytes SPEC: SPEC through printf %b (\0, \r, \n) with @E@ for the entry.
-bytes() { printf '%b' "${1//@E@/$E}"; }
-# fill TEXT FILE: TEXT with @P@, @E@, @F@ for the program, the entry and FILE.
-fill() { local t=${1//@P@/$P}; t=${t//@E@/$E}; printf '%b' "${t//@F@/$2}"; }
+# bytes SPEC: SPEC through printf %b (\0, \r, \n) with @E@ for the entry, @J@ and @O@ for
+# the libraries J and O (see "behind another allocator").
+J=/usr/lib/libjemalloc.so.2
+bytes() { local t=${1//@E@/$E}; t=${t//@J@/$J}; printf '%b' "${t//@O@//usr/lib/libother.so}"; }
+# fill TEXT FILE: TEXT with @P@, @E@, @F@ for the program, the entry and FILE; @W@ and @WB@:
+# the warning that J (as a path, as a bare name) owns malloc.
+W_DORMANT="@P@: warning: @F@: @J@ comes before @E@ and owns malloc: thpalloc is preloaded but dormant in every process (thpalloc-preload enable --first puts it first)"
+fill() {
+    local t=${1//@WB@/${W_DORMANT//@J@/libjemalloc.so.2}}
+    t=${t//@W@/${W_DORMANT//@J@/$J}}
+    t=${t//@P@/$P}
+    t=${t//@E@/$E}
+    printf '%b' "${t//@F@/$2}"
+}
 # xcase VERB NAME INITIAL EXPECTED RC STDOUT STDERR: with the bytes INITIAL (a spec, as for
-# bytes), `VERB` exits RC, prints exactly STDOUT and STDERR (fill) and leaves the bytes
-# EXPECTED (SAME: as they were; ABSENT: no file), mode 0644.
+# bytes; ABSENT: no file), `VERB` (words) exits RC, prints exactly STDOUT and STDERR (fill)
+# and leaves the bytes EXPECTED (SAME: as they were; ABSENT: no file), mode 0644.
 xcase() {
     local verb=$1 name=$2 r f rc=0 good=0
-    r=$(mkroot "x$verb-$tap_n")
+    r=$(mkroot "x-$tap_n")
+    if [ -f "$tmp/libjemalloc.so.2" ]; then
+        mkdir -p "$r/usr/lib" && cp "$tmp/libjemalloc.so.2" "$tmp/libother.so" "$r/usr/lib/"
+    fi
     f=$r/etc/ld.so.preload
-    bytes "$3" >"$f" && chmod 644 "$f"
+    [ "$3" = ABSENT ] || { bytes "$3" >"$f" && chmod 644 "$f"; }
     if [ "$4" = SAME ]; then cp "$f" "$tmp/want"; else bytes "$4" >"$tmp/want"; fi
-    "$TOOL" --root "$r" "$verb" >"$tmp/out" 2>"$tmp/err" || rc=$?
+    "$TOOL" --root "$r" $HT $verb >"$tmp/out" 2>"$tmp/err" || rc=$?
     if [ "$4" = ABSENT ]; then [ ! -e "$f" ] || good=1; else
         cmp -s "$f" "$tmp/want" && [ "$(mode "$f")" = 644 ] || good=1
     fi
@@ -264,6 +282,69 @@ xcase disable "our entry after a NUL: the NUL stays" '\0\n@E@\n' '\0\n' 0 \
 xcase disable "a NUL right after our entry: the NUL stays" '@E@\0\n/b\n' '\0\n/b\n' 0 \
     '@P@: disabled (@E@ taken out of @F@)' ''
 
+# --- behind another allocator (issue 34) ---
+# ld.so binds every program's malloc to the first preloaded library that defines it: our
+# entry after such a library is dormant in every process. In each root: J, a library that
+# defines malloc (as libjemalloc.so.2 does), and O, one that does not.
+if command -v "${CC:-cc}" >/dev/null 2>&1 &&
+    printf '%s\n' '#include <stddef.h>' 'void *malloc(size_t n) { (void)n; return 0; }' >"$tmp/jm.c" &&
+    echo 'int other_function(void) { return 1; }' >"$tmp/other.c" &&
+    "${CC:-cc}" -shared -fPIC -o "$tmp/libjemalloc.so.2" "$tmp/jm.c" 2>/dev/null &&
+    "${CC:-cc}" -shared -fPIC -o "$tmp/libother.so" "$tmp/other.c" 2>/dev/null; then
+    xcase status "after an allocator: dormant" '@J@\n@E@\n' SAME 0 dormant '@W@'
+    xcase status "after an allocator, bare name (searched as ld.so does)" 'libjemalloc.so.2:@E@\n' SAME 0 dormant '@WB@'
+    xcase status "before an allocator" '@E@\n@J@\n' SAME 0 enabled ''
+    xcase status "after a library without malloc" '@O@ @E@\n' SAME 0 enabled ''
+    xcase status "after an allocator's comment" '# @J@\n@E@\n' SAME 0 enabled ''
+    xcase enable "after an allocator: added, and said dormant" '@J@\n' '@J@\n@E@\n' 0 \
+        '@P@: enabled (@E@ added to @F@)' '@W@'
+    xcase enable "already after an allocator: said dormant" '@J@\n@E@\n' SAME 0 \
+        '@P@: already enabled (@E@ in @F@)' '@W@'
+    xcase "enable --first" "--first: added at the top" '# local\n@J@\n' '@E@\n# local\n@J@\n' 0 \
+        '@P@: enabled (@E@ added first to @F@)' ''
+    xcase "enable --first" "--first: moved to the top, the line it left goes" '@J@ @O@\n@E@\n' '@E@\n@J@ @O@\n' 0 \
+        '@P@: enabled (@E@ moved to the top of @F@)' ''
+    xcase "enable --first" "--first: out of a line it shares" '@J@:@E@:@O@\n' '@E@\n@J@:@O@\n' 0 \
+        '@P@: enabled (@E@ moved to the top of @F@)' ''
+    xcase "enable --first" "--first: first already" '@E@\n@J@\n' SAME 0 '@P@: already enabled (@E@ in @F@)' ''
+    xcase "enable --first" "--first: no file" ABSENT '@E@\n' 0 '@P@: enabled (@E@ added first to @F@)' ''
+    xcase "enable --first" "--first: a NUL is no reason to refuse (ld.so reads the first line)" \
+        '/a\n\0\n' '@E@\n/a\n\0\n' 0 '@P@: enabled (@E@ added first to @F@)' ''
+    xcase "enable --first" "--first: a CRLF copy goes" '@J@\r\n@E@\r\n' '@E@\n@J@\r\n' 0 \
+        '@P@: enabled (@E@ added first to @F@)' ''
+    # A hostile ELF before our entry, 65 times: a sparse 64 MiB file whose 4096 section
+    # headers claim 4 MiB symbol and string tables. It is not claimed to own malloc (its
+    # tables hold no malloc), and the reading is bounded (64 entries, 4 MiB a table).
+    if command -v python3 >/dev/null; then
+        r=$(mkroot d-hostile)
+        python3 -c '
+import struct, sys
+with open(sys.argv[1], "wb") as f:
+    f.truncate(64 << 20)
+    f.write(b"\x7fELF" + bytes([2, 1, 1]) + bytes(9) +
+            struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, 4096, 0, 64, 56, 0, 64, 4096, 0))
+    for i in range(4096):
+        f.seek(4096 + 64 * i)
+        if i % 2 == 0:
+            f.write(struct.pack("<IIQQQQIIQQ", 0, 11, 0, 0, 8 << 20, (4 << 20) - 24, i + 1, 0, 8, 24))
+        else:
+            f.write(struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, 16 << 20, (4 << 20) - 1, 0, 0, 1, 0))
+' "$r/h.so"
+        { for _ in $(seq 65); do printf '/h.so '; done; printf '%s\n' "$E"; } >"$r/etc/ld.so.preload"
+        out=$(timeout 20 "$TOOL" --root "$r" status 2>&1)
+        is "$out" enabled "a hostile ELF before our entry, 65 times: not an owner, bounded work"
+    else
+        skip "a hostile ELF before our entry" "no python3"
+    fi
+    r=$(mkroot d-status)
+    printf '%s\n%s\n' "$J" "$E" >"$r/etc/ld.so.preload"
+    mkdir -p "$r/usr/lib" && cp "$tmp/libjemalloc.so.2" "$r/usr/lib/"
+    "$TOOL" --root "$r" --first enable >/dev/null 2>&1 && [ "$("$TOOL" --root "$r" status 2>&1)" = enabled ]
+    ok $? "after enable --first: status says enabled, nothing else"
+else
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do ok 0 "behind another allocator # SKIP cannot build test libraries"; done
+fi
+
 # What ld.so itself does with such files, in a private mount namespace whose /etc holds
 # only the file, our entry replaced by the library's path: status must agree.
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
@@ -284,6 +365,30 @@ else
     ok 0 "status against ld.so # SKIP needs root and unshare -m"
 fi
 
+# The CRLF repair on the system's own file (issue 34): every program of the smoke test
+# reads /etc/ld.so.preload too, and ld.so complains there about the entry with its '\r';
+# enable must repair the line all the same, not refuse over that complaint. In a private
+# mount namespace: /etc is a scratch directory, the entry's directory holds the library.
+libdir=$(dirname "$E")
+if [ "$(id -u)" = 0 ] && [[ $E != *'$LIB'* ]] && [ -d "$libdir" ] && unshare -m true 2>/dev/null; then
+    mkdir -p "$tmp/cr-etc" "$tmp/cr-lib"
+    cp "$LIB" "$tmp/cr-lib/${E##*/}"
+    printf '# local\r\n%s\r\n' "$E" >"$tmp/cr-etc/ld.so.preload"
+    unshare -m --propagation private sh -c \
+        'mount --bind "$2" "$3" && mount --bind "$1" /etc && exec "$4" enable' \
+        sh "$tmp/cr-etc" "$tmp/cr-lib" "$libdir" "$TOOL" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    printf '# local\r\n%s\n' "$E" >"$tmp/want"
+    # The tool's own start reads the broken line too: ld.so says so, once, and that is all.
+    want_err="ERROR: ld.so: object '$E"$'\r'"' from /etc/ld.so.preload cannot be preloaded (cannot open shared object file): ignored."
+    [ "$rc" -eq 0 ] && [ "$(cat "$tmp/err")" = "$want_err" ] &&
+        [ "$(cat "$tmp/out")" = "$P: enabled (carriage return after $E in /etc/ld.so.preload removed)" ] &&
+        cmp -s "$tmp/want" "$tmp/cr-etc/ld.so.preload"
+    ok $? "enable repairs a CRLF line of the system's own file (rc=$rc: $(tr -d '\r' <"$tmp/err"))"
+else
+    ok 0 "enable repairs the system's CRLF line # SKIP needs root, unshare -m and an entry without \$LIB"
+fi
+
 # --- refusal: a library that does not load leaves the file untouched ---
 # refuse NAME [WHY]: $r prepared; enable must fail, say why (exactly "refusing to enable:
 # WHY" and that the file is left as it was, when WHY is given), and not touch the file.
@@ -291,7 +396,7 @@ refuse() {
     local f=$r/etc/ld.so.preload before after out rc=0 good=0
     printf '%s\n' "$A" >"$f" && chmod 600 "$f"
     before=$(stat -c '%i %a %s %Y' "$f")$(show "$f")
-    out=$("$TOOL" --root "$r" enable 2>&1) || rc=$?
+    out=$("$TOOL" --root "$r" $HT enable 2>&1) || rc=$?
     after=$(stat -c '%i %a %s %Y' "$f")$(show "$f")
     [ "$rc" -ne 0 ] && [ "$before" = "$after" ] && [ -n "$out" ] \
         && [ -z "$(find "$r/etc" -name '.ld.so.preload*')" ] || good=1
@@ -370,6 +475,7 @@ usage_ "--root without a value" "option '--root' requires an argument" status --
 usage_ "-r without a value" "option '-r' requires an argument" status -r
 usage_ "empty --root" "--root needs a directory" --root "" status
 usage_ "--help with a value" "option '--help' doesn't allow an argument" --help=x
+usage_ "--first with status" "--first is for enable only" --root "$r" --first status
 out=$("$TOOL" --root "$tmp/does-not-exist" status 2>&1)
 [ $? -eq 1 ] && [ "$out" = "$P: --root $tmp/does-not-exist: not a directory" ]
 ok $? "--root that does not exist: exit 1 ($out)"
@@ -401,13 +507,13 @@ case $E in
     printf 'amd64\ni386\narmhf\n' >"$r/var/lib/dpkg/arch"
     mkdir -p "$r/usr/lib/arm-linux-gnueabihf" && cp "$LIB" "$r/usr/lib/arm-linux-gnueabihf/"
     rm -f "$r/usr/lib/i386-linux-gnu/libthpalloc.so.1"
-    "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+    "$TOOL" --root "$r" $HT enable >"$tmp/out" 2>"$tmp/err"
     rc=$?
     want="$P: warning: dpkg architecture i386 has no /usr/lib/i386-linux-gnu/libthpalloc.so.1: its programs will print an ld.so error and run without thpalloc (apt install libthpalloc1:i386)"
     [ "$rc" -eq 0 ] && [ "$(cat "$tmp/err")" = "$want" ] && [ "$("$TOOL" --root "$r" status)" = enabled ]
     ok $? "enable with dpkg architecture i386 but no i386 library: exactly one warning, naming it ($(cat "$tmp/err"))"
     mkdir -p "$r/usr/lib/i386-linux-gnu" && cp "$LIB" "$r/usr/lib/i386-linux-gnu/"
-    "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+    "$TOOL" --root "$r" $HT enable >"$tmp/out" 2>"$tmp/err"
     [ $? -eq 0 ] && [ ! -s "$tmp/err" ]
     ok $? "with libthpalloc.so.1 for every dpkg architecture: no warning"
     ;;
@@ -416,5 +522,102 @@ case $E in
     ok 0 "foreign architectures: no warning # SKIP the entry has no \$LIB"
     ;;
 esac
+
+# --- --root: DIR's library never runs on this system (issue 38) ---
+# A library in DIR whose constructor creates $tmp/ctor-ran and that exports
+# thpalloc_active() returning 1. Without a chroot it must not run at all; in a chroot of DIR
+# it runs there, where the file lands under DIR.
+if command -v "${CC:-cc}" >/dev/null 2>&1 &&
+    printf '%s\n' '#include <fcntl.h>' '#include <unistd.h>' \
+        '__attribute__((constructor)) static void ran(void) {' \
+        '    int fd = open(MARK, O_WRONLY | O_CREAT, 0644);' '    if (fd >= 0) close(fd);' '}' \
+        'int thpalloc_active(void) { return 1; }' >"$tmp/ctor.c" &&
+    "${CC:-cc}" -shared -fPIC -DMARK="\"$tmp/ctor-ran\"" -o "$tmp/ctor.so" "$tmp/ctor.c" 2>/dev/null; then
+    W_READ="$P: warning: $E was read, not run: with --root it runs only in a chroot of @R@, which needs root and @R@/bin/true (--host-test runs it on this system)"
+    r=$(mkroot ctor-nochroot nolib)
+    place "$r" "$tmp/ctor.so"
+    "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 0 ] && [ ! -e "$tmp/ctor-ran" ] &&
+        [ "$(cat "$tmp/out")" = "$P: enabled ($E added to $r/etc/ld.so.preload)" ] &&
+        [ "$(cat "$tmp/err")" = "${W_READ//@R@/$r}" ] && [ "$(cat "$r/etc/ld.so.preload")" = "$E" ]
+    ok $? "--root without a chroot: the library is read, not run (rc=$rc; ran: $([ -e "$tmp/ctor-ran" ] && echo yes || echo no))"
+    rm -f "$tmp/ctor-ran"
+    # Read, not run: what is not thpalloc is refused all the same.
+    if [ -f "${libm:-}" ]; then
+        r=$(mkroot ctor-libm nolib)
+        place "$r" "$libm"
+        printf '%s\n' "$A" >"$r/etc/ld.so.preload"
+        out=$("$TOOL" --root "$r" enable 2>&1)
+        [ $? -eq 1 ] && [ "$out" = "$P: refusing to enable: $(loaded "$r") does not export thpalloc_active: it is not thpalloc$NL$P: $r/etc/ld.so.preload left as it was" ]
+        ok $? "--root without a chroot: libm under thpalloc's name is refused unread ($out)"
+    else
+        ok 0 "--root without a chroot: libm refused # SKIP no libm.so.6"
+    fi
+    # A chroot: /bin/true and the probe (the plain build of this tool, at both sbin
+    # directories a build may name) with what ldd says they need, at the same paths.
+    copy_in() { # copy_in ROOT FILE...
+        local r=$1 f d
+        shift
+        for f in "$@" $(ldd "$@" 2>/dev/null | grep -o '/[^ ]*' | sort -u); do
+            d=$r$(dirname "$f")
+            mkdir -p "$d" && cp -L "$f" "$d/"
+        done
+    }
+    mkchroot() { # mkchroot NAME LIBRARY: prints the root
+        local r
+        r=$(mkroot "$1" nolib)
+        place "$r" "$2"
+        copy_in "$r" /bin/true
+        for d in /usr/sbin /usr/local/sbin; do
+            mkdir -p "$r$d" && cp "$BUILD/../tools/thpalloc-preload" "$r$d/"
+        done
+        copy_in "$r" "$BUILD/../tools/thpalloc-preload" "$LIB"
+        mkdir -p "$r$tmp"
+        echo "$r"
+    }
+    if [ "$(id -u)" = 0 ] && [ -x /bin/true ] && command -v ldd >/dev/null &&
+        r=$(mkchroot ctor-chroot "$tmp/ctor.so") && chroot "$r" /bin/true 2>/dev/null; then
+        "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ "$rc" -eq 0 ] && [ ! -e "$tmp/ctor-ran" ] && [ -e "$r$tmp/ctor-ran" ] && [ ! -s "$tmp/err" ] &&
+            [ "$(cat "$tmp/out")" = "$P: enabled ($E added to $r/etc/ld.so.preload)" ]
+        ok $? "--root with a chroot: the library runs inside it, not here (rc=$rc $(cat "$tmp/err"))"
+        rm -f "$tmp/ctor-ran"
+        r=$(mkchroot thp-chroot "$LIB")
+        "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$("$TOOL" --root "$r" status)" = enabled ]
+        ok $? "--root with a chroot: thpalloc passes the smoke test there (rc=$rc $(cat "$tmp/err"))"
+        # A CRLF line in DIR's file: the programs in the chroot read it too.
+        r=$(mkchroot cr-chroot "$LIB")
+        printf '%s\r\n' "$E" >"$r/etc/ld.so.preload"
+        "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$(cat "$r/etc/ld.so.preload")" = "$E" ] &&
+            [ "$(cat "$tmp/out")" = "$P: enabled (carriage return after $E in $r/etc/ld.so.preload removed)" ]
+        ok $? "--root with a chroot: a CRLF line of DIR's file is repaired (rc=$rc $(tr -d '\r' <"$tmp/err"))"
+        if [ -f "$tmp/dormant.so" ]; then
+            r=$(mkchroot dormant-chroot "$tmp/dormant.so")
+            out=$("$TOOL" --root "$r" enable 2>&1)
+            [ $? -eq 1 ] && [ "$out" = "$P: refusing to enable: in a chroot of $r: $(loaded ""): thpalloc_active() returned 0, not 1: its malloc is not the program's$NL$P: $r/etc/ld.so.preload left as it was" ] &&
+                [ ! -e "$r/etc/ld.so.preload" ]
+            ok $? "--root with a chroot: the probe runs there and refuses ($out)"
+        else
+            ok 0 "--root with a chroot: the probe refuses # SKIP no test library"
+        fi
+    else
+        for _ in 1 2 3 4; do ok 0 "--root with a chroot # SKIP needs root, ldd and a chroot"; done
+    fi
+    # Asked for: --host-test runs it here (as before).
+    r=$(mkroot ctor-host nolib)
+    place "$r" "$tmp/ctor.so"
+    "$TOOL" --root "$r" --host-test enable >/dev/null 2>&1
+    [ -e "$tmp/ctor-ran" ]
+    ok $? "--root --host-test: the library runs on this system, as asked"
+    rm -f "$tmp/ctor-ran"
+else
+    for _ in 1 2 3 4 5 6 7; do ok 0 "--root and the library # SKIP cannot build a test library"; done
+fi
 
 done_testing

@@ -10,6 +10,10 @@
  *   fields   state 7, thp mode 42, purge 9
  *   overlap  two ranges over the same mapping
  *   more     six ranges, the two beyond the block's four in a "table" where nothing is mapped
+ *   values   arena_size 12345, purge delay 2^40 ms, thp_threshold 2^57 - 1 (each within the
+ *            bounds once checked, none a value the library can hold)
+ *   files    a range for each of its mappings (the executable, libc, the stack...), the
+ *            ones beyond the block's four in a table of its own
  *   valid    (self only) one range over a 4 MiB mapping of its own, every field sane
  *   many     (self only) six 1 MiB ranges of a 6 MiB mapping, two of them in a table of
  *            their own (version 2's `more`)
@@ -96,6 +100,36 @@ static void lie(struct thpalloc_introspect *t, const char *mode)
         for (int i = 0; i < THPALLOC_RANGES_INLINE; i++)
             t->range[i] = (struct thpalloc_range){(uintptr_t)m + ((size_t)i << 20), 1 << 20};
         t->more = 0x10000000000ULL;
+    } else if (!strcmp(mode, "values")) {
+        t->ranges_used = 1;
+        t->range[0] = (struct thpalloc_range){(uintptr_t)m, len};
+        t->thp_threshold = ((uint64_t)1 << 57) - 1;
+        t->arena_size = 12345;
+        t->purge_delay_ms = (int64_t)1 << 40;
+    } else if (!strcmp(mode, "files")) {
+        static char text[1 << 16];
+        struct thpalloc_range *more = calloc(THPALLOC_RANGES_MAX, sizeof *more);
+        FILE *f = fopen("/proc/self/maps", "r");
+        size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        if (f)
+            fclose(f);
+        text[got] = '\0';
+        uint64_t n = 0;
+        for (char *l = text; *l && n < THPALLOC_RANGES_MAX; l = strchr(l, '\n') + 1) {
+            unsigned long long b, e;
+            if (sscanf(l, "%llx-%llx", &b, &e) == 2 && e < (1ULL << 47)) {
+                struct thpalloc_range r = {b, e - b};
+                if (n < THPALLOC_RANGES_INLINE)
+                    t->range[n] = r;
+                else
+                    more[n - THPALLOC_RANGES_INLINE] = r;
+                n++;
+            }
+            if (!strchr(l, '\n'))
+                break;
+        }
+        t->ranges_used = n;
+        t->more = (uintptr_t)more;
     } else if (!strcmp(mode, "many")) {
         uint8_t *six = map(6 << 20);
         struct thpalloc_range *more = calloc(THPALLOC_RANGES_MAX, sizeof *more);

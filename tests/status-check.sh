@@ -13,7 +13,7 @@ thp = large
 thp = sometimes
 purge = free
 bogus_key = 1
-[program redis-server]
+[program no-such-program]
 thp = never
 arena_size = 3M
 EOF

@@ -7,9 +7,13 @@
 #      F5 F6 F7;
 #   C  an executable "sl\e]0;t\aeep" in a directory "evil\n\e[31mdir";
 #   D  under a copy of libthpalloc in a directory "lib\e[2J\ndir";
+#   E  named with bidirectional controls: U+202E, U+2066, U+200E, U+061C between letters;
+#   F  an executable "sl<U+202D>eep" in a directory "bidi<U+202A><U+2069><U+200F>dir";
 # and a --root tree with such a preload entry and drop-in. The text views escape them
 # (\xHH, as the test checks byte for byte), --json is strict JSON (python3 -m json.tool)
-# with U+FFFD for what is not UTF-8, Prometheus passes promtool.
+# with U+FFFD for what is not UTF-8 and \uXXXX for controls and bidirectional controls
+# (none raw: they would reorder what a dashboard shows), Prometheus passes promtool and
+# has U+FFFD for both.
 . "$TESTS_SRCDIR/status-lib.sh"
 
 if [ ! -r "${THPALLOC_LIB:-}" ] || [ ! -x /usr/bin/python3 ]; then
@@ -46,7 +50,16 @@ if ! HOLDER_PRELOAD=$LIBD/libthpalloc.so.1 start_holder 1; then
     done_testing
 fi
 D=$HOLDER_PID
-diag "A $A, B $B, C $C, D $D"
+named e280ae61e281a662e2808e63d89c
+E=$NPID
+BIDI=$SCRATCH/$(printf 'bidi\342\200\252\342\201\251\342\200\217dir')
+BEXE=$BIDI/$(printf 'sl\342\200\255eep')
+mkdir -p "$BIDI"
+cp /bin/sleep "$BEXE"
+"$BEXE" 600 &
+F=$!
+CLEANUP_PIDS="$CLEANUP_PIDS $F"
+diag "A $A, B $B, C $C, D $D, E $E, F $F"
 
 set -- $TOOLS
 SYSCONF=$("$1" --check --json | "$PYTHON" -c 'import json,sys,os; print(os.path.dirname(json.load(sys.stdin)["check"]["files"][0]))')
@@ -69,7 +82,7 @@ for T in $TOOLS; do
     # Text views: nothing raw, and each name escaped as ps would.
     bad=
     n=0
-    for args in "$A $B $C $D" "--all" "--all -v" "--root $ROOT" "--root $ROOT --check" "--root $ROOT $A"; do
+    for args in "$A $B $C $D $E $F" "--all" "--all -v" "--root $ROOT" "--root $ROOT --check" "--root $ROOT $A"; do
         # shellcheck disable=SC2086
         run "$T" $args
         r=$(text_clean "$OUT")
@@ -84,6 +97,9 @@ for T in $TOOLS; do
     ok $(grep -qxF "  thpalloc         loaded: $E_LIB" "$SCRATCH/text.1" \
         && [ "$(grep -c '^    state          in charge$' "$SCRATCH/text.1")" = 1 ]; echo $?) \
         "$t: PID view: the library path escaped (maps writes its newline as octal 012), and its table read"
+    ok $(grep -qxF 'PID '"$E"'  \xe2\x80\xaea\xe2\x81\xa6b\xe2\x80\x8ec\xd8\x9c' "$SCRATCH/text.1" &&
+        grep -qxF "  executable       $SCRATCH/bidi\\xe2\\x80\\xaa\\xe2\\x81\\xa9\\xe2\\x80\\x8fdir/sl\\xe2\\x80\\xadeep" "$SCRATCH/text.1"
+        echo $?) "$t: PID view: bidirectional controls in a name and a path escaped byte for byte"
     ok $(grep -qE "^ *$A +[^ ]+ +$(printf '%.15s' "$E_A" | sed 's/[][\\]/\\&/g') +[0-9]" "$SCRATCH/text.2"; echo $?) \
         "$t: --all: the name escaped, cut to 15 characters between escapes"
     ok $(grep -qxF "  system-wide preload    yes: /usr/lib/\\x1b[2J/libthpalloc.so.1 (MISSING)" "$SCRATCH/text.4"; echo $?) \
@@ -95,22 +111,27 @@ for T in $TOOLS; do
 
     # JSON: strict, and the names as they are (U+FFFD for what is not UTF-8).
     bad=
-    for args in "--json $A $B $C $D" "--all --json" "--root $ROOT --json" "--root $ROOT --check --json"; do
+    for args in "--json $A $B $C $D $E $F" "--all --json" "--root $ROOT --json" "--root $ROOT --check --json"; do
         # shellcheck disable=SC2086
         run "$T" $args
         "$PYTHON" -m json.tool "$OUT" >/dev/null 2>"$SCRATCH/jt.err" || bad="$bad '$args': $(head -c 200 "$SCRATCH/jt.err")"
+        r=$(text_clean "$OUT")
+        [ -z "$r" ] || rawj="${rawj:-} '$args': $r;"
     done
+    ok $([ -z "${rawj:-}" ]; echo $?) "$t: no raw control or bidirectional character in any JSON output${rawj:+ (wrong:$rawj)}"
+    rawj=
     ok $([ -z "$bad" ]; echo $?) "$t: every JSON output passes python3 -m json.tool${bad:+ (wrong:$bad)}"
-    run "$T" --json "$A" "$B" "$C" "$D"
-    got=$("$PYTHON" - "$OUT" "$EXE" "$LIBD/libthpalloc.so.1" <<'PY'
+    run "$T" --json "$A" "$B" "$C" "$D" "$E" "$F"
+    got=$("$PYTHON" - "$OUT" "$EXE" "$LIBD/libthpalloc.so.1" "$BEXE" <<'PY'
 import json, os, sys
 p = json.load(open(sys.argv[1], encoding="utf-8"))["processes"]
 want = [b"\x1b[2J\x1b[31mX".decode(), b"\xed\xa0\x80\xc0\x80\xf5\xf6\xf7".decode("utf-8", "replace")]
 print(p[0]["name"] == want[0], p[1]["name"] == want[1], p[2]["exe"] == sys.argv[2],
-      p[3]["thpalloc"]["library"] == sys.argv[3])
+      p[3]["thpalloc"]["library"] == sys.argv[3],
+      p[4]["name"] == "\u202ea\u2066b\u200ec\u061c", p[5]["exe"] == sys.argv[4])
 PY
 )
-    is "$got" "True True True True" "$t: JSON: names, executable and library path as they are, U+FFFD for each invalid part"
+    is "$got" "True True True True True True" "$t: JSON: names, executable and library path as they are, U+FFFD for each invalid part"
 
     # Prometheus: promtool accepts it; the label values are UTF-8 with U+FFFD for controls.
     run "$T" --all --prometheus --per-process
@@ -120,6 +141,8 @@ PY
     ok $([ -z "$r" ] && grep -qF "comm=\"$(printf '\357\277\275[2J\357\277\275[31mX')\"" "$SCRATCH/prom" \
         && grep -qF "comm=\"$(printf '\357\277\275%.0s' 1 2 3 4 5 6 7 8)\"" "$SCRATCH/prom"; echo $?) \
         "$t: --prometheus: the comm labels UTF-8, controls as U+FFFD${r:+ ($r)}"
+    ok $(grep -qF "pid=\"$E\",comm=\"$(printf '\357\277\275a\357\277\275b\357\277\275c\357\277\275')\"" "$SCRATCH/prom"; echo $?) \
+        "$t: --prometheus: bidirectional controls in a comm label as U+FFFD"
     sanitizer_clean "$t"
 done
 done_testing

@@ -2,13 +2,16 @@
 # thp-status against processes that lie or set traps, as any user can make them:
 #   - the library file a process mapped is replaced (a FIFO, a symbolic link to a FIFO or
 #     to a device node, another copy): the PID view, --all, --all --json and
-#     --all --prometheus finish, open nothing but the file the process mapped, and say why
-#     the arena table is unavailable;
+#     --all --prometheus finish, open nothing but the file the process mapped (read
+#     through /proc/PID/map_files), and without CAP_CHECKPOINT_RESTORE say why the arena
+#     table is unavailable;
 #   - a process whose introspection block lies (tests/status-bogus: its own exported block,
 #     run as a file named libthpalloc.so.1, or the real library's block overwritten): range
 #     sizes that wrap, a count beyond the table, a range where nothing is mapped, fields out
 #     of range, overlapping ranges, slots beyond the block in a table where nothing is
-#     mapped: "implausible introspection data" and why, in text and JSON, instead of the
+#     mapped, values no policy can give (arena_size 12345, a purge delay of 2^40 ms, a
+#     threshold of 2^57 - 1), ranges over files and the stack instead of anonymous memory:
+#     "implausible introspection data" and why, in text and JSON, instead of the
 #     figures; a block that tells the truth is still believed, in version 2's layout (with
 #     ranges in the table beyond the block too) and in version 1's (thpalloc 0.1.0); and a
 #     library whose block was pointed at an unmapped table goes on recording its ranges in
@@ -41,8 +44,8 @@ replace() {
 # The line the PID view prints for each (the path in maps has " (deleted)" after it).
 why() {
     case $1 in
-    fifo | link-fifo | link-device) echo "$COPY is not a regular file now: not opened (the library was replaced since the process loaded it)" ;;
-    copy) echo "$COPY is another file now: not read (the library was replaced since the process loaded it)" ;;
+    fifo | link-fifo | link-device) echo "$COPY is not a regular file now: not opened, and /proc/$H/map_files cannot be read (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)" ;;
+    copy) echo "$COPY is another file now: not read, and /proc/$H/map_files cannot be read (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)" ;;
     esac
 }
 
@@ -75,6 +78,8 @@ lie() {
     fields) echo "state 7 (0, 1 or 2)" ;;
     overlap) echo "ranges 0 and 1 overlap" ;;
     more) echo "ranges 4 to 5 are said to be at 0x10000000000, which is not mapped in the process" ;;
+    values) echo "thp_threshold 144115188075855871, which thpalloc cannot hold (a size such as 4096, 512K, 2M or 1G)" ;;
+    files) echo "range 0 is not anonymous memory of the process, as an arena is" ;;
     esac
 }
 
@@ -96,9 +101,15 @@ for T in $TOOLS; do
     done
     for kind in fifo link-fifo link-device copy; do
         replace $kind
+        # The file the process still maps, through /proc/PID/map_files (root keeps
+        # CAP_CHECKPOINT_RESTORE for it); without that capability, why not.
         run timeout $LIMIT "$T" "$H"
-        ok $([ "$RC" -eq 0 ] && grep -qxF "    arena table    unavailable: $(why $kind)" "$OUT"; echo $?) \
-            "$t: the library replaced by a $kind: the PID view says why the table is unavailable (rc $RC)"
+        ok $([ "$RC" -eq 0 ] && grep -qx '    state          in charge' "$OUT" \
+            && grep -qxF "    library        replaced since the process loaded it: the table read through /proc/$H/map_files (restart it to run the new one)" "$OUT"; echo $?) \
+            "$t: the library replaced by a $kind: the table is read from the file the process maps (rc $RC)"
+        run timeout $LIMIT setpriv --bounding-set=-checkpoint_restore,-sys_admin "$T" "$H"
+        ok $([ "$RC" -eq 0 ] && grep -qxF "    arena table    unknown (library replaced: restart PID $H to refresh): $(why $kind)" "$OUT"; echo $?) \
+            "$t: the library replaced by a $kind, map_files not readable: the PID view says why the table is unavailable (rc $RC)"
         [ "$RC" -eq 0 ] || sed -n 's/^/#   /; /arena table/p' "$OUT"
         bad=
         for args in "--all" "--all --json" "--all --prometheus"; do
@@ -118,7 +129,7 @@ for T in $TOOLS; do
 
     # Lying introspection blocks.
     for how in self lib; do
-        for mode in sizes count outside fields overlap more valid many v1; do
+        for mode in sizes count outside fields overlap more values files valid many v1; do
             case $how:$mode in lib:valid | lib:many | lib:v1) continue ;; esac
             if ! bogus $how $mode; then
                 ok 1 "$t: status-bogus $how $mode starts"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # thp-status and privileges: an unprivileged user (setpriv --reuid=65534) asking about a
 # root process gets a clear message, a non-zero exit and the rest of the output; run as
-# root, the tool keeps only CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and CAP_PERFMON (read from
+# root, the tool keeps only CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, CAP_PERFMON and
+# CAP_CHECKPOINT_RESTORE (read from
 # its own /proc/PID/status while it is paused) and can still read a root process.
 . "$TESTS_SRCDIR/status-lib.sh"
 
@@ -26,6 +27,7 @@ done
 last=$(cat /proc/sys/kernel/cap_last_cap)
 keep=$(((1 << 2) | (1 << 19)))
 [ "$last" -ge 38 ] && keep=$((keep | (1 << 38)))
+[ "$last" -ge 40 ] && keep=$((keep | (1 << 40))) # CHECKPOINT_RESTORE: /proc/PID/map_files
 capof() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 my_prm=$((0x$(capof $$ CapPrm)))
 my_bnd=$((0x$(capof $$ CapBnd)))
@@ -85,7 +87,7 @@ for T in $TOOLS; do
     wait $tpid
     RC=$?
     is "$(printf '%x %x %x %x' $prm $eff $inh $amb)" "$(printf '%x %x 0 0' $want_prm $want_prm)" \
-        "$t: permitted = effective = {DAC_READ_SEARCH, SYS_PTRACE, PERFMON} of ours; none inheritable or ambient"
+        "$t: permitted = effective = {DAC_READ_SEARCH, SYS_PTRACE, PERFMON, CHECKPOINT_RESTORE} of ours; none inheritable or ambient"
     if [ "$has_setpcap" -eq 1 ]; then
         is "$(printf '%x' $bnd)" "$(printf '%x' $want_bnd)" "$t: the bounding set is reduced to the same"
     else

@@ -19,6 +19,14 @@ mkroot good '/usr/$LIB/libthpalloc.so.1'
 mkroot missing '/usr/lib/nowhere/libthpalloc.so.1'
 mkroot private '/usr/$LIB/libthpalloc.so.1' 600
 mkroot other '/usr/lib/libsomethingelse.so'
+# Another allocator before ours (issue 34): a library that defines malloc (the C library's
+# own, under jemalloc's name) owns every program's malloc, and thpalloc is dormant.
+mkroot dormant '/usr/lib/libjemalloc.so.2 /usr/$LIB/libthpalloc.so.1'
+LIBC_SO=$(ldd /bin/sh 2>/dev/null | sed -n 's|.*libc\.so\.6 => \(/[^ ]*\).*|\1|p')
+cp "${LIBC_SO:-/lib/x86_64-linux-gnu/libc.so.6}" "$SCRATCH/dormant/usr/lib/libjemalloc.so.2"
+# The same allocator in a comment: no entry (ld.so blanks comments first).
+mkroot commented "$(printf '# /usr/lib/libjemalloc.so.2\n/usr/$LIB/libthpalloc.so.1')"
+cp "$SCRATCH/dormant/usr/lib/libjemalloc.so.2" "$SCRATCH/commented/usr/lib/"
 # The configuration lives in ROOT/SYSCONFDIR (the library's own place, /etc on Debian):
 # the tool says where (--check --json lists the files it reads).
 set -- $TOOLS
@@ -188,6 +196,23 @@ PY
         "$t: a preload entry whose file is missing is a warning"
     run "$T" --root "$SCRATCH/private"
     ok $(grep -q '! .*has mode 0600' "$OUT"; echo $?) "$t: a 0600 ld.so.preload is a warning"
+    run "$T" --root "$SCRATCH/dormant"
+    ok $([ "$RC" -eq 0 ] && grep -q 'system-wide preload *dormant: /usr/\$LIB/libthpalloc.so.1 (present), after /usr/lib/libjemalloc.so.2, which owns malloc$' "$OUT" &&
+        grep -qF "! $SCRATCH/dormant/etc/ld.so.preload lists /usr/lib/libjemalloc.so.2 before /usr/\$LIB/libthpalloc.so.1, and it owns malloc: thpalloc is preloaded but dormant in every process (thpalloc-preload enable --first puts it first)" "$OUT"
+        echo $?) "$t: behind an allocator in ld.so.preload: dormant, and a warning"
+    run "$T" --json --root "$SCRATCH/dormant"
+    is "$(json "$OUT" "d['system']['preload']['dormant'], d['system']['preload']['malloc_owner']")" \
+        "(True, '/usr/lib/libjemalloc.so.2')" "$t: --json: dormant, and the entry that owns malloc"
+    run "$T" --json --root "$SCRATCH/good"
+    is "$(json "$OUT" "d['system']['preload']['dormant'], d['system']['preload']['malloc_owner']")" \
+        "(False, None)" "$t: --json: not dormant alone"
+    run "$T" --root "$SCRATCH/commented"
+    ok $(grep -q 'system-wide preload *yes: /usr/\$LIB/libthpalloc.so.1 (present)$' "$OUT"; echo $?) \
+        "$t: an allocator in a comment before the entry: not dormant"
+    run "$T" --prometheus --root "$SCRATCH/dormant"
+    ok $(grep -qx 'thp_thpalloc_preload_dormant 1' "$OUT"; echo $?) "$t: --prometheus: dormant 1"
+    run "$T" --prometheus --root "$SCRATCH/good"
+    ok $(grep -qx 'thp_thpalloc_preload_dormant 0' "$OUT"; echo $?) "$t: --prometheus: dormant 0 alone"
     run "$T" --root "$SCRATCH/other"
     ok $(grep -q 'system-wide preload *no (no thpalloc entry' "$OUT"; echo $?) \
         "$t: a preload file without thpalloc: no"

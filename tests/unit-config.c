@@ -468,6 +468,17 @@ static void test_parsers(void)
     tap_ok(!cfg_parse_size("", &z) && !cfg_parse_size("M", &z) && !cfg_parse_size("2 M", &z) &&
                !cfg_parse_size("99999999999999999999", &z) && !cfg_parse_size("16777216T", &z),
            "bad sizes are rejected");
+    tap_ok(cfg_parse_size("65536T", &z) && z == (size_t)1 << 56 && !cfg_parse_size("65537T", &z) &&
+               !cfg_parse_size("144115188075855871", &z),
+           "sizes up to 64 PiB (a 5-level address space), not beyond");
+    tap_ok(cfg_value_ok(CFG_ARENA_SIZE, 64 << 20) && !cfg_value_ok(CFG_ARENA_SIZE, 12345) &&
+               cfg_value_ok(CFG_PURGE_DELAY, -1) && !cfg_value_ok(CFG_PURGE_DELAY, -2) &&
+               !cfg_value_ok(CFG_PURGE_DELAY, (int64_t)1 << 40) &&
+               cfg_value_ok(CFG_THP_THRESHOLD, 0) &&
+               !cfg_value_ok(CFG_THP_THRESHOLD, ((int64_t)1 << 57) - 1) &&
+               cfg_value_ok(CFG_THP, THP_MODE_ALWAYS) && !cfg_value_ok(CFG_THP, 4) &&
+               !cfg_value_ok(CFG_PURGE, 2) && !cfg_value_ok(CFG_NKEYS, 0),
+           "cfg_value_ok: the values the key table's grammars give, nothing else");
     tap_ok(cfg_parse_time_ms("0", &ms) && ms == 0, "time 0");
     tap_ok(cfg_parse_time_ms("10ms", &ms) && ms == 10, "time 10ms");
     tap_ok(cfg_parse_time_ms("1s", &ms) && ms == 1000, "time 1s");
@@ -482,6 +493,58 @@ static void test_parsers(void)
     tap_ok(strcmp(buf, "2M") == 0, "format 2M");
     cfg_format_value(&s, CFG_PURGE_DELAY, buf, sizeof buf);
     tap_ok(strcmp(buf, "1s") == 0, "format 1s");
+}
+
+/* The secure walk inside a tree of its own (rootfd), trusting the tree's owner (root,
+ * or the user running the test): links followed inside the root, ".." stopping at it,
+ * every directory on the way checked, loops, directories and FIFOs refused. */
+static void test_secure_walk(void)
+{
+    static char buf[2][PATH_MAX];
+    char t[600];
+    snprintf(t, sizeof t, "%s/walk", dir);
+    const char *mk[] = {"walk", "walk/etc", "walk/etc/d", "walk/open"};
+    for (size_t i = 0; i < sizeof mk / sizeof *mk; i++)
+        if (mkdir(path_of(mk[i]), 0755) != 0)
+            abort();
+    chmod(path_of("walk/open"), 0777); /* anyone may put a file here */
+    write_file("walk/etc/a.conf", "thp = never\n", 0644);
+    write_file("walk/open/b.conf", "thp = never\n", 0644);
+    if (symlink("/open/b.conf", path_of("walk/etc/d/abs.conf")) ||
+        symlink("../a.conf", path_of("walk/etc/d/rel.conf")) ||
+        symlink("loop.conf", path_of("walk/etc/loop.conf")) ||
+        symlink("/../../../etc/a.conf", path_of("walk/etc/up.conf")) ||
+        mkfifo(path_of("walk/etc/fifo.conf"), 0644))
+        abort();
+    int root = open(t, O_PATH | O_DIRECTORY);
+    const struct {
+        const char *path;
+        bool dir;
+        int err;
+        const char *what;
+    } cases[] = {
+        {"/etc/a.conf", false, 0, "a file in trusted directories"},
+        {"/etc/d/rel.conf", false, 0, "a relative link with .."},
+        {"/etc/up.conf", false, 0, "an absolute link whose .. stops at the root"},
+        {"/etc/d", true, 0, "a directory, asked for one"},
+        {"/etc/d/abs.conf", false, EPERM, "a link into a directory anyone may write"},
+        {"/open/b.conf", false, EPERM, "a file in a directory anyone may write"},
+        {"/etc/loop.conf", false, ELOOP, "a link loop"},
+        {"/etc/fifo.conf", false, ENOTDIR, "a FIFO (never opened)"},
+        {"/etc/d", false, EISDIR, "a directory, asked for a file"},
+        {"/etc/none.conf", false, ENOENT, "a missing file"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *why;
+        errno = 0;
+        int fd = cfg_open_secure(root, cases[i].path, cases[i].dir, getuid(), buf, &why);
+        int e = fd < 0 ? errno : 0;
+        tap_ok(e == cases[i].err, "secure walk: %s (%s): errno %d, want %d", cases[i].what,
+               cases[i].path, e, cases[i].err);
+        if (fd >= 0)
+            close(fd);
+    }
+    close(root);
 }
 
 int main(void)
@@ -499,6 +562,7 @@ int main(void)
     test_cgroup();
     test_parsers();
     test_key_table();
+    test_secure_walk();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -3,7 +3,9 @@
  * Kept, where the process has them: CAP_SYS_PTRACE (smaps, environ, exe, process_vm_readv
  * of processes of other users or with more privileges), CAP_DAC_READ_SEARCH (files and
  * /proc entries whose modes would refuse us), CAP_PERFMON on kernels that know it (newer
- * kernels accept it for some reads that used to need CAP_SYS_PTRACE). Everything else
+ * kernels accept it for some reads that used to need CAP_SYS_PTRACE), CAP_CHECKPOINT_RESTORE
+ * on kernels that know it (following /proc/PID/map_files: the library a process still maps
+ * after an upgrade replaced its file, to read its arena table). Everything else
  * goes from the permitted, effective and inheritable sets and the ambient set, and from
  * the bounding set where CAP_SETPCAP allows it. The tool is never installed with file
  * capabilities: it has what its caller (root, usually) gives it. */
@@ -18,6 +20,9 @@
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
 #endif
+#ifndef CAP_CHECKPOINT_RESTORE
+#define CAP_CHECKPOINT_RESTORE 40
+#endif
 
 struct ts_caps ts_caps;
 
@@ -31,12 +36,14 @@ void ts_caps_drop(void)
 {
     cap_value_t max = cap_max_bits(); /* number of capabilities the kernel knows */
     ts_caps.perfmon_known = CAP_PERFMON < max;
-    cap_value_t keep[3];
+    cap_value_t keep[4];
     int nkeep = 0;
     keep[nkeep++] = CAP_SYS_PTRACE;
     keep[nkeep++] = CAP_DAC_READ_SEARCH;
     if (ts_caps.perfmon_known)
         keep[nkeep++] = CAP_PERFMON;
+    if (CAP_CHECKPOINT_RESTORE < max)
+        keep[nkeep++] = CAP_CHECKPOINT_RESTORE;
 
     cap_t cur = cap_get_proc();
     if (!cur) {

@@ -1,8 +1,9 @@
 /* thp-status: text that other users chose (process names, executable and library paths,
  * cgroup names, drop-in file names and their contents), made safe for the three outputs.
  * UTF-8 is decoded strictly here (Unicode's table 3-7: no overlong forms, no surrogates,
- * nothing above U+10FFFF), for the text views (escapes, as ps does), JSON and Prometheus
- * (U+FFFD for what is not UTF-8). */
+ * nothing above U+10FFFF), for the text views (escapes, as ps does), JSON (\uXXXX) and
+ * Prometheus (U+FFFD for what is not UTF-8); the same characters are unsafe in all three
+ * (ts_unsafe). */
 #include "thp-status.h"
 
 #include <string.h>
@@ -48,11 +49,9 @@ size_t ts_utf8(const char *str, uint32_t *cp, size_t *skip)
     return need + 1;
 }
 
-/* Characters a terminal acts on or that reorder what follows: C1 controls, line and
- * paragraph separators, bidirectional marks, embeddings, overrides and isolates. */
-static bool invisible(uint32_t cp)
+bool ts_unsafe(uint32_t cp)
 {
-    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f ||
+    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f ||
            (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
@@ -74,7 +73,7 @@ const char *ts_text_max(const char *s, size_t max)
         size_t len = ts_utf8(s, &cp, &skip);
         if (len == 1 && cp == '\\') {
             plen = (size_t)snprintf(piece, sizeof piece, "\\\\");
-        } else if (len && (cp < 0x20 || cp == 0x7f || invisible(cp))) {
+        } else if (len && ts_unsafe(cp)) {
             plen = 0;
             for (size_t i = 0; i < len; i++)
                 plen += (size_t)snprintf(piece + plen, sizeof piece - plen, "\\x%02x",

@@ -40,18 +40,60 @@ static bool pread_all(int fd, void *buf, size_t n, off_t off)
     return true;
 }
 
+/* The library's tables are small (thpalloc's .dynsym: a few hundred symbols); a file that
+ * claims more is not read at all, so that a user's file cannot make root's thp-status
+ * read or allocate without bound. Every offset and size is checked against the file. */
+#define ELF_TABLE_MAX ((uint64_t)1 << 20)
+#define SYMS_PER_READ 256
+
+/* Whether [off, off + size) lies in a file of fsize bytes. */
+static bool in_file(uint64_t off, uint64_t size, uint64_t fsize)
+{
+    return off <= fsize && size <= fsize - off;
+}
+
+/* Looks for name among the n symbols at symoff, whose names are in str[0..strsize). */
+static uint64_t find_symbol(int fd, uint64_t symoff, uint64_t n, const char *str, uint64_t strsize,
+                            const char *name, bool *found)
+{
+    Elf64_Sym syms[SYMS_PER_READ];
+    for (uint64_t k = 0; k < n; k += SYMS_PER_READ) {
+        uint64_t m = n - k < SYMS_PER_READ ? n - k : SYMS_PER_READ;
+        if (!pread_all(fd, syms, m * sizeof *syms, (off_t)(symoff + k * sizeof *syms)))
+            return 0;
+        for (uint64_t i = 0; i < m; i++) {
+            if (syms[i].st_name >= strsize || syms[i].st_shndx == SHN_UNDEF ||
+                ELF64_ST_TYPE(syms[i].st_info) != STT_OBJECT)
+                continue;
+            if (strcmp(str + syms[i].st_name, name) == 0) {
+                *found = true;
+                return syms[i].st_value;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Returns the symbol's value minus the first PT_LOAD's page-aligned vaddr (the offset
  * from the load base), or 0 with msg set. */
 static uint64_t elf_symbol_offset(int fd, const char *name, char *msg, size_t cap)
 {
     Elf64_Ehdr eh;
-    if (!pread_all(fd, &eh, sizeof eh, 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !pread_all(fd, &eh, sizeof eh, 0) ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
         snprintf(msg, cap, "not an ELF file");
         return 0;
     }
     if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
         eh.e_phentsize != sizeof(Elf64_Phdr)) {
         snprintf(msg, cap, "not a 64-bit ELF library (32-bit processes are not supported)");
+        return 0;
+    }
+    uint64_t fsize = (uint64_t)st.st_size;
+    if (!in_file(eh.e_phoff, (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr), fsize) ||
+        !in_file(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), fsize)) {
+        snprintf(msg, cap, "implausible ELF: its headers lie beyond its %" PRIu64 " bytes", fsize);
         return 0;
     }
     uint64_t first_load = UINT64_MAX;
@@ -64,47 +106,55 @@ static uint64_t elf_symbol_offset(int fd, const char *name, char *msg, size_t ca
             break;
         }
     }
-    if (first_load == UINT64_MAX || eh.e_shnum == 0 || eh.e_shnum > 4096) {
+    if (first_load == UINT64_MAX || eh.e_shnum == 0) {
         snprintf(msg, cap, "no section headers or program headers to find the symbol in");
         return 0;
     }
+    /* at most 65535 headers of 64 bytes, all inside the file (checked above) */
     Elf64_Shdr *sh = calloc(eh.e_shnum, sizeof *sh);
     if (!sh || !pread_all(fd, sh, eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff)) {
         free(sh);
         snprintf(msg, cap, "cannot read the section headers");
         return 0;
     }
-    uint64_t result = 0;
-    snprintf(msg, cap, "the library has no symbol %s (an older thpalloc?)", name);
-    for (unsigned i = 0; i < eh.e_shnum && !result; i++) {
-        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh.e_shnum ||
-            sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_size > (64u << 20))
+    /* An ELF file has one .dynsym at most (the System V ABI): more is a made-up file. */
+    const Elf64_Shdr *sym = NULL, *ss = NULL;
+    const char *bad = NULL;
+    for (unsigned i = 0; i < eh.e_shnum && !bad; i++) {
+        if (sh[i].sh_type != SHT_DYNSYM)
             continue;
-        const Elf64_Shdr *ss = &sh[sh[i].sh_link];
-        if (ss->sh_size > (64u << 20))
-            continue;
-        Elf64_Sym *syms = malloc(sh[i].sh_size ? sh[i].sh_size : 1);
-        char *str = malloc(ss->sh_size + 1);
-        if (syms && str && pread_all(fd, syms, sh[i].sh_size, (off_t)sh[i].sh_offset) &&
-            pread_all(fd, str, ss->sh_size, (off_t)ss->sh_offset)) {
-            str[ss->sh_size] = '\0';
-            size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
-            for (size_t k = 0; k < n; k++) {
-                if (syms[k].st_name >= ss->sh_size || syms[k].st_shndx == SHN_UNDEF)
-                    continue;
-                if (ELF64_ST_TYPE(syms[k].st_info) != STT_OBJECT)
-                    continue;
-                if (strcmp(str + syms[k].st_name, name) == 0) {
-                    result = syms[k].st_value - first_load;
-                    if (!result)
-                        snprintf(msg, cap, "symbol %s at offset 0", name);
-                    break;
-                }
-            }
-        }
-        free(syms);
-        free(str);
+        if (sym)
+            bad = "more than one dynamic symbol table";
+        else if (sh[i].sh_link >= eh.e_shnum || sh[i].sh_entsize != sizeof(Elf64_Sym))
+            bad = "a dynamic symbol table without its string table";
+        sym = &sh[i];
+        ss = bad ? NULL : &sh[sh[i].sh_link];
     }
+    if (!bad && sym &&
+        (sym->sh_size > ELF_TABLE_MAX || ss->sh_size > ELF_TABLE_MAX ||
+         !in_file(sym->sh_offset, sym->sh_size, fsize) ||
+         !in_file(ss->sh_offset, ss->sh_size, fsize)))
+        bad = "a dynamic symbol table larger than 1 MiB or beyond the file";
+    if (bad) {
+        snprintf(msg, cap, "implausible ELF: %s", bad);
+        free(sh);
+        return 0;
+    }
+    snprintf(msg, cap, "the library has no symbol %s (an older thpalloc?)", name);
+    uint64_t result = 0;
+    char *str = sym ? malloc(ss->sh_size + 1) : NULL;
+    if (str && pread_all(fd, str, ss->sh_size, (off_t)ss->sh_offset)) {
+        str[ss->sh_size] = '\0';
+        bool found = false;
+        uint64_t value = find_symbol(fd, sym->sh_offset, sym->sh_size / sizeof(Elf64_Sym), str,
+                                     ss->sh_size, name, &found);
+        if (found) {
+            result = value - first_load;
+            if (!result)
+                snprintf(msg, cap, "symbol %s at offset 0", name);
+        }
+    }
+    free(str);
     free(sh);
     return result;
 }
@@ -119,6 +169,24 @@ static bool same_file(const struct proc *p, int fd, const struct stat *st)
     return st->st_dev == p->lib_dev ||
            (fstatfs(fd, &sf) == 0 &&
             (sf.f_type == BTRFS_SUPER_MAGIC || sf.f_type == OVERLAYFS_SUPER_MAGIC));
+}
+
+/* After an upgrade the path names the new file, but the process still maps the old one:
+ * /proc/PID/map_files opens that (the kernel lets only CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE follow those links). Sets lib_via_map_files, or lib_replaced. */
+static int open_mapped_library(struct proc *p)
+{
+    char name[64];
+    snprintf(name, sizeof name, "map_files/%" PRIx64 "-%" PRIx64, p->lib_start, p->lib_end_first);
+    int fd = openat(p->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !same_file(p, fd, &st))) {
+        close(fd);
+        fd = -1;
+    }
+    p->lib_via_map_files = fd >= 0;
+    p->lib_replaced = fd < 0;
+    return fd;
 }
 
 /* The file the process mapped, found by its path in maps (through the process's root, for
@@ -160,8 +228,12 @@ static int open_library(struct proc *p)
         if (roots[i] >= 0)
             close(roots[i]);
     if (fd < 0 && replaced)
+        fd = open_mapped_library(p);
+    if (fd < 0 && replaced)
         snprintf(p->intro_msg, sizeof p->intro_msg,
-                 "%.160s %s (the library was replaced since the process loaded it)", clean, why);
+                 "%.120s %s, and /proc/%d/map_files cannot be read (CAP_SYS_ADMIN or "
+                 "CAP_CHECKPOINT_RESTORE)",
+                 clean, why, (int)p->pid);
     else if (fd < 0)
         snprintf(p->intro_msg, sizeof p->intro_msg, "cannot open %.160s: %.80s", clean,
                  why ? why : "no root to open it in");
@@ -171,8 +243,9 @@ static int open_library(struct proc *p)
 /* Above any user address space (57-bit with 5-level page tables). */
 #define ADDR_LIMIT ((uint64_t)1 << 57)
 
-/* Whether [b, e) lies in the process's mappings, with no hole. */
-static bool mapped(const struct proc *p, uint64_t b, uint64_t e)
+/* Whether [b, e) lies in the process's mappings, with no hole (anon: in anonymous ones
+ * only, where thpalloc's arenas are). */
+static bool mapped(const struct proc *p, uint64_t b, uint64_t e, bool anon)
 {
     size_t lo = 0, hi = p->nmaps;
     while (lo < hi) { /* the first mapping that ends after b */
@@ -182,10 +255,12 @@ static bool mapped(const struct proc *p, uint64_t b, uint64_t e)
         else
             hi = mid;
     }
-    if (lo == p->nmaps || p->maps[lo].start > b)
+    if (lo == p->nmaps || p->maps[lo].start > b || (anon && !p->maps[lo].anon))
         return false;
     uint64_t covered = p->maps[lo].end;
-    for (size_t i = lo + 1; covered < e && i < p->nmaps && p->maps[i].start == covered; i++)
+    for (size_t i = lo + 1;
+         covered < e && i < p->nmaps && p->maps[i].start == covered && (!anon || p->maps[i].anon);
+         i++)
         covered = p->maps[i].end;
     return covered >= e;
 }
@@ -195,10 +270,52 @@ static bool mapped(const struct proc *p, uint64_t b, uint64_t e)
 #define V1_BYTES (HEAD_BYTES + THPALLOC_RANGES_MAX * sizeof(struct thpalloc_range))
 #define RANGE_BYTES sizeof(struct thpalloc_range)
 
+/* The block's value of key k (purge and stats: checked apart, or not in the block). */
+static int64_t block_value(const struct thpalloc_introspect *t, enum cfg_key k)
+{
+    switch (k) {
+    case CFG_THP:
+        return t->thp_mode;
+    case CFG_THP_THRESHOLD:
+        return t->thp_threshold > INT64_MAX ? -1 : (int64_t)t->thp_threshold;
+    case CFG_ARENA_SIZE:
+        return t->arena_size > INT64_MAX ? -1 : (int64_t)t->arena_size;
+    case CFG_PURGE_DELAY:
+        return t->purge_delay_ms;
+    default:
+        return cfg_keys[k].dflt;
+    }
+}
+
+/* The first key whose value in the block is not one the library can hold (the key table's
+ * own grammar says which: config-keys.c), or -1. */
+static int bad_value(const struct thpalloc_introspect *t)
+{
+    for (int k = 0; k < CFG_NKEYS; k++)
+        if (!cfg_value_ok((enum cfg_key)k, block_value(t, (enum cfg_key)k)))
+            return k;
+    return -1;
+}
+
+/* The value as the block has it, in bytes or milliseconds. */
+static const char *value(const struct thpalloc_introspect *t, int k)
+{
+    static char buf[32];
+    if (k == CFG_THP_THRESHOLD || k == CFG_ARENA_SIZE)
+        snprintf(buf, sizeof buf, "%" PRIu64,
+                 k == CFG_ARENA_SIZE ? t->arena_size : t->thp_threshold);
+    else if (k == CFG_PURGE_DELAY)
+        snprintf(buf, sizeof buf, "%" PRId64 " ms", t->purge_delay_ms);
+    else
+        snprintf(buf, sizeof buf, "%" PRId64, block_value(t, (enum cfg_key)k));
+    return buf;
+}
+
 /* What is wrong with the head read (have: the slots read with it), or NULL. */
 static const char *implausible_head(const struct thpalloc_introspect *t, uint64_t have, char *buf,
                                     size_t cap)
 {
+    int k;
     if (t->size > (1u << 24))
         snprintf(buf, cap, "block size %" PRIu32, t->size);
     else if (t->active > 2)
@@ -208,11 +325,9 @@ static const char *implausible_head(const struct thpalloc_introspect *t, uint64_
     else if (t->purge > 1 || t->policy_loaded > 1)
         snprintf(buf, cap, "purge %" PRIu32 ", policy_loaded %" PRIu32 " (0 or 1)", t->purge,
                  t->policy_loaded);
-    else if (t->thp_threshold >= ADDR_LIMIT || t->arena_size >= ADDR_LIMIT)
-        snprintf(buf, cap, "thp_threshold %" PRIu64 ", arena_size %" PRIu64 " bytes",
-                 t->thp_threshold, t->arena_size);
-    else if (t->purge_delay_ms < -1 || t->purge_delay_ms > (int64_t)1 << 40)
-        snprintf(buf, cap, "purge delay %" PRId64 " ms", t->purge_delay_ms);
+    else if ((k = bad_value(t)) >= 0)
+        snprintf(buf, cap, "%s %s, which thpalloc cannot hold (%s)", cfg_keys[k].name, value(t, k),
+                 cfg_keys[k].expect);
     else if (t->ranges_used > THPALLOC_RANGES_MAX)
         snprintf(buf, cap, "%" PRIu64 " ranges (the table has %d)", t->ranges_used,
                  THPALLOC_RANGES_MAX);
@@ -248,9 +363,13 @@ static const char *implausible_ranges(const struct proc *p, const struct intro_t
                 return buf;
             }
         }
-        if (!mapped(p, b, b + s)) {
-            *unmapped = true;
-            snprintf(buf, cap, "range %" PRIu64 " is not mapped in the process", i);
+        if (!mapped(p, b, b + s, true)) {
+            /* a range where nothing is mapped may be an arena made since; one over a
+             * file, the stack or the heap is a lie */
+            *unmapped = !mapped(p, b, b + s, false);
+            snprintf(buf, cap, "range %" PRIu64 " is not %s", i,
+                     *unmapped ? "mapped in the process"
+                               : "anonymous memory of the process, as an arena is");
             return buf;
         }
     }
@@ -336,7 +455,7 @@ static bool read_more(struct proc *p, struct intro_table *tab, uint64_t have, co
     /* have == THPALLOC_RANGES_INLINE here (implausible_head): more[0] is that slot */
     uint64_t n = t->ranges_used - have, at = t->more;
     bool sane = at % 8 == 0 && at < ADDR_LIMIT - n * RANGE_BYTES;
-    if (!sane || !mapped(p, at, at + n * RANGE_BYTES)) {
+    if (!sane || !mapped(p, at, at + n * RANGE_BYTES, false)) {
         snprintf(buf, cap,
                  "ranges %" PRIu64 " to %" PRIu64 " are said to be at %#" PRIx64 ", which is %s",
                  have, t->ranges_used - 1, at,

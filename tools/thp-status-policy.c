@@ -117,10 +117,13 @@ int ts_check(char **files, int nfiles)
         .unit = "",
         .ruid = getuid(),
         .check_all = true,
+        .on_section = ts_lint_section,
     };
     struct cfg_settings s;
     struct ts_problems probs = {0};
     cfg_resolve(&s, &in, ts_problems_add, &probs);
+    if (nfiles == 0)
+        ts_lint_files(&probs, conf, dir);
     int rc = probs.n ? 1 : 0;
 
     if (ts_opt.format == TS_JSON) {
@@ -169,48 +172,17 @@ int ts_check(char **files, int nfiles)
     return rc;
 }
 
-/* PROGRAM as a path or a name looked up in PATH; the executable as the kernel would
- * report it (/proc/PID/exe: symbolic links resolved). */
-static void find_exe(const char *program, char *exe, size_t cap)
-{
-    exe[0] = '\0';
-    char cand[PATH_MAX];
-    if (strchr(program, '/')) {
-        if (!realpath(program, exe))
-            snprintf(exe, cap, "%s", program);
-        return;
-    }
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-    for (const char *p = path; *p;) {
-        const char *e = strchr(p, ':');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n > 0 && n < sizeof cand - strlen(program) - 2) {
-            snprintf(cand, sizeof cand, "%.*s/%s", (int)n, p, program);
-            struct stat st;
-            if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
-                char real[PATH_MAX];
-                snprintf(exe, cap, "%s", realpath(cand, real) ? real : cand);
-                return;
-            }
-        }
-        p += n;
-        if (*p == ':')
-            p++;
-    }
-}
-
 int ts_explain(const char *program, const char *unit, bool with_env)
 {
-    char conf[PATH_MAX], dir[PATH_MAX], exe[PATH_MAX] = "";
+    char conf[PATH_MAX], dir[PATH_MAX], exe[PATH_MAX] = "", how[2 * PATH_MAX + 64] = "";
     ts_conf_paths(conf, sizeof conf, dir, sizeof dir);
     const char *name = ""; /* no program (--unit alone): no [program] or [path] applies */
     if (program) {
-        find_exe(program, exe, sizeof exe);
-        const char *base = strrchr(program, '/') ? strrchr(program, '/') + 1 : program;
-        /* A path names the program by its own basename, as /proc/PID/exe would. */
-        name = strchr(program, '/') && exe[0] ? strrchr(exe, '/') + 1 : base;
+        /* The name /proc/PID/exe will give: python3 runs as python3.11. */
+        ts_resolve_program(program, exe, sizeof exe, how, sizeof how);
+        name = exe[0]                  ? strrchr(exe, '/') + 1
+               : strrchr(program, '/') ? strrchr(program, '/') + 1
+                                       : program;
     }
     struct cfg_inputs in = {
         .conf_file = conf,
@@ -222,25 +194,40 @@ int ts_explain(const char *program, const char *unit, bool with_env)
         .ruid = 0, /* the files a service started by root would trust */
     };
     struct cfg_settings s;
-    struct ts_problems probs = {0};
+    struct ts_problems probs = {0}, warn = {0};
     cfg_resolve(&s, &in, ts_problems_add, &probs);
+    /* What the table above cannot show: files that processes of other users cannot read. */
+    ts_lint_files(&warn, conf, dir);
 
     if (ts_opt.format == TS_JSON) {
         j_obj(NULL);
         j_str("schema", TS_SCHEMA);
         j_obj("explain");
         j_str("program", program ? name : NULL);
+        j_str("given", program);
+        j_str("resolved", how[0] ? how : NULL);
         j_str("exe", exe[0] ? exe : NULL);
         j_str("unit", unit && *unit ? unit : NULL);
         j_bool("environment", with_env);
         ts_policy_json("policy", &s);
         j_int("problems", (long long)probs.n);
+        j_arr("warnings");
+        for (size_t i = 0; i < warn.n; i++) {
+            j_obj(NULL);
+            j_str("file", warn.v[i].file);
+            j_str("message", warn.v[i].msg);
+            j_end();
+        }
+        j_end();
         j_end();
         j_end();
         j_finish();
     } else {
         if (program) {
-            printf("program      %s\n", ts_text(name));
+            if (how[0])
+                printf("program      %s (%s)\n", ts_text(name), ts_text(how));
+            else
+                printf("program      %s\n", ts_text(name));
             printf("executable   %s\n", exe[0] ? ts_text(exe)
                                                : "(not found in PATH: [path ...] sections "
                                                  "cannot match)");
@@ -257,8 +244,11 @@ int ts_explain(const char *program, const char *unit, bool with_env)
             printf("note: the configuration has %zu problem%s (skipped above): run thp-status "
                    "--check\n",
                    probs.n, probs.n == 1 ? "" : "s");
+        for (size_t i = 0; i < warn.n; i++)
+            printf("warning: %s: %s\n", ts_text(warn.v[i].file), ts_text(warn.v[i].msg));
     }
     ts_problems_free(&probs);
+    ts_problems_free(&warn);
     return 0;
 }
 

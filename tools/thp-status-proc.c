@@ -235,8 +235,12 @@ void proc_read_maps(struct proc *p)
                 break;
             p->maps = nm;
         }
-        p->maps[p->nmaps++] = (struct span){start, end};
         const char *path = l + pos;
+        /* no file: no name, or one given with PR_SET_VMA_ANON_NAME ([heap], [stack] and
+         * the like are the kernel's own) */
+        bool anon =
+            ino == 0 && maj == 0 && mnr == 0 && (path[0] == '\0' || !strncmp(path, "[anon:", 6));
+        p->maps[p->nmaps++] = (struct span){start, end, anon};
         if (path[0] != '/' || !is_thpalloc_path(path))
             continue;
         if (!p->loaded || (off == 0 && start < p->lib_start)) {
@@ -357,6 +361,7 @@ static void read_smaps(struct proc *p)
             v.start = s;
             v.end = e;
             v.named_thpalloc = strstr(l, "[anon:thpalloc") != NULL;
+            p->named_vmas += v.named_thpalloc;
             continue;
         }
         uint64_t kb;
@@ -374,7 +379,9 @@ static void read_smaps(struct proc *p)
     vma_account(p, &v);
     free(t);
     p->space_ok = true;
-    p->attr_ok = p->loaded;
+    /* Without the table, only names tell the arenas apart; with none (no table, a kernel
+     * without CONFIG_ANON_VMA_NAME) the arenas' figures are unknown, not zero. */
+    p->attr_ok = p->loaded && (p->intro_ok || p->named_vmas > 0);
     p->attr_method = p->intro_ok ? "introspect" : "names";
 }
 

@@ -16,6 +16,7 @@ struct mem {
 
 struct span {
     uint64_t start, end;
+    bool anon; /* private memory of no file: what thpalloc's arenas are */
 };
 
 struct perr {
@@ -56,6 +57,10 @@ struct proc {
     dev_t lib_dev;
     ino_t lib_ino;
     bool intro_ok;
+    /* The library's path names another file (an upgrade): the table was read through
+     * /proc/PID/map_files (lib_via_map_files), or it cannot be (lib_replaced). */
+    bool lib_replaced, lib_via_map_files;
+    unsigned named_vmas; /* [anon:thpalloc...] mappings (kernels with CONFIG_ANON_VMA_NAME) */
     char intro_msg[256];
     struct intro_table *intro;
     uint64_t reserved_bytes;

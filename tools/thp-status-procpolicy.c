@@ -5,12 +5,11 @@
  * does this: every file is opened inside the process's root (/proc/PID/root, or --root)
  * with ts_open_in_root, where an absolute link leads to the process's files, not to the
  * caller's, and a file the process could not read is left out, so that root never shows a
- * value from a file the process has no access to. The resolver (lib/config.c, the
- * library's own code) then reads what was opened, through /proc/self/fd/N; the names
- * shown are the real ones. */
+ * value from a file the process has no access to. The resolver is the library's own code
+ * (lib/config.c), which lists the drop-ins and reads them through open_for_process; the
+ * names shown are the real ones, inside the process's root. */
 #include "thp-status-proc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -18,17 +17,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_FILES 66 /* thpalloc.conf and the library's 64 drop-ins, NULL */
-
-struct pfiles {
+/* How the library's resolver opens the process's files (cfg_inputs.open_input). */
+struct popen {
+    const struct proc *p;
     int rootfd;
-    char prefix[PATH_MAX]; /* how the root is named in output: "", "/proc/PID/root", DIR */
-    const char *path[MAX_FILES];
-    char fdpath[MAX_FILES][32];
-    char shown[MAX_FILES][PATH_MAX + 64];
-    int fd[MAX_FILES];
-    int n;
-    int problems; /* files left out that the library would report too */
+    bool secure;
+    char walk[2][PATH_MAX];
 };
 
 /* Whether the process's file-system identity may read (and for a directory, search) a
@@ -49,83 +43,34 @@ static bool may_read(const struct proc *p, const struct stat *st)
     return (bits & need) == need;
 }
 
-/* Opens a file for the resolver; a missing optional one is left out silently, as the
- * library does, anything else left out is a problem. */
-static void pf_add(struct pfiles *f, const struct proc *p, const char *path, bool must_exist)
+/* A file (or the drop-in directory) of the process, opened inside its root: the library
+ * itself (lib/config.c) lists the drop-ins, all of them, and reads each, as it does in the
+ * process. In secure execution, through the same walk as the library's (root-owned
+ * directories only); a file the process could not read is left out, as it would be, so that
+ * root never shows a value from a file the process has no access to. */
+static int open_for_process(void *ctx, const char *path, bool dir, const char **why)
 {
-    if (f->n >= MAX_FILES - 1) {
-        f->problems++;
-        return;
-    }
+    struct popen *o = ctx;
     struct stat st;
-    const char *why;
-    int fd = ts_open_in_root(f->rootfd, path, false, &st, &why);
-    if (fd >= 0 && !may_read(p, &st)) {
-        close(fd);
-        fd = -1;
-    }
-    if (fd < 0) {
-        if (must_exist || strcmp(why ? why : "", "no such file") != 0)
-            f->problems++;
-        return;
-    }
-    int i = f->n++;
-    f->fd[i] = fd;
-    snprintf(f->fdpath[i], sizeof f->fdpath[i], "/proc/self/fd/%d", fd);
-    snprintf(f->shown[i], sizeof f->shown[i], "%s%s", f->prefix, path);
-    f->path[i] = f->fdpath[i];
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b); /* bytewise, as the library */
-}
-
-/* The drop-ins: *.conf names not starting with a dot, in bytewise order, 64 at most. */
-static void pf_dropins(struct pfiles *f, const struct proc *p, const char *dir)
-{
-    struct stat st;
-    const char *why;
-    int fd = ts_open_in_root(f->rootfd, dir, true, &st, &why);
-    if (fd < 0 || !may_read(p, &st)) {
-        if (fd >= 0)
+    int fd;
+    if (o->secure) {
+        fd = cfg_open_secure(o->rootfd, path, dir, 0, o->walk, why);
+        if (fd >= 0 && fstat(fd, &st) != 0) {
             close(fd);
-        return;
+            fd = -1;
+        }
+    } else {
+        fd = ts_open_in_root(o->rootfd, path, dir, &st, why);
+        if (fd < 0)
+            errno = *why && !strcmp(*why, "no such file") ? ENOENT : EINVAL;
     }
-    DIR *d = fdopendir(fd);
-    if (!d) {
+    if (fd >= 0 && !may_read(o->p, &st)) {
         close(fd);
-        return;
+        *why = NULL;
+        errno = EACCES;
+        return -1;
     }
-    char *names[64];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".conf") != 0)
-            continue;
-        if (n == 64 || !(names[n] = strdup(e->d_name)))
-            f->problems++;
-        else
-            n++;
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_name);
-    for (int i = 0; i < n; i++) {
-        char path[PATH_MAX + 256];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        pf_add(f, p, path, false);
-        free(names[i]);
-    }
-}
-
-static const char *env_value(const struct proc *p, const char *name)
-{
-    size_t n = strlen(name);
-    for (int i = 0; i < p->nenv; i++)
-        if (!strncmp(p->env[i], name, n) && p->env[i][n] == '=')
-            return p->env[i] + n + 1;
-    return NULL;
+    return fd;
 }
 
 /* The root the process's files are read in, and how it is named in the output. */
@@ -147,21 +92,13 @@ static int open_root(const struct proc *p, char *prefix, size_t cap)
 
 void proc_resolve_policy(struct proc *p)
 {
-    struct pfiles *f = calloc(1, sizeof *f);
-    if (!f)
+    struct popen *o = calloc(1, sizeof *o);
+    if (!o)
         return;
-    f->rootfd = open_root(p, f->prefix, sizeof f->prefix);
-    bool secure = p->secure == 1;
-    const char *conf_env = secure ? NULL : env_value(p, "THPALLOC_CONF");
-    if (f->rootfd < 0) {
-        f->problems++;
-    } else if (conf_env && *conf_env) {
-        pf_add(f, p, conf_env, true);
-    } else {
-        pf_add(f, p, SYSCONFDIR "/thpalloc.conf", false);
-        pf_dropins(f, p, SYSCONFDIR "/thpalloc.d");
-    }
-    f->path[f->n] = NULL;
+    char prefix[PATH_MAX];
+    o->p = p;
+    o->rootfd = open_root(p, prefix, sizeof prefix);
+    o->secure = p->secure == 1;
 
     const char *prog = p->exe[0]    ? (strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe)
                        : p->cmd0[0] ? p->cmd0
@@ -171,28 +108,33 @@ void proc_resolve_policy(struct proc *p)
     char *del = strstr(exe, " (deleted)");
     if (del)
         *del = '\0';
+    /* THPALLOC_CONF and secure execution: the resolver decides, from the environment */
     struct cfg_inputs in = {
-        .files = f->path,
         .exe = exe,
         .program = prog,
         .unit = p->unit,
         .envp = p->env_read ? p->env : NULL,
-        .secure = secure,
+        .secure = o->secure,
         .ruid = p->ruid,
+        .open_input = open_for_process,
+        .open_ctx = o,
     };
     struct ts_problems probs = {0};
-    cfg_resolve(&p->pol, &in, ts_problems_add, &probs);
-    p->pol_problems = probs.n + (size_t)f->problems;
+    if (o->rootfd >= 0)
+        cfg_resolve(&p->pol, &in, ts_problems_add, &probs);
+    else
+        cfg_defaults(&p->pol);
+    p->pol_problems = probs.n + (o->rootfd < 0);
     ts_problems_free(&probs);
-    for (int k = 0; k < CFG_NKEYS; k++)
-        for (int i = 0; i < f->n; i++)
-            if (p->pol.where[k].origin == CFG_FROM_FILE &&
-                !strcmp(p->pol.where[k].file, f->path[i]))
-                snprintf(p->pol.where[k].file, sizeof p->pol.where[k].file, "%s", f->shown[i]);
-    for (int i = 0; i < f->n; i++)
-        close(f->fd[i]);
-    if (f->rootfd >= 0)
-        close(f->rootfd);
-    free(f);
+    /* the names as the process has them, shown inside its root */
+    for (int k = 0; k < CFG_NKEYS && prefix[0]; k++)
+        if (p->pol.where[k].origin == CFG_FROM_FILE) {
+            char shown[sizeof p->pol.where[k].file + PATH_MAX];
+            snprintf(shown, sizeof shown, "%s%s", prefix, p->pol.where[k].file);
+            cfg_str_copy(p->pol.where[k].file, sizeof p->pol.where[k].file, shown);
+        }
+    if (o->rootfd >= 0)
+        close(o->rootfd);
+    free(o);
     p->pol_ok = true;
 }

@@ -69,6 +69,10 @@ static void proc_text(const struct proc *p)
         printf("  %-16s not loaded\n", "thpalloc");
     else {
         printf("  %-16s loaded: %s\n", "thpalloc", ts_text(p->lib_path));
+        if (p->lib_via_map_files)
+            printf("    %-14s replaced since the process loaded it: the table read through "
+                   "/proc/%d/map_files (restart it to run the new one)\n",
+                   "library", (int)p->pid);
         if (p->intro_ok) {
             const struct thpalloc_introspect *t = &p->intro->head;
             printf("    %-14s %s\n", "state", active_name(t->active));
@@ -92,9 +96,20 @@ static void proc_text(const struct proc *p)
                 printf("\n");
             } else
                 printf("    %-14s not resolved yet (no chunk allocated)\n", "in force");
-        } else
+        } else if (p->lib_replaced)
+            printf("    %-14s unknown (library replaced: restart PID %d to refresh): %s\n",
+                   "arena table", (int)p->pid, ts_text(p->intro_msg));
+        else
             printf("    %-14s unavailable: %s\n", "arena table", ts_text(p->intro_msg));
     }
+    char unknown[96]; /* the arenas' figures without a table or names: not zeros */
+    if (p->lib_replaced)
+        snprintf(unknown, sizeof unknown, "unknown (library replaced: restart PID %d to refresh)",
+                 (int)p->pid);
+    else
+        snprintf(unknown, sizeof unknown, "unknown (no arena table, no [anon:thpalloc] names)");
+    if (!p->attr_ok && p->loaded && p->space_ok)
+        printf("  memory by owner\n    %-16s %s\n", "thpalloc arenas", unknown);
     if (p->attr_ok) {
         printf("  memory by owner (smaps, %s)\n", !strcmp(p->attr_method, "introspect")
                                                       ? "thpalloc's arena table"
@@ -116,6 +131,8 @@ static void proc_text(const struct proc *p)
         if (p->attr_ok)
             printf("    %-16s %9" PRIu64 " kB %9" PRIu64 " kB\n", "thpalloc arenas", p->in.size_kb,
                    p->in.charged_kb);
+        else if (p->loaded)
+            printf("    %-16s %s\n", "thpalloc arenas", unknown);
         printf("    %-16s %9" PRIu64 " kB %9" PRIu64 " kB\n", "whole process", p->size_kb,
                p->charged_kb);
     }
@@ -196,6 +213,10 @@ void proc_json(const struct proc *p, bool full)
     else
         j_null("loaded");
     j_str("library", p->loaded ? p->lib_path : NULL);
+    if (p->loaded)
+        j_bool("library_replaced", p->lib_replaced || p->lib_via_map_files);
+    else
+        j_null("library_replaced");
     if (p->intro_ok) {
         const struct thpalloc_introspect *t = &p->intro->head;
         j_obj("introspect");

@@ -171,6 +171,9 @@ void sys_prom(const struct sysview *v)
     prom_memory(v);
     p_family("thp_thpalloc_preload", "gauge", "1 when /etc/ld.so.preload has a thpalloc entry.");
     p_sample("thp_thpalloc_preload", v->preload_entry[0] ? 1 : 0, NULL);
+    p_family("thp_thpalloc_preload_dormant", "gauge",
+             "1 when an entry before thpalloc's in /etc/ld.so.preload owns malloc.");
+    p_sample("thp_thpalloc_preload_dormant", v->preload_entry[0] && v->preload_owner[0], NULL);
     for (int k = 0; k < CFG_NKEYS; k++) {
         char val[64], where[512];
         cfg_format_value(&v->pol, (enum cfg_key)k, val, sizeof val);

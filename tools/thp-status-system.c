@@ -3,6 +3,7 @@
  * the system-wide preload, the global policy, and the warnings a person needs; as text and
  * JSON (Prometheus: thp-status-sysprom.c). */
 #include "thp-status-system.h"
+#include "preload-owner.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -134,6 +135,16 @@ static void read_vmstat(struct sysview *v)
     v->collapse_fail_rate = ca + cf ? (double)cf / (double)(ca + cf) : -1;
 }
 
+/* An entry before ours whose library defines malloc owns every program's malloc, and
+ * thpalloc stays dormant (tools/preload-owner.c): the first such entry goes in preload_owner. */
+static void preload_note_owner(struct sysview *v, const char *tok)
+{
+    char rootdir[PATH_MAX], file[2 * PATH_MAX];
+    ts_rooted(rootdir, sizeof rootdir, "");
+    if (!v->preload_owner[0] && preload_owns_malloc(rootdir, tok, strlen(tok), file, sizeof file))
+        snprintf(v->preload_owner, sizeof v->preload_owner, "%s", tok);
+}
+
 /* /etc/ld.so.preload: tokens separated by white space or ':' (as ld.so reads it). */
 static void read_preload(struct sysview *v)
 {
@@ -142,14 +153,22 @@ static void read_preload(struct sysview *v)
     if (stat(v->preload_path, &st) == 0)
         v->preload_mode = st.st_mode & 07777;
     char *t = ts_slurp(v->preload_path, NULL, &v->preload_err);
+    int others = 0;
     if (!t)
         return;
+    /* ld.so blanks comments first: a path in one is no entry (nor an allocator before ours) */
+    for (char *h = strchr(t, '#'); h; h = strchr(h, '#'))
+        while (*h && *h != '\n')
+            *h++ = ' ';
     for (char *tok = strtok(t, " \t\n:"); tok; tok = strtok(NULL, " \t\n:")) {
         if (tok[0] == '#') /* not ld.so syntax, but people write them: skip the word */
             continue;
         const char *b = strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok;
-        if (strncmp(b, "libthpalloc.so", 14) != 0)
+        if (strncmp(b, "libthpalloc.so", 14) != 0) {
+            if (others++ < PRELOAD_OWNER_MAX_ENTRIES)
+                preload_note_owner(v, tok);
             continue;
+        }
         snprintf(v->preload_entry, sizeof v->preload_entry, "%s", tok);
         /* $LIB / ${LIB}: try the usual expansions */
         static const char *const libs[] = {"lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "lib64",
@@ -228,6 +247,11 @@ static void warnings(struct sysview *v)
                     "%s names %s, which does not exist: every program prints an error at start "
                     "(reinstall thpalloc-preload or remove the entry)",
                     v->preload_path, v->preload_entry);
+    if (v->preload_entry[0] && v->preload_owner[0])
+        add_warning(v,
+                    "%s lists %s before %s, and it owns malloc: thpalloc is preloaded but dormant "
+                    "in every process (thpalloc-preload enable --first puts it first)",
+                    v->preload_path, v->preload_owner, v->preload_entry);
     if (v->preload_err == 0 && (v->preload_mode & 0044) != 0044)
         add_warning(v,
                     "%s has mode %04o: non-root programs cannot read it, so they run without "
@@ -382,7 +406,11 @@ static void out_text(const struct sysview *v)
     if (v->collapse_fail_rate >= 0)
         printf("  %-30s %.2f %%\n", "collapse failure rate", v->collapse_fail_rate * 100);
     printf("thpalloc\n");
-    if (v->preload_entry[0])
+    if (v->preload_entry[0] && v->preload_owner[0])
+        printf("  %-22s dormant: %s (%s), after %s, which owns malloc\n", "system-wide preload",
+               ts_text(v->preload_entry), v->preload_entry_exists ? "present" : "MISSING",
+               ts_text(v->preload_owner));
+    else if (v->preload_entry[0])
         printf("  %-22s yes: %s (%s)\n", "system-wide preload", ts_text(v->preload_entry),
                v->preload_entry_exists ? "present" : "MISSING");
     else if (v->preload_err == ENOENT)
@@ -481,6 +509,8 @@ static void out_json(const struct sysview *v)
     j_bool("thpalloc", v->preload_entry[0] != 0);
     j_str("entry", v->preload_entry[0] ? v->preload_entry : NULL);
     j_bool("entry_exists", v->preload_entry_exists);
+    j_bool("dormant", v->preload_entry[0] && v->preload_owner[0]);
+    j_str("malloc_owner", v->preload_entry[0] && v->preload_owner[0] ? v->preload_owner : NULL);
     j_end();
     ts_policy_json("policy", &v->pol);
     j_int("policy_problems", (long long)v->policy_problems);

@@ -61,6 +61,7 @@ struct sysview {
     mode_t preload_mode;
     char preload_entry[PATH_MAX]; /* the thpalloc token, "" if none */
     bool preload_entry_exists;
+    char preload_owner[PATH_MAX]; /* an entry before ours that defines malloc, "" if none */
     /* policy */
     struct cfg_settings pol;
     size_t policy_problems;

@@ -247,7 +247,7 @@ static void j_string_out(const char *s)
             fputs("\\t", stdout);
         else if (cp == '\r')
             fputs("\\r", stdout);
-        else if (cp < 0x20 || cp == 0x7f)
+        else if (ts_unsafe(cp)) /* bidirectional controls too: a dashboard shows them */
             printf("\\u%04x", (unsigned)cp);
         else
             fwrite(s, 1, len, stdout);
@@ -359,7 +359,7 @@ void p_family(const char *name, const char *type, const char *help)
 }
 
 /* The exposition format escapes \\, \" and newline, and wants UTF-8: the other control
- * characters and what is not UTF-8 become U+FFFD. */
+ * characters, bidirectional controls and what is not UTF-8 become U+FFFD. */
 static void p_label_value(const char *v)
 {
     while (*v) {
@@ -369,7 +369,7 @@ static void p_label_value(const char *v)
             printf("\\%c", (char)cp);
         else if (len && cp == '\n')
             fputs("\\n", stdout);
-        else if (!len || cp < 0x20 || cp == 0x7f)
+        else if (!len || ts_unsafe(cp)) /* no escape in the format: U+FFFD */
             fputs("\xef\xbf\xbd", stdout);
         else
             fwrite(v, 1, len, stdout);

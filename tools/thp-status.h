@@ -12,6 +12,7 @@
  *   thp-status-procview.c  the process view: text, JSON
  *   thp-status-all.c     --all: collection, then text, JSON, Prometheus
  *   thp-status-policy.c  --check, --explain and the policy tables shared by the views
+ *   thp-status-lint.c    what --check adds: sections that never match, unreadable files
  *   thp-status-caps.c    libcap: keep only what reading other processes needs
  *   thp-status-scan.c    --scan: the zero-filled part of each process's huge pages
  */
@@ -78,6 +79,10 @@ int ts_open_in_root(int rootfd, const char *path, bool dir, struct stat *st, con
 /* The valid UTF-8 sequence at s: its length (1 to 4) and code point; 0 when s starts an
  * invalid one, which covers *skip bytes (its longest valid start, at least 1: one U+FFFD). */
 size_t ts_utf8(const char *s, uint32_t *cp, size_t *skip);
+/* Whether code point cp is one no output may carry raw: a control character (C0, DEL, C1),
+ * a line or paragraph separator, or a bidirectional mark, embedding, override or isolate
+ * (these reorder what a terminal, browser or dashboard shows after them). */
+bool ts_unsafe(uint32_t cp);
 /* s for a terminal: control characters (C0, DEL, C1), bidirectional controls and bytes that
  * are not UTF-8 as \xHH, a backslash as \\. In one of 8 buffers used in turn (so that a
  * printf can take several); ts_text_max at most max bytes, cut between characters. */
@@ -107,7 +112,7 @@ void p_reset(void);
 struct ts_problem {
     char file[256];
     int line;
-    char msg[512];
+    char msg[1024];
 };
 struct ts_problems {
     struct ts_problem *v;
@@ -127,6 +132,17 @@ int ts_check(char **files, int nfiles);
 /* program NULL: --unit alone, any program of the unit. */
 int ts_explain(const char *program, const char *unit, bool with_env);
 int ts_check_value(const char *assignment);
+
+/* ---- lint (thp-status-lint.c): what the resolver cannot see by itself ----------------- */
+
+/* PROGRAM (a path, or a name found in PATH) as /proc/PID/exe will name it: symbolic links
+ * resolved, a script's interpreter in its place. exe "" when not found; how says how it
+ * was reached ("python3 is a symbolic link to ...", "" when PROGRAM is the executable). */
+void ts_resolve_program(const char *program, char *exe, size_t cap, char *how, size_t hcap);
+/* cfg_inputs.on_section: a section that can never match (ctx: struct ts_problems). */
+void ts_lint_section(void *ctx, const char *file, int line, const char *kind, const char *name);
+/* The system's file, drop-in directory and drop-ins: what some processes cannot read. */
+void ts_lint_files(void *ctx, const char *conf, const char *dir);
 
 /* ---- system view --------------------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
  * fsync of the directory. The file is removed only when our entry was all it held. `enable`
  * first proves that the library loads and runs (LD_PRELOAD=LIB /bin/true exits 0 and prints
  * nothing on stderr) and is thpalloc, and otherwise refuses, saying why, without touching
- * the file. */
+ * the file. The file's parsing and editing are in tools/preload-file.c. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -33,6 +33,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "preload-file.h"
+#include "preload-owner.h"
+
 /* The entry: /usr/$LIB/libthpalloc.so.1 when the library is installed in the system's
  * multiarch directory (ld.so expands $LIB to lib/<triplet> on Debian, so one line serves
  * every architecture), else the literal install path. THPALLOC_LIBDIR and THPALLOC_MULTIARCH
@@ -47,14 +50,9 @@
 #define THPALLOC_SBINDIR "/usr/sbin"
 #endif
 #define LIBNAME "libthpalloc.so.1"
-#define PRELOAD_FILE "/etc/ld.so.preload"
-#define MAX_FILE (1 << 20) /* ld.so.preload is a few lines; refuse anything absurd */
 
 /* Messages start with the program's name, as err(3) writes it. */
 #define PROG program_invocation_short_name
-
-static char entry[PATH_MAX];
-static size_t entry_len;
 
 static void usage(void)
 {
@@ -65,9 +63,13 @@ static void usage(void)
            "\nCommands:\n"
            " enable     add the entry, once the library has proved that it loads and runs\n"
            " disable    take the entry out (the file goes when nothing else is in it)\n"
-           " status     print \"enabled\" or \"disabled\"\n"
+           " status     print \"enabled\", \"disabled\", or \"dormant\" (preloaded after\n"
+           "            another library that owns malloc)\n"
            "\nOptions:\n"
            " -r, --root DIR  edit DIR/etc/ld.so.preload instead of /etc/ld.so.preload\n"
+           " -f, --first     enable: put the entry first, before any other preload\n"
+           "     --host-test with --root, enable: try DIR's library on this system\n"
+           "                   (by default only in a chroot of DIR, or not at all)\n"
            " -h, --help      display this help\n"
            " -V, --version   display version\n"
            "\nentry: %s\n"
@@ -85,24 +87,6 @@ __attribute__((noreturn, format(printf, 1, 2))) static void bad_usage(const char
     fprintf(stderr, "Try '%s --help' for more information.\n", PROG);
     exit(2);
 }
-
-/* Out of memory is not worth carrying back up: say so and stop (nothing written yet). */
-static void *xrealloc(void *p, size_t n)
-{
-    void *r = realloc(p, n ? n : 1);
-    if (!r)
-        err(1, "cannot allocate %zu bytes", n);
-    return r;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *r = calloc(n ? n : 1, size);
-    if (!r)
-        err(1, "cannot allocate %zu bytes", n * size);
-    return r;
-}
-
 static void set_entry(void)
 {
     const char *ma = THPALLOC_MULTIARCH;
@@ -115,298 +99,14 @@ static void set_entry(void)
     entry_len = strlen(entry);
 }
 
-static bool is_sep(unsigned char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == ':';
-}
-
-/* --- the file's tokens, as glibc sees them --- */
-
-struct token {
-    size_t start, end; /* [start, end) */
-    bool ours;         /* our entry, or our entry and a '\r' (cr) */
-    bool cr;           /* a CRLF line's: ld.so looks for a file whose name ends in '\r' */
-    bool seen;         /* ld.so reads it (see parse) */
-};
-
-struct parsed {
-    struct token *tok;
-    size_t ntok;
-    size_t ours; /* tokens that are ours, loaded or not */
-    size_t live; /* ours, without '\r', where ld.so reads: the library is loaded */
-    size_t nul;  /* offset of the first NUL outside a comment; the length if none */
-};
-
-/* A NUL ends a token too (ld.so's strings end there) but is kept as a byte of the file. */
-static bool ends_token(unsigned char c)
-{
-    return is_sep(c) || c == '#' || c == '\0';
-}
-
-/* ld.so reads the file as a C string, so nothing after its first NUL (outside a comment,
- * which it blanks first); but when the file does not end in a separator, it reads the last
- * word on its own (elf/rtld.c: the "problematic case"), up to a NUL in it. Returns the
- * start of that last word, or len + 1 when there is none. */
-static size_t ldso_last_word(const char *buf, size_t len)
-{
-    size_t ls = len;
-    while (ls > 0 && buf[ls - 1] != '\n')
-        ls--;
-    if (len == 0 || is_sep((unsigned char)buf[len - 1]) || memchr(buf + ls, '#', len - ls))
-        return len + 1;
-    size_t q = len;
-    while (q > 0 && !is_sep((unsigned char)buf[q - 1]))
-        q--;
-    return q;
-}
-
-static void parse(const char *buf, size_t len, struct parsed *p)
-{
-    size_t cap = 16;
-    p->tok = xrealloc(NULL, cap * sizeof *p->tok);
-    p->ntok = p->ours = p->live = 0;
-    p->nul = len;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = (unsigned char)buf[i];
-        if (c == '#') { /* comment to the end of the line; the '\n' stays a separator */
-            while (i < len && buf[i] != '\n')
-                i++;
-            continue;
-        }
-        if (c == '\0' && p->nul == len)
-            p->nul = i;
-        if (ends_token(c)) {
-            i++;
-            continue;
-        }
-        size_t s = i;
-        while (i < len && !ends_token((unsigned char)buf[i]))
-            i++;
-        if (p->ntok == cap) {
-            cap *= 2;
-            p->tok = xrealloc(p->tok, cap * sizeof *p->tok);
-        }
-        bool ours = i - s >= entry_len && memcmp(buf + s, entry, entry_len) == 0;
-        bool cr = ours && i - s == entry_len + 1 && buf[i - 1] == '\r';
-        ours = ours && (i - s == entry_len || cr);
-        p->tok[p->ntok++] = (struct token){s, i, ours, cr, false};
-    }
-    size_t last = ldso_last_word(buf, len);
-    for (size_t k = 0; k < p->ntok; k++) {
-        struct token *t = &p->tok[k];
-        t->seen = t->start < p->nul || t->start == last;
-        p->ours += t->ours;
-        p->live += t->ours && !t->cr && t->seen;
-    }
-}
-
-/* Marks in del[] the bytes to delete so that the tokens with drop[k] set disappear. A line
- * that holds nothing but dropped tokens and separators (no comment, no NUL) goes whole (with
- * its newline, or with the newline before it when it is the last line and has none);
- * elsewhere a dropped token takes one adjacent blank or ':' with it, the one after it if
- * there is one on the line, else the one before. */
-static void mark(const char *buf, size_t len, const struct parsed *p, const bool *drop, bool *del)
-{
-    size_t k = 0;
-    size_t ls = 0;
-    while (ls < len) {
-        size_t le = ls; /* end of line, exclusive of '\n' */
-        while (le < len && buf[le] != '\n')
-            le++;
-        /* a comment stays, and so does a NUL: what follows it would start to count */
-        bool keep_line = memchr(buf + ls, '#', le - ls) || memchr(buf + ls, '\0', le - ls);
-        size_t first = k, n = 0, ndrop = 0;
-        while (k < p->ntok && p->tok[k].start < le) {
-            n++;
-            ndrop += drop[k];
-            k++;
-        }
-        if (ndrop > 0 && ndrop == n && !keep_line) {
-            if (le < len) {
-                memset(del + ls, 1, le + 1 - ls);
-            } else {
-                memset(del + ls, 1, le - ls);
-                if (ls > 0)
-                    del[ls - 1] = 1; /* last line without a newline: the '\n' before it */
-            }
-        } else if (ndrop > 0) {
-            for (size_t j = first; j < first + n; j++) {
-                if (!drop[j])
-                    continue;
-                size_t s = p->tok[j].start, e = p->tok[j].end;
-                memset(del + s, 1, e - s);
-                if (e < le && buf[e] != '#' && is_sep((unsigned char)buf[e]) && !del[e])
-                    del[e] = 1;
-                else if (s > ls && is_sep((unsigned char)buf[s - 1]) && !del[s - 1])
-                    del[s - 1] = 1;
-            }
-        }
-        ls = le + 1;
-    }
-}
-
-/* --- file I/O --- */
-
-static char root[PATH_MAX] = "";
-static char dir[PATH_MAX + 8];   /* ROOT/etc */
-static char path[PATH_MAX + 32]; /* ROOT/etc/ld.so.preload */
-
-/* Reads the file: 1 when it exists (buf/len/st filled), 0 when it does not, -1 on error. */
-static int read_file(char **buf, size_t *len, struct stat *st)
-{
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return 0;
-        if (errno == ELOOP)
-            warnx("%s is a symbolic link: edit it by hand", path);
-        else
-            warn("cannot open %s", path);
-        return -1;
-    }
-    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-        warnx("%s is not a regular file", path);
-        close(fd);
-        return -1;
-    }
-    size_t cap = (size_t)st->st_size + 1, n = 0;
-    if (cap > MAX_FILE) {
-        warnx("%s is larger than %d bytes: not touching it", path, MAX_FILE);
-        close(fd);
-        return -1;
-    }
-    char *b = xrealloc(NULL, cap + 1);
-    for (;;) {
-        if (n == cap) {
-            if (cap >= MAX_FILE) {
-                warnx("%s grows while being read", path);
-                free(b);
-                close(fd);
-                return -1;
-            }
-            cap *= 2;
-            b = xrealloc(b, cap + 1);
-        }
-        ssize_t r = read(fd, b + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            warn("cannot read %s", path);
-            free(b);
-            close(fd);
-            return -1;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    *buf = b;
-    *len = n;
-    return 1;
-}
-
-static int fsync_dir(void)
-{
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return -1;
-    int rc = fsync(dfd);
-    close(dfd);
-    return rc;
-}
-
-/* Replaces the file with buf[0..len) atomically, mode 0644. */
-static int write_file(const char *buf, size_t len)
-{
-    char tmp[PATH_MAX + 64];
-    if (snprintf(tmp, sizeof tmp, "%s/.ld.so.preload.thpalloc-XXXXXX", dir) >= (int)sizeof tmp)
-        return -1;
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        warn("cannot create a file in %s", dir);
-        return -1;
-    }
-    const char *what = "write";
-    if (geteuid() == 0 && fchown(fd, 0, 0) != 0) {
-        what = "chown";
-        goto fail;
-    }
-    if (fchmod(fd, 0644) != 0) {
-        what = "chmod";
-        goto fail;
-    }
-    for (size_t off = 0; off < len;) {
-        ssize_t w = write(fd, buf + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            goto fail;
-        off += (size_t)w;
-    }
-    if (fsync(fd) != 0) {
-        what = "fsync";
-        goto fail;
-    }
-    if (close(fd) != 0) {
-        fd = -1;
-        what = "close";
-        goto fail;
-    }
-    fd = -1;
-    if (rename(tmp, path) != 0) {
-        what = "rename";
-        goto fail;
-    }
-    if (fsync_dir() != 0)
-        warn("warning: fsync of %s", dir);
-    return 0;
-fail:
-    warn("cannot %s %s", what, tmp);
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-    return -1;
-}
-
-static int remove_file(void)
-{
-    if (unlink(path) != 0 && errno != ENOENT) {
-        warn("cannot remove %s", path);
-        return -1;
-    }
-    if (fsync_dir() != 0)
-        warn("warning: fsync of %s", dir);
-    return 0;
-}
-
-/* Copies the bytes not marked for deletion. */
-static size_t squeeze(const char *buf, size_t len, const bool *del, char *out)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++)
-        if (!del[i])
-            out[n++] = buf[i];
-    return n;
-}
-
-static bool only_separators(const char *buf, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if (!is_sep((unsigned char)buf[i]))
-            return false;
-    return true;
-}
-
 /* --- the smoke test --- */
 
-/* Runs argv[0] (a full path) with envp, stdin and the other output on /dev/null, and output
- * `fd` (1 or 2) read into out[cap] (NUL-terminated, trailing newlines and blanks cut, *len
- * bytes; the rest of a longer output is read and dropped). Returns the wait status, or -1
- * with why[] saying what failed. */
-static int run_capture(char *const argv[], char *const envp[], int fd, char *out, size_t cap,
-                       size_t *len, char *why, size_t wcap)
+/* Runs argv[0] (a full path; inside `in` when that is not NULL: a chroot of it) with envp,
+ * stdin and the other output on /dev/null, and output `fd` (1 or 2) read into out[cap]
+ * (NUL-terminated, trailing newlines and blanks cut, *len bytes; the rest of a longer output
+ * is read and dropped). Returns the wait status, or -1 with why[] saying what failed. */
+static int run_capture(const char *in, char *const argv[], char *const envp[], int fd, char *out,
+                       size_t cap, size_t *len, char *why, size_t wcap)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0) {
@@ -430,6 +130,10 @@ static int run_capture(char *const argv[], char *const envp[], int fd, char *out
             dup2(nul, 2);
         }
         dup2(w, fd);
+        if (in && (chroot(in) != 0 || chdir("/") != 0)) {
+            dprintf(fd, "cannot chroot to %s: %s", in, strerror(errno));
+            _exit(127);
+        }
         signal(SIGALRM, SIG_DFL);
         alarm(30); /* a program that hangs fails the check instead of the install */
         execve(argv[0], argv, envp);
@@ -537,18 +241,53 @@ static int probe(const char *lib)
     return 0;
 }
 
-/* Runs argv with LD_PRELOAD=lib and a small fixed environment; true when it exits 0 and
- * writes nothing to stderr. On failure, why[] says what happened. */
-static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap)
+/* Set while enable repairs a CRLF line: every program the smoke test runs reads that file
+ * too (the system's, or DIR's in a chroot of DIR), and ld.so complains about the entry with
+ * its '\r', which the repair takes out. That complaint alone is no failure of the library. */
+static bool ignore_cr_complaint;
+
+/* Cuts out of err[0..*n) the lines in which ld.so says it cannot preload our entry with a
+ * '\r' from /etc/ld.so.preload. */
+static void drop_cr_complaint(char *err, size_t *n)
+{
+    char want[PATH_MAX + 128];
+    int wl = snprintf(want, sizeof want, "ERROR: ld.so: object '%s\r' from %s cannot be preloaded",
+                      entry, PRELOAD_FILE);
+    size_t o = 0;
+    for (size_t i = 0; i < *n;) {
+        size_t e = i;
+        while (e < *n && err[e] != '\n')
+            e++;
+        bool drop = e - i >= (size_t)wl && memcmp(err + i, want, (size_t)wl) == 0;
+        if (e < *n)
+            e++; /* with its newline */
+        if (!drop) {
+            memmove(err + o, err + i, e - i);
+            o += e - i;
+        }
+        i = e;
+    }
+    while (o > 0 && (err[o - 1] == '\n' || err[o - 1] == ' '))
+        o--;
+    err[o] = '\0';
+    *n = o;
+}
+
+/* Runs argv with LD_PRELOAD=lib and a small fixed environment (inside a chroot of `in`
+ * unless NULL); true when it exits 0 and writes nothing to stderr. On failure, why[] says
+ * what happened. */
+static bool smoke_one(const char *in, const char *lib, char *const argv[], char *why, size_t cap)
 {
     char pre[2 * PATH_MAX + 16];
     snprintf(pre, sizeof pre, "LD_PRELOAD=%s", lib);
     char *envp[] = {pre, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     char err[1024];
     size_t n = 0;
-    int st = run_capture(argv, envp, 2, err, sizeof err, &n, why, cap);
+    int st = run_capture(in, argv, envp, 2, err, sizeof err, &n, why, cap);
     if (st < 0)
         return false;
+    if (ignore_cr_complaint)
+        drop_cr_complaint(err, &n);
     if (WIFSIGNALED(st)) {
         snprintf(why, cap, "LD_PRELOAD=%s %s was killed by signal %d%s%s", lib, argv[0],
                  WTERMSIG(st), n ? ": " : "", err);
@@ -571,8 +310,65 @@ static bool smoke_one(const char *lib, char *const argv[], char *why, size_t cap
     return true;
 }
 
+/* With --root, the library is DIR's: it must never run as this system's root (its
+ * constructors would). Without a run, it is read: there, an ELF object that exports
+ * thpalloc_active. */
+static bool host_test; /* --host-test: run it on this system all the same */
+static bool not_run;   /* set by smoke(): the library was read, not run */
+
+static bool read_library(char *why, size_t cap)
+{
+    char file[2 * PATH_MAX];
+    if (!preload_resolve(root, entry, entry_len, file, sizeof file)) {
+        snprintf(why, cap, "%.900s%.900s: no such library", root, entry);
+        return false;
+    }
+    int r = elf_defines(file, "thpalloc_active");
+    if (r < 0)
+        snprintf(why, cap, "%.1800s is not an ELF shared object", file);
+    else if (r == 0)
+        snprintf(why, cap, "%.1800s does not export thpalloc_active: it is not thpalloc", file);
+    return r == 1;
+}
+
+/* The smoke test inside a chroot of DIR: its programs, its ld.so, its library; the probe
+ * is DIR's own thpalloc-preload when it has one. */
+static bool smoke_in_root(char *why, size_t cap)
+{
+    char *t[] = {"/bin/true", NULL};
+    char p[2 * PATH_MAX];
+    bool ok = smoke_one(root, entry, t, why, cap);
+    snprintf(p, sizeof p, "%s/bin/ls", root);
+    if (ok && access(p, X_OK) == 0) {
+        char *l[] = {"/bin/ls", "-la", "/", NULL};
+        ok = smoke_one(root, entry, l, why, cap);
+    }
+    snprintf(p, sizeof p, "%s%s/thpalloc-preload", root, THPALLOC_SBINDIR);
+    if (ok && access(p, X_OK) == 0) {
+        char *a[] = {THPALLOC_SBINDIR "/thpalloc-preload", PROBE_ARG, entry, NULL};
+        ok = smoke_one(root, entry, a, why, cap);
+    }
+    if (!ok) {
+        char tmp[2048];
+        snprintf(tmp, sizeof tmp, "in a chroot of %.500s: %.1500s", root, why);
+        snprintf(why, cap, "%s", tmp);
+    }
+    return ok;
+}
+
 static bool smoke(char *why, size_t cap)
 {
+    if (root[0] != '\0' && !host_test) {
+        if (!read_library(why, cap))
+            return false;
+        char t[PATH_MAX + 16];
+        snprintf(t, sizeof t, "%s/bin/true", root);
+        if (geteuid() != 0 || access(t, X_OK) != 0) {
+            not_run = true;
+            return true;
+        }
+        return smoke_in_root(why, cap);
+    }
     char lib[2 * PATH_MAX];
     if (snprintf(lib, sizeof lib, "%s%s", root, entry) >= (int)sizeof lib) {
         snprintf(why, cap, "path too long");
@@ -587,16 +383,16 @@ static bool smoke(char *why, size_t cap)
         return false;
     }
     char *t[] = {"/bin/true", NULL};
-    if (!smoke_one(lib, t, why, cap))
+    if (!smoke_one(NULL, lib, t, why, cap))
         return false;
     /* A real program that allocates, when there is one. */
     if (access("/bin/ls", X_OK) == 0) {
         char *l[] = {"/bin/ls", "-la", "/", NULL};
-        if (!smoke_one(lib, l, why, cap))
+        if (!smoke_one(NULL, lib, l, why, cap))
             return false;
     }
     char *p[] = {(char *)probe_exe(), PROBE_ARG, lib, NULL};
-    return smoke_one(lib, p, why, cap);
+    return smoke_one(NULL, lib, p, why, cap);
 }
 
 /* dpkg architectures and where their libraries go (the $LIB of their ld.so). */
@@ -627,7 +423,7 @@ static void warn_missing_archs(void)
     char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     char out[1024], why[256];
     size_t n = 0;
-    int st = run_capture(argv, envp, 1, out, sizeof out, &n, why, sizeof why);
+    int st = run_capture(NULL, argv, envp, 1, out, sizeof out, &n, why, sizeof why);
     if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return;
     for (char *save = NULL, *arch = strtok_r(out, " \t\n", &save); arch;
@@ -647,59 +443,38 @@ static void warn_missing_archs(void)
 
 /* --- verbs --- */
 
-/* The file as it stands, read and split into tokens. */
-struct current {
-    char *buf;
-    size_t len;
-    struct stat st;
-    bool exists;
-    struct parsed p;
-};
-
-static void unload(struct current *c)
+/* An entry that ld.so reads before token `limit` and that defines malloc: ld.so binds every
+ * program's malloc to it, and thpalloc, preloaded after it, stays dormant. Its index, with
+ * owner[] set to the entry as written, or NONE. */
+static size_t malloc_owner(const struct current *c, size_t limit, char *owner, size_t cap)
 {
-    free(c->p.tok);
-    free(c->buf);
+    size_t others = 0;
+    for (size_t k = 0; k < limit && k < c->p.ntok; k++) {
+        const struct token *t = &c->p.tok[k];
+        if (!t->ours && t->seen && others++ >= PRELOAD_OWNER_MAX_ENTRIES)
+            break;
+        char file[2 * PATH_MAX];
+        if (t->ours || !t->seen ||
+            !preload_owns_malloc(root, c->buf + t->start, t->end - t->start, file, sizeof file))
+            continue;
+        snprintf(owner, cap, "%.*s", (int)(t->end - t->start), c->buf + t->start);
+        return k;
+    }
+    return NONE;
 }
 
-/* 0 when read (c->exists: whether there is a file), -1 on an error (already said). */
-static int load(struct current *c)
+static void warn_dormant(const char *owner)
 {
-    memset(c, 0, sizeof *c);
-    int r = read_file(&c->buf, &c->len, &c->st);
-    if (r < 0)
-        return -1;
-    c->exists = r > 0;
-    if (c->exists)
-        parse(c->buf, c->len, &c->p);
-    return 0;
+    warnx("warning: %s: %s comes before %s and owns malloc: thpalloc is preloaded but dormant "
+          "in every process (thpalloc-preload enable --first puts it first)",
+          path, owner, entry);
 }
 
-#define NONE SIZE_MAX /* no token */
-
-/* The file's bytes without our tokens but the one at index `keep` (NONE: all go), and
- * (uncr) without that one's '\r'. Returns a malloc'd buffer (its length in *n). */
-static char *without_ours(const struct current *c, size_t keep, bool uncr, size_t *n)
-{
-    bool *drop = xcalloc(c->p.ntok + 1, sizeof *drop);
-    bool *del = xcalloc(c->len + 1, sizeof *del);
-    char *out = xrealloc(NULL, c->len + 1);
-    for (size_t k = 0; k < c->p.ntok; k++)
-        drop[k] = c->p.tok[k].ours && k != keep;
-    mark(c->buf, c->len, &c->p, drop, del);
-    if (uncr)
-        del[c->p.tok[keep].end - 1] = 1;
-    *n = squeeze(c->buf, c->len, del, out);
-    free(drop);
-    free(del);
-    return out;
-}
-
-/* The first of our tokens that ld.so reads, with a '\r' (cr) or without; NONE if none. */
-static size_t first_seen(const struct parsed *p, bool cr)
+/* The first token ld.so reads; NONE if none. */
+static size_t first_token(const struct parsed *p)
 {
     for (size_t k = 0; k < p->ntok; k++)
-        if (p->tok[k].ours && p->tok[k].seen && p->tok[k].cr == cr)
+        if (p->tok[k].seen)
             return k;
     return NONE;
 }
@@ -709,7 +484,12 @@ static int cmd_status(void)
     struct current c;
     if (load(&c) < 0)
         return 1;
-    puts(c.p.live > 0 ? "enabled" : "disabled");
+    size_t live = first_seen(&c.p, false);
+    char owner[PATH_MAX];
+    bool dormant = live != NONE && malloc_owner(&c, live, owner, sizeof owner) != NONE;
+    puts(live == NONE ? "disabled" : dormant ? "dormant" : "enabled");
+    if (dormant)
+        warn_dormant(owner);
     /* The copies of the entry that ld.so does not load, once each kind. */
     for (size_t k = 0; k < c.p.ntok; k++)
         if (c.p.tok[k].ours && !c.p.tok[k].seen) {
@@ -726,7 +506,22 @@ static int cmd_status(void)
     return 0;
 }
 
-static int cmd_enable(void)
+/* The file with our entry on a first line of its own, every other copy of it gone. */
+static char *entry_first(const struct current *c, size_t *n)
+{
+    size_t rest = 0;
+    char *without = c->exists ? without_ours(c, NONE, false, &rest) : NULL;
+    char *out = xrealloc(NULL, entry_len + 1 + rest);
+    memcpy(out, entry, entry_len);
+    out[entry_len] = '\n';
+    if (rest)
+        memcpy(out + entry_len + 1, without, rest);
+    free(without);
+    *n = entry_len + 1 + rest;
+    return out;
+}
+
+static int cmd_enable(bool first)
 {
     struct current c;
     if (load(&c) < 0)
@@ -734,7 +529,10 @@ static int cmd_enable(void)
     int rc = 0;
     char *out = NULL;
     size_t n = 0;
-    if (c.p.live > 0) {
+    char owner[PATH_MAX];
+    size_t live = first_seen(&c.p, false), fix = NONE;
+    bool move = first && live != NONE && live != first_token(&c.p);
+    if (live != NONE && !move) {
         /* Already there: only duplicates go (copies ld.so does not load too), and a mode
          * other than 0644 is repaired (a 0600 file silently disables every preload for
          * users other than root). */
@@ -743,7 +541,7 @@ static int cmd_enable(void)
             printf("%s: already enabled (%s in %s)\n", PROG, entry, path);
             goto out;
         }
-        out = without_ours(&c, first_seen(&c.p, false), false, &n);
+        out = without_ours(&c, live, false, &n);
         rc = write_file(out, n) == 0 ? 0 : 1;
         if (rc == 0)
             printf("%s: already enabled (%s in %s)%s%s\n", PROG, entry, path,
@@ -751,9 +549,11 @@ static int cmd_enable(void)
                    fix_mode ? "; mode set to 0644" : "");
         goto out;
     }
-    /* A CRLF line's copy is repaired where it is; a NUL would hide an entry added after it. */
-    size_t fix = first_seen(&c.p, true);
-    if (fix == NONE && c.p.nul < c.len) {
+    /* A CRLF line's copy is repaired where it is; a NUL would hide an entry added after it
+     * (not one put first). */
+    if (!first)
+        fix = first_seen(&c.p, true);
+    if (!first && fix == NONE && c.p.nul < c.len) {
         warnx("refusing to enable: %s has a NUL byte (offset %zu): ld.so reads no entry "
               "after it; take it out by hand",
               path, c.p.nul);
@@ -762,10 +562,19 @@ static int cmd_enable(void)
         goto out;
     }
     char why[2048];
+    ignore_cr_complaint = first_seen(&c.p, true) != NONE;
     if (!smoke(why, sizeof why)) {
         warnx("refusing to enable: %s", why);
         warnx("%s left as it was", path);
         rc = 1;
+        goto out;
+    }
+    if (first) {
+        out = entry_first(&c, &n);
+        rc = write_file(out, n) == 0 ? 0 : 1;
+        if (rc == 0)
+            printf("%s: enabled (%s %s %s)\n", PROG, entry,
+                   move ? "moved to the top of" : "added first to", path);
         goto out;
     }
     if (fix != NONE) {
@@ -794,6 +603,18 @@ static int cmd_enable(void)
     if (rc == 0)
         printf("%s: enabled (%s added to %s)\n", PROG, entry, path);
 out:
+    /* Where the entry is now: after an allocator, it is dormant (not after --first). */
+    if (rc == 0 && !first && c.exists &&
+        malloc_owner(&c,
+                     live != NONE  ? live
+                     : fix != NONE ? fix
+                                   : c.p.ntok,
+                     owner, sizeof owner) != NONE)
+        warn_dormant(owner);
+    if (rc == 0 && not_run)
+        warnx("warning: %s was read, not run: with --root it runs only in a chroot of %s, "
+              "which needs root and %s/bin/true (--host-test runs it on this system)",
+              entry, root, root);
     if (rc == 0)
         warn_missing_archs();
     free(out);
@@ -835,18 +656,24 @@ int main(int argc, char **argv)
         return probe(argv[2]);
     set_entry();
     static const struct option longopts[] = {
-        {"root", required_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"root", required_argument, NULL, 'r'}, {"first", no_argument, NULL, 'f'},
+        {"host-test", no_argument, NULL, 'H'},  {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},    {NULL, 0, NULL, 0},
     };
     const char *rootarg = NULL;
+    bool first = false;
     int c;
     opterr = 0; /* our own messages, with the short name and the --help hint */
-    while ((c = getopt_long(argc, argv, ":r:hV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":r:fhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
             rootarg = optarg;
+            break;
+        case 'f':
+            first = true;
+            break;
+        case 'H':
+            host_test = true;
             break;
         case 'h':
             usage();
@@ -874,6 +701,8 @@ int main(int argc, char **argv)
         bad_usage("one command only (got %s and %s)", verb, argv[optind + 1]);
     if (strcmp(verb, "enable") != 0 && strcmp(verb, "disable") != 0 && strcmp(verb, "status") != 0)
         bad_usage("unknown command '%s'", verb);
+    if (first && strcmp(verb, "enable") != 0)
+        bad_usage("--first is for enable only");
     if (rootarg != NULL && rootarg[0] == '\0')
         bad_usage("--root needs a directory");
     if (rootarg != NULL) {
@@ -900,7 +729,7 @@ int main(int argc, char **argv)
         err(1, "%s", dir);
     if (flock(dfd, LOCK_EX) != 0)
         err(1, "cannot lock %s", dir);
-    int rc = strcmp(verb, "enable") == 0 ? cmd_enable() : cmd_disable();
+    int rc = strcmp(verb, "enable") == 0 ? cmd_enable(first) : cmd_disable();
     fflush(stdout);
     close(dfd);
     return rc;
