@@ -337,6 +337,9 @@ void scan_proc(struct proc *p)
         return;
     }
     s->method = "pagemap-scan";
+    /* thpalloc is there but neither its table nor its mapping names say where (a library
+     * replaced since): its pages cannot be told from the rest's */
+    s->owners_unknown = p->loaded && !p->attr_ok;
     if (!p->huge_kb)
         return;
     double t0 = now();
@@ -446,6 +449,8 @@ void scan_text(const struct proc *p)
     for (int o = 0; o < 2; o++)
         row_text("    ", owner_name[o], &s->own[o]);
     note_split("    ");
+    if (s->owners_unknown)
+        printf("    (thpalloc's arenas unknown in this process: all its huge pages under rest)\n");
     if (s->exited)
         printf("    ! the process exited during the scan: the figures are partial\n");
     if (s->changed)
@@ -477,6 +482,7 @@ void scan_json(const struct proc *p)
     j_str("error", s->err ? ts_errname(s->err) : NULL);
     j_str("error_in", s->err ? s->err_what : NULL);
     j_int("max_ptes_none", max_ptes_none());
+    j_bool("owners_known", !s->owners_unknown);
     for (int o = 0; o < 2; o++)
         owner_json(owner_key[o], &s->own[o]);
     j_num("seconds", s->seconds);

@@ -16,6 +16,7 @@ struct scan {
     const char *method; /* how huge pages were found (NULL: not scanned) */
     struct scan_owner own[2];
     bool skipped;         /* more huge pages than --scan-max */
+    bool owners_unknown;  /* thpalloc loaded, its arenas unknown: every page under rest */
     bool exited;          /* the process exited during the scan: the figures are partial */
     uint64_t changed;     /* huge pages unmapped or moved while being read (not counted) */
     int err;              /* why it could not be scanned (errno), 0 if it could */
