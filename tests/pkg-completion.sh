@@ -50,5 +50,6 @@ is "$(comp thp-status --check-value pur)" "$(printf '%s\n' purge= purge_delay=)"
     "thp-status --check-value pur<TAB>: the keys"
 is "$(comp thp-status --root /e | grep -cx /etc)" 1 "thp-status --root /e<TAB>: a directory"
 is "$(comp thp-status --per)" "--per-process" "thp-status --per<TAB>"
+is "$(comp thp-status --sc)" "$(printf '%s\n' --scan --scan-max --scan-rate)" "thp-status --sc<TAB>: --scan and its limits"
 
 done_testing

@@ -73,6 +73,9 @@ for how in rename delete; do
         run $NOCAP "$T" --json "$H"
         is "$(json "$OUT" "d['processes'][0]['thpalloc']['library_replaced'], d['processes'][0]['thpalloc']['attribution']")" \
             "(True, None)" "$t: JSON without map_files: library_replaced, attribution null"
+        run $NOCAP "$T" --scan --json "$H"
+        is "$RC $(json "$OUT" "d['processes'][0]['scan']['owners_known'], d['processes'][0]['scan']['arenas']['huge_pages']")" \
+            "0 (False, 0)" "$t: --scan without map_files: owners unknown, every huge page under rest"
         run $NOCAP "$T" --all
         is "$(awk -v p="$H" '$1 == p { print $7, $8 }' "$OUT")" "loaded -" "$t: --all without map_files: ARENAHUGE '-', not 0.0M"
         run $NOCAP "$T" --all --prometheus --per-process

@@ -1,6 +1,7 @@
 /* thp-status --all: every process, read by thp-status-proc.c (collection), then one of
  * three renderers: the text table, JSON, Prometheus. */
 #include "thp-status-proc.h"
+#include "thp-status-scan.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -51,6 +52,8 @@ static int all_collect(struct all *a)
         }
         struct proc *p = &a->v[a->n];
         proc_collect(p, (pid_t)pid, false);
+        if (ts_opt.scan && p->exists && !p->kthread)
+            scan_proc(p);
         if (p->dirfd >= 0) {
             close(p->dirfd);
             p->dirfd = -1;
@@ -164,6 +167,8 @@ static void all_text(const struct all *a)
     }
     if (a->vanished)
         printf("%u exited while being read\n", a->vanished);
+    if (ts_opt.scan)
+        scan_all_text(a->v, a->n);
     if (ts_opt.verbose && a->unreadable) {
         printf("unreadable:");
         for (size_t i = 0; i < a->n; i++)
@@ -187,6 +192,8 @@ static void all_json(const struct all *a)
     j_int("unreadable", a->unreadable);
     j_int("exited_during_read", a->vanished);
     j_int("kernel_threads", a->kthreads);
+    if (ts_opt.scan)
+        scan_all_json(a->v, a->n);
     j_end();
     j_finish();
 }
@@ -368,6 +375,8 @@ static void all_prom(const struct all *a)
              "Processes whose memory could not be read (permission).");
     p_sample("thp_processes_unreadable", a->unreadable, NULL);
     prom_groups(a);
+    if (ts_opt.scan)
+        scan_all_prom(a->v, a->n, group_of);
     if (ts_opt.per_process)
         prom_processes(a);
 }

@@ -432,6 +432,8 @@ void proc_free(struct proc *p)
     p->intro = NULL;
     free(p->maps);
     p->maps = NULL;
+    free(p->scan);
+    p->scan = NULL;
     for (int i = 0; i < p->nenv; i++)
         free(p->env[i]);
     free(p->env);

@@ -80,6 +80,7 @@ struct proc {
     size_t pol_problems;
     struct perr errs[8];
     int nerr;
+    struct scan *scan; /* --scan (thp-status-scan.c) */
 };
 
 /* Reads everything about pid into p (full: also the environment and the policy). */

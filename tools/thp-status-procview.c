@@ -1,6 +1,7 @@
 /* thp-status: the process view: text and JSON output of what thp-status-proc.c read (the
  * JSON object of one process serves --all too). */
 #include "thp-status-proc.h"
+#include "thp-status-scan.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -151,6 +152,7 @@ static void proc_text(const struct proc *p)
                    "started, or it was started with other settings\n",
                    mode_name(p->intro->head.thp_mode));
     }
+    scan_text(p);
     text_errors(p);
 }
 
@@ -253,6 +255,7 @@ void proc_json(const struct proc *p, bool full)
         j_int("problems", (long long)p->pol_problems);
         j_end();
     }
+    scan_json(p);
     j_arr("errors");
     for (int i = 0; i < p->nerr; i++) {
         char why[400];
@@ -270,6 +273,8 @@ void proc_json(const struct proc *p, bool full)
 int ts_procs(char **pids, int npids)
 {
     int rc = 0, shown = 0;
+    if (ts_opt.format == TS_PROM)
+        return scan_procs_prom(pids, npids); /* --scan only (see main) */
     if (ts_opt.format == TS_JSON) {
         j_obj(NULL);
         j_str("schema", TS_SCHEMA);
@@ -284,6 +289,8 @@ int ts_procs(char **pids, int npids)
         char *end;
         long v = strtol(pids[i], &end, 10);
         proc_collect(p, (pid_t)v, true);
+        if (ts_opt.scan && p->exists && !p->vanished)
+            scan_proc(p);
         if (!p->exists) {
             fprintf(stderr, "thp-status: %ld: no such process\n", v);
             rc = 1;

@@ -12,7 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-struct ts_options ts_opt = {.format = TS_TEXT, .root = ""};
+struct ts_options ts_opt = {
+    .format = TS_TEXT, .root = "", .scan_rate = (uint64_t)1 << 30, .scan_max = (uint64_t)16 << 30};
 
 char *ts_slurp(const char *path, size_t *len, int *err)
 {

@@ -1,6 +1,7 @@
 /* thp-status: the administrator's view of transparent huge pages, system-wide and per
  * process, and of what thpalloc does inside each process and why. See thp-status(8). */
 #include "thp-status.h"
+#include "thp-status-scan.h"
 #include "thpalloc.h"
 
 #include <errno.h>
@@ -35,8 +36,12 @@ static void usage(FILE *out)
           "     --environment      with --explain: apply this shell's THPALLOC_* variables\n"
           " -j, --json             JSON output (schema \"" TS_SCHEMA "\", see thp-status(8))\n"
           " -p, --prometheus       Prometheus text format (system view and --all:\n"
-          "                        per systemd service, and totals)\n"
+          "                        per systemd service, and totals; PID with --scan)\n"
           "     --per-process      with --all --prometheus: series per process too\n"
+          "     --scan             with PID or --all: how much of each process's huge\n"
+          "                        pages is zero-filled (reads its memory: ptrace permission)\n"
+          "     --scan-rate SIZE   read at most SIZE a second (default 1G; 0: no limit)\n"
+          "     --scan-max SIZE    skip a process with more huge pages (default 16G)\n"
           " -r, --root DIR         read etc/thpalloc.conf, etc/thpalloc.d and\n"
           "                        etc/ld.so.preload under DIR instead of /\n"
           " -v, --verbose          more detail (--all: list unreadable processes)\n"
@@ -54,7 +59,7 @@ static void bad_usage(const char *fmt, const char *arg)
     exit(2);
 }
 
-enum { OPT_ENV = 256, OPT_CHECK_VALUE, OPT_PER_PROCESS };
+enum { OPT_ENV = 256, OPT_CHECK_VALUE, OPT_PER_PROCESS, OPT_SCAN, OPT_SCAN_RATE, OPT_SCAN_MAX };
 
 int main(int argc, char **argv)
 {
@@ -71,13 +76,17 @@ int main(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"prometheus", no_argument, NULL, 'p'},
         {"per-process", no_argument, NULL, OPT_PER_PROCESS},
+        {"scan", no_argument, NULL, OPT_SCAN},
+        {"scan-rate", required_argument, NULL, OPT_SCAN_RATE},
+        {"scan-max", required_argument, NULL, OPT_SCAN_MAX},
         {"root", required_argument, NULL, 'r'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    bool all = false, check = false, with_env = false, json = false, prom = false;
+    bool scan_limits = false, all = false, check = false, with_env = false, json = false,
+         prom = false;
     const char *explain = NULL, *unit = NULL, *check_value = NULL;
     int c;
     opterr = 0;
@@ -111,6 +120,17 @@ int main(int argc, char **argv)
             break;
         case OPT_PER_PROCESS:
             ts_opt.per_process = true;
+            break;
+        case OPT_SCAN:
+            ts_opt.scan = true;
+            break;
+        case OPT_SCAN_RATE:
+        case OPT_SCAN_MAX:
+            if (!scan_parse_size(optarg, c == OPT_SCAN_RATE ? &ts_opt.scan_rate : &ts_opt.scan_max))
+                bad_usage(c == OPT_SCAN_RATE ? "--scan-rate: not a size: '%s'"
+                                             : "--scan-max: not a size: '%s'",
+                          optarg);
+            scan_limits = true;
             break;
         case 'r':
             ts_opt.root = optarg;
@@ -150,8 +170,12 @@ int main(int argc, char **argv)
         bad_usage("%s", "--unit and --environment go with --explain (or --unit alone)");
     if ((all || explain) && nargs > 0)
         bad_usage("unexpected argument '%s'", args[0]);
-    if (prom && (check || explain || unit || nargs > 0))
+    if (prom && (check || explain || unit || (nargs > 0 && !ts_opt.scan)))
         bad_usage("%s", "--prometheus is for the system view and --all");
+    if (ts_opt.scan && !all && (nargs == 0 || check || explain || unit))
+        bad_usage("%s", "--scan goes with PID... or --all");
+    if (scan_limits && !ts_opt.scan)
+        bad_usage("%s", "--scan-rate and --scan-max go with --scan");
     if (ts_opt.per_process && !(all && prom))
         bad_usage("%s", "--per-process goes with --all --prometheus");
     if (!check)

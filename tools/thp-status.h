@@ -14,6 +14,7 @@
  *   thp-status-policy.c  --check, --explain and the policy tables shared by the views
  *   thp-status-lint.c    what --check adds: sections that never match, unreadable files
  *   thp-status-caps.c    libcap: keep only what reading other processes needs
+ *   thp-status-scan.c    --scan: the zero-filled part of each process's huge pages
  */
 #ifndef THP_STATUS_H
 #define THP_STATUS_H
@@ -35,6 +36,8 @@ struct ts_options {
     const char *root; /* "" or a directory that stands for / when reading etc/ files */
     bool verbose;
     bool per_process; /* --all --prometheus: series per process too */
+    bool scan;        /* --scan: read huge pages for zero-filled pieces (thp-status-scan.c) */
+    uint64_t scan_rate, scan_max; /* --scan-rate bytes a second (0: no limit), --scan-max */
 };
 extern struct ts_options ts_opt;
 
