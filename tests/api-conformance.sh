@@ -9,9 +9,9 @@
 prog=$TESTS_BUILDDIR/api-table
 test -x "$prog" || bail "$prog not built"
 
-tap_timeout 60 "$prog" >"$tap_tmp/glibc.txt" 2>"$tap_tmp/glibc.err"
+tap_timeout 300 "$prog" >"$tap_tmp/glibc.txt" 2>"$tap_tmp/glibc.err"
 rc_glibc=$?
-tap_timeout 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" >"$tap_tmp/thp.txt" 2>"$tap_tmp/thp.err"
+tap_timeout 300 env LD_PRELOAD="$THPALLOC_LIB" "$prog" >"$tap_tmp/thp.txt" 2>"$tap_tmp/thp.err"
 rc_thp=$?
 
 # The reference run under glibc must itself be sane, or the comparison means nothing.

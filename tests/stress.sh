@@ -44,7 +44,7 @@ ok $rc "control: stress-threads soak passes under plain glibc"
 for m in "${modes[@]}" nopie-manythreads nopie-fork; do
     prog=$PROG mode=$m
     tmo=$TIMEOUT
-    case $m in nopie-*) prog=$PROG-nopie mode=${m#nopie-} tmo=$((TIMEOUT / 2)) ;; esac
+    case $m in nopie-*) prog=$PROG-nopie mode=${m#nopie-} ;; esac
     start=$(date +%s.%N)
     timeout -k 5 "$tmo" env LD_PRELOAD="$LIB" "$prog" -s "$SOAK_SECONDS" "$mode" \
         >"$tmp/$m.out" 2>&1
