@@ -19,14 +19,16 @@
  * program as "--child" (glibc's posix_spawn is a vfork-like clone that runs no fork
  * handlers: the new image allocates on its own). A fork child allocates and frees blocks of
  * every kind, frees a block inherited from the forking thread and one churned by another
- * thread, sometimes starts a thread of its own, then exec()s "--child" or _exit()s. The
+ * thread, sometimes starts a thread of its own (which frees 20 MiB in its last destructor
+ * pass) and joins it, then exec()s "--child" or _exit()s. The
  * parent has a SIGCHLD handler without SA_RESTART (async-signal-safe: it counts), so the
  * library's waits see EINTR. The library does not document malloc or free as
  * async-signal-safe (glibc's are not either): no handler calls them.
  *
  * SOAK=N multiplies the counts (long runs); -g runs under any malloc (the control).
- * SOAK_FORK_SELFTEST=deadlock makes the 20th fork child block on a mutex a parent thread
- * holds across the fork (the watchdog's own test: it must report the stall and fail). */
+ * SOAK_FORK_SELFTEST=deadlock makes the 4th fork child (n = 3: early, so that a real stall
+ * further on cannot hide it) block on a mutex a parent thread holds across the fork (the
+ * watchdog's own test: it must report the stall and fail). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
@@ -214,16 +216,36 @@ static int child_work(uint64_t seed)
     return bad;
 }
 
+/* A thread's last frees, in glibc's second destructor pass (after the library's own key
+ * destructor retired its heap), where no safe point of the thread may start the purger:
+ * the request waits, and the joiner's next free was the one that started it, inside
+ * pthread_join with glibc's stack-cache lock held (tests/rel-joinfree). */
+static pthread_key_t late_key;
+static __thread int late_passes;
+
+static void late_free(void *p)
+{
+    if (late_passes++ == 0)
+        pthread_setspecific(late_key, p);
+    else
+        free(p);
+}
+
 static void *child_thread(void *arg)
 {
-    return (void *)(intptr_t)child_work((uintptr_t)arg);
+    intptr_t bad = child_work((uintptr_t)arg);
+    unsigned char *late = malloc(20 * MiB); /* more than the 16 MiB that ask for a purger */
+    if (late)
+        late[0] = late[20 * MiB - 1] = 1;
+    pthread_setspecific(late_key, late);
+    return (void *)bad;
 }
 
 static void fork_child(long n, struct block inherited)
 {
     /* gdb from the watchdog may attach under Yama's ptrace_scope 1 */
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-    if (selftest_deadlock && n == 20)
+    if (selftest_deadlock && n == 3)
         pthread_mutex_lock(&held_across_fork); /* held by a parent thread: never returns */
     int bad = child_work((uint64_t)n * 7919 + 1);
     bad |= !intact(inherited);
@@ -336,6 +358,7 @@ static int worker(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigchld; /* no SA_RESTART: waits see EINTR */
     sigaction(SIGCHLD, &sa, NULL);
+    pthread_key_create(&late_key, late_free);
     /* 24 MiB freed at once: enough waiting for the library to start its purger thread */
     struct block big[12];
     for (int i = 0; i < 12; i++) {

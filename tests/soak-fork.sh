@@ -20,7 +20,7 @@ relay "thpalloc" $((150 * soak)) env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_D
     SOAK="$soak" "$PROG" -w 20
 diag "thpalloc soak: $(($(date +%s) - start)) s"
 
-# The watchdog's own test: the 20th fork child blocks on a mutex a parent thread held across
+# The watchdog's own test: the 4th fork child blocks on a mutex a parent thread held across
 # the fork. The soak must stop, say where, show the child's stack and fail, in seconds.
 start=$(date +%s)
 tap_timeout 90 env LD_PRELOAD="$THPALLOC_LIB" SOAK_FORK_SELFTEST=deadlock SOAK= \
@@ -29,8 +29,8 @@ rc=$?
 secs=$(($(date +%s) - start))
 check "self-test: a deadlocked child makes the soak fail (exit 1, got $rc, ${secs}s)" \
     test "$rc" -eq 1
-check "self-test: the watchdog names the stalled count (forks stuck at 20)" \
-    grep -q '^# STALL: forks stuck at 20 ' "$tap_tmp/self.out"
+check "self-test: the watchdog names the stalled count (forks stuck at 3)" \
+    grep -q '^# STALL: forks stuck at 3 ' "$tap_tmp/self.out"
 check "self-test: it reports the stall as a failed assertion" \
     grep -q '^not ok - no stall' "$tap_tmp/self.out"
 if command -v gdb >/dev/null 2>&1; then
