@@ -16,7 +16,15 @@
 static inline void safe_point(void)
 {
     if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
-        purger_start_if_wanted();
+        purger_start_if_wanted(NULL);
+}
+
+/* The end of a free, called from caller (its return address): ld.so frees with glibc's
+ * locks held (purger.c). */
+static inline void safe_point_free(const void *caller)
+{
+    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
+        purger_start_if_wanted(caller);
 }
 
 /* The calling thread's heap, or NULL for the shared sentinels (written by nobody). */
@@ -69,7 +77,7 @@ static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
 
 /* free's slow path: large blocks, extents, then the heap's (remote, full page, aligned blocks, a
  * bad pointer). */
-static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p)
+static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p, const void *caller)
 {
     if (c->kind == CHUNK_LARGE) {
         large_free(c, p);
@@ -80,7 +88,7 @@ static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p)
     } else {
         heap_free_slow(c, page, p);
     }
-    safe_point();
+    safe_point_free(caller);
 }
 
 /* The fast path's page ran dry (inside its handshake): the next page when it is ready. */
@@ -96,11 +104,11 @@ static NOINLINE void *malloc_dry(heap_t *heap, page_t *page, size_t size)
 }
 
 /* The owner freed its page's last block on the fast path. */
-static NOINLINE void free_retire(heap_t *heap, page_t *page)
+static NOINLINE void free_retire(heap_t *heap, page_t *page, const void *caller)
 {
     page_retire(heap, page);
     heap_leave(heap);
-    safe_point();
+    safe_point_free(caller);
 }
 
 /* ---- the fast paths ------------------------------------------------------------------ */
@@ -178,7 +186,7 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
             block_set_next(b, page->local_free);
             page->local_free = b;
             if (unlikely(--page->used == 0)) {
-                free_retire(heap, page);
+                free_retire(heap, page, __builtin_return_address(0));
                 return;
             }
             heap_leave(heap);
@@ -186,7 +194,9 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
         }
         heap_leave(heap);
     }
-    free_slow(c, page, p); /* remote, full page, aligned blocks, or a bad pointer */
+    /* remote, full page, aligned blocks, or a bad pointer; the return address is free's
+     * (or realloc's): free_inline is always inlined into the API function */
+    free_slow(c, page, p, __builtin_return_address(0));
 }
 
 /* Usable bytes from p to the end of its block. p must be a block's start (or the pointer

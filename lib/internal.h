@@ -147,8 +147,10 @@ HIDDEN void purge_note_chunks(void);
 enum { PURGER_WANT_NONE, PURGER_WANT_THREAD, PURGER_WANT_INLINE };
 /* Starts the background purger when one was asked for, or purges inline what is due. Only
  * at a safe point: the top of a malloc or the end of a free, where no heap list is being
- * walked and no lock is held (pthread_create allocates). */
-HIDDEN void purger_start_if_wanted(void);
+ * walked and no lock is held (pthread_create allocates). caller: the return address of
+ * the free that got here (NULL from a malloc): a free the dynamic loader makes leaves the
+ * thread to the next call (purger.c). */
+HIDDEN void purger_start_if_wanted(const void *caller);
 extern HIDDEN _Atomic int purger_wanted;
 /* Something waits for purge_delay in a process without the purger: from now on the
  * allocator's heavier events count (purge_inline_tick), and one in 16 asks the next safe

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -265,4 +266,33 @@ size_t os_page_size(void)
         v = s > 0 ? (unsigned long)s : 4096;
     }
     return (size_t)v;
+}
+
+bool os_in_loader(const void *addr)
+{
+    /* [lo, hi) of ld.so's executable segments, worked out on the first call (racing
+     * callers write the same values); lo 1 when there is no loader. */
+    static uintptr_t lo, hi;
+    uintptr_t l = __atomic_load_n(&lo, __ATOMIC_ACQUIRE);
+    if (l == 0) {
+        uintptr_t base = (uintptr_t)getauxval(AT_BASE), low = UINTPTR_MAX, high = 0;
+        const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+        if (base && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0) {
+            const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
+            for (unsigned i = 0; i < eh->e_phnum; i++) {
+                if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+                    continue;
+                if (base + ph[i].p_vaddr < low)
+                    low = base + ph[i].p_vaddr;
+                if (base + ph[i].p_vaddr + ph[i].p_memsz > high)
+                    high = base + ph[i].p_vaddr + ph[i].p_memsz;
+            }
+        }
+        if (high == 0)
+            low = high = 1;
+        __atomic_store_n(&hi, high, __ATOMIC_RELAXED);
+        __atomic_store_n(&lo, low, __ATOMIC_RELEASE);
+        l = low;
+    }
+    return (uintptr_t)addr >= l && (uintptr_t)addr < __atomic_load_n(&hi, __ATOMIC_RELAXED);
 }

@@ -92,6 +92,9 @@ static inline bool clock_passed(uint32_t now, uint32_t stamp, long delay)
 }
 /* The kernel's base page size (the auxiliary vector: no system call). */
 size_t os_page_size(void);
+/* Whether addr is in the dynamic loader's code (ld.so, found through AT_BASE and its program
+ * headers in memory: no system call, no lock). False in a static program. */
+bool os_in_loader(const void *addr);
 /* Writes a whole string to fd 2 (never through stdio). */
 void os_write_stderr(const char *s);
 /* Formats v in decimal into buf (at least 21 bytes) without stdio; returns buf. */

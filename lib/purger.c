@@ -136,7 +136,7 @@ static void purger_start(void)
         purger_thread_not_started();
 }
 
-void purger_start_if_wanted(void)
+void purger_start_if_wanted(const void *caller)
 {
     int look = PURGER_WANT_INLINE;
     if (atomic_compare_exchange_strong(&purger_wanted, &look, PURGER_WANT_NONE)) {
@@ -147,6 +147,13 @@ void purger_start_if_wanted(void)
      * would give it a heap that outlives it. Another thread starts the purger at its next
      * safe point. */
     if (tl_heap == &heap_exited)
+        return;
+    /* Nor from a free that ld.so makes: it frees a finished thread's TLS (pthread_join, a
+     * detached thread's end) with glibc's stack-cache lock held, which pthread_create takes
+     * too, so the thread would wait for itself forever with every signal blocked
+     * (tests/rel-joinfree). The request stays for the next call from anywhere else. */
+    if (caller && __atomic_load_n(&purger_wanted, __ATOMIC_RELAXED) == PURGER_WANT_THREAD &&
+        os_in_loader(caller))
         return;
     int thread = PURGER_WANT_THREAD;
     if (atomic_compare_exchange_strong(&purger_wanted, &thread, PURGER_WANT_NONE))

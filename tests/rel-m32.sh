@@ -98,6 +98,7 @@ prog .libs/mmapfail-interpose.so mmapfail-interpose.c -shared -fPIC
 prog rel-misuse rel-misuse.c
 prog rel-threads rel-threads.c
 prog rel-bigtls rel-bigtls.c
+prog rel-joinfree rel-joinfree.c
 prog rel-reclaim rel-reclaim.c
 prog stress-threads stress-threads.c
 prog stress-threads-nopie stress-threads.c -fno-pie -no-pie -DSTRESS_TAKE_MALLOC_ADDRESS

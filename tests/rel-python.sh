@@ -37,12 +37,16 @@ active=$(env LD_PRELOAD="$THPALLOC_LIB" "$PY" -c \
 check "thpalloc is the malloc in charge in $PY (thpalloc_active() = $active)" test "$active" = 1
 
 # Both runs at once, each in its own directory (regrtest writes its temporary files into
-# the working directory) with its own TMPDIR.
+# the working directory) with its own TMPDIR. test_socket's VSOCK stream test is left out:
+# it binds vsock port 1234 and accept()s with no timeout while its client thread connects
+# to the local CID; without vsock loopback (a Firecracker guest: ENODEV) that accept waits
+# forever under glibc's malloc as under ours (issue 38's 22-minute hang), and the worker it
+# leaves behind holds the port, so that every later run fails it with EADDRINUSE.
 runpy() { # NAME PRELOAD
     mkdir -p "$tap_tmp/$1/tmp"
     (cd "$tap_tmp/$1" && TMPDIR=$tap_tmp/$1/tmp PYTHONDONTWRITEBYTECODE=1 LC_ALL=C.UTF-8 \
         tap_timeout 1500 env ${2:+LD_PRELOAD=$2} "$PY" -m test -j2 --timeout 600 \
-        --junit-xml "$tap_tmp/$1.xml" $mods >"$tap_tmp/$1.out" 2>&1
+        --ignore '*VSOCK*' --junit-xml "$tap_tmp/$1.xml" $mods >"$tap_tmp/$1.out" 2>&1
      echo $? >"$tap_tmp/$1.rc")
 }
 start=$(date +%s)

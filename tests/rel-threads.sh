@@ -11,8 +11,10 @@
 # chunk left behind per thread (it was 2 MiB each). Then batches of threads whose leftovers
 # the main thread frees (janitor), and exited threads' chunks that nobody adopts: the purger
 # gives their free memory back within a few purge delays (orphans), and the purger of a
-# program with a large static TLS (rel-bigtls). All but the last also run under plain glibc,
-# the test's own sanity.
+# program with a large static TLS (rel-bigtls), and a purger asked for in a thread's last
+# destructor is not started from the free that pthread_join makes through ld.so with glibc's
+# stack-cache lock held (rel-joinfree: that deadlocked). All but the last two also run under
+# plain glibc, the test's own sanity.
 #   REL_THREAD_CYCLES=N  (default 100000; check-long: 1000000)
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
@@ -31,4 +33,6 @@ relay "glibc" 60 "$prog" -g orphans
 relay "thpalloc" 60 env THPALLOC_PURGE_DELAY=100ms LD_PRELOAD="$THPALLOC_LIB" "$prog" orphans
 # A program with 256 KiB of static TLS per thread still gets its purger.
 relay "thpalloc" 30 env LD_PRELOAD="$THPALLOC_LIB" "$TESTS_BUILDDIR/rel-bigtls"
+# pthread_join frees the joined thread's TLS through ld.so under glibc's stack-cache lock.
+relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$TESTS_BUILDDIR/rel-joinfree"
 done_testing
