@@ -125,11 +125,26 @@ static inline void dirty_mark(struct extent_map *m, unsigned first, unsigned len
     }
 }
 
+/* The bits set in x. __builtin_popcountll is a call into libgcc without -mpopcnt (the
+ * x86-64 baseline Debian builds for): ~23 instructions a word, and a merged free run counts
+ * up to 8 words on every free (callgrind: 231 of 1864 instructions of a 16 KiB malloc/free
+ * pair); this is 12, inline, and none for a clean word. */
+static inline unsigned bits_set(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
 static inline unsigned dirty_count(const struct extent_map *m, unsigned first, unsigned len)
 {
     unsigned n = 0;
-    for (unsigned g = first, k; g < first + len; g += k)
-        n += (unsigned)__builtin_popcountll(m->dirty[g / 64] & dirty_mask(g, first + len, &k));
+    for (unsigned g = first, k; g < first + len; g += k) {
+        uint64_t w = m->dirty[g / 64] & dirty_mask(g, first + len, &k);
+        if (w)
+            n += bits_set(w);
+    }
     return n;
 }
 

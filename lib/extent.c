@@ -354,13 +354,26 @@ static void absorb(struct extent_map *m, unsigned first, unsigned len, struct me
  * data (to be purged after purge_delay), else its dirty bits stay as they are; zero: it
  * reads as zero. Returns the merged run, and in *held its dirty granules. extent_lock
  * held. */
+static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsigned len,
+                                     unsigned own, bool zero, bool trimmed, uint32_t freed_at,
+                                     unsigned *held);
+
 static struct ext_free *run_free_held(struct extent_map *m, unsigned first, unsigned len,
                                       bool dirty, bool zero, bool trimmed, uint32_t freed_at,
                                       unsigned *held)
 {
     if (dirty)
         dirty_mark(m, first, len, true);
-    unsigned own = dirty_count(m, first, len);
+    return run_free_own(m, first, len, dirty ? len : dirty_count(m, first, len), zero, trimmed,
+                        freed_at, held);
+}
+
+/* run_free_held with the run's dirty granules already known (own): a split run's parts. */
+static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsigned len,
+                                     unsigned own, bool zero, bool trimmed, uint32_t freed_at,
+                                     unsigned *held)
+{
+    LIB_ASSERT(own == dirty_count(m, first, len));
     struct merge g = {first, len, 0, own, zero, trimmed, freed_at, own};
     if (first > 0) {
         uint16_t t = tag_get(m, first - 1);
@@ -494,14 +507,21 @@ static bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, u
      * thread); one that only frees (a drained list) is. */
     if (trim_batched)
         trim_batched = trim_batched > len ? trim_batched - len : 0;
-    /* the parts before and after: free runs of their own (no free neighbour: n had none) */
-    if (dirty)
-        dirty_mark(m, first, len, false);
+    /* the parts before and after: free runs of their own (no free neighbour: n had none).
+     * Their dirty granules by difference, counting only the part taken and the part before
+     * (usually none): counting the rest, most of a chunk, cost 8 words on every split. */
     unsigned before = first - start, after = start + total - first - len;
+    unsigned taken_dirty = 0, before_dirty = 0;
+    if (dirty) {
+        taken_dirty = dirty_count(m, first, len);
+        before_dirty = before ? dirty_count(m, start, before) : 0;
+        dirty_mark(m, first, len, false);
+    }
     if (before)
-        run_free(m, start, before, false, zero, false, at);
+        run_free_own(m, start, before, before_dirty, zero, false, at, NULL);
     if (after)
-        run_free(m, first + len, after, false, zero, false, at);
+        run_free_own(m, first + len, after, dirty - taken_dirty - before_dirty, zero, false, at,
+                     NULL);
     tags_set(m, first, len, 0);
     m->used += len;
     if (m->chunk == spare)
