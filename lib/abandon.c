@@ -102,7 +102,7 @@ bool abandoned_free(chunk_t *c, page_t *page, block_t *b)
     return mine;
 }
 
-void heap_abandon(heap_t *heap)
+void abandon_heap(heap_t *heap)
 {
     uint32_t now = now_ms();
     page_t *next;
@@ -119,7 +119,7 @@ void heap_abandon(heap_t *heap)
             cn = c->next;
             c->next = c->prev = NULL;
             if (c->pages_used == 0) {
-                chunk_release(c); /* the empty chunk page_free keeps */
+                chunk_release(c); /* the empty chunk chunk_page_free keeps */
                 continue;
             }
             for (unsigned i = 0; i < chunk_page_count(c); i++) {

@@ -65,8 +65,8 @@ static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
         if (unlikely(lib_passthrough()))
             return passthrough_alloc(size, 0, zero); /* no heap, ever: always here */
         if (unlikely(heap == &heap_exited))
-            return late_malloc(size, zero);
-        heap = heap_create();
+            return thread_late_malloc(size, zero);
+        heap = thread_heap_create();
         if (!heap)
             return NULL;
     }
@@ -106,7 +106,7 @@ static NOINLINE void *malloc_dry(heap_t *heap, page_t *page, size_t size)
 /* The owner freed its page's last block on the fast path. */
 static NOINLINE void free_retire(heap_t *heap, page_t *page, const void *caller)
 {
-    page_retire(heap, page);
+    heap_page_retire(heap, page);
     heap_leave(heap);
     safe_point_free(caller);
 }
@@ -131,7 +131,7 @@ static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
                  * of churn's slow mallocs were this. page_empty and a reset page have neither
                  * list.
                  * Counted and marked as the slow path does: the busy heap's rules and kept
-                 * pages' ages run on slow_ops, page_retire keeps only pages allocated from. */
+                 * pages' ages run on slow_ops, heap_page_retire keeps only pages allocated from. */
                 b = page->local_free;
                 if (b &&
                     likely(!atomic_load_explicit(&page->xthread_free, memory_order_relaxed) &&
@@ -260,7 +260,7 @@ static void *aligned_impl(size_t alignment, size_t size)
                 page_t *page = page_of_block(c, b);
                 /* our own page: we just allocated from it (flags are the owner's: inside
                  * the reclaim handshake, like every change to the heap) */
-                heap_page_set_aligned(page);
+                thread_page_set_aligned(page);
                 /* the block's first word is ours (a - b >= 16): the pointer we handed out */
                 *(uintptr_t *)b = aligned_mark(b, a - (uintptr_t)b);
             }

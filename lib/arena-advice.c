@@ -12,7 +12,7 @@ void advice_drop_huge(arena_t *a, size_t n)
 }
 
 /* Chunk i, a live large block's tail using `used` bytes, keeps a huge page it had: the rest
- * is purged after purge_delay (the caller arms the purge: advise_run returns true). */
+ * is purged after purge_delay (the caller arms the purge: advice_run returns true). */
 static void tail_pad(arena_t *a, size_t i, size_t used)
 {
     uint32_t now = now_ms();
@@ -22,7 +22,7 @@ static void tail_pad(arena_t *a, size_t i, size_t used)
 }
 
 /* A padded tail ends (purged, freed, or no longer a tail). */
-void tail_unpad(arena_t *a, size_t i)
+void advice_tail_unpad(arena_t *a, size_t i)
 {
     atomic_fetch_sub_explicit(&stat_tail_padded, CHUNK_SIZE - a->padded[i], memory_order_relaxed);
     a->padded[i] = 0;
@@ -30,7 +30,7 @@ void tail_unpad(arena_t *a, size_t i)
 
 /* Gives chunks [first, first+n) of arena the advice their use calls for, one madvise per
  * run of equal advice. Large blocks: the full 2 MiB pieces and the tail differ. */
-bool advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size, bool reuse)
+bool advice_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size, bool reuse)
 {
     bool padded = false;
     const struct thp_policy *pol = &policy_in_force.thp;
@@ -61,7 +61,7 @@ bool advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t blo
         for (size_t k = i; k < j && first + k < ARENA_MAX_CHUNKS; k++) {
             if (!a->padded[first + k])
                 continue;
-            tail_unpad(a, first + k);
+            advice_tail_unpad(a, first + k);
             if (u == THP_USE_LARGE_TAIL) {
                 tail_pad(a, first + k, block_size & CHUNK_MASK);
                 padded = true;
@@ -107,7 +107,7 @@ bool advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t blo
 
 /* The padded tails of live large blocks whose delay has passed: the part beyond the block
  * is purged (the huge page splits) and the chunk opts out of huge pages as a tail should. */
-size_t purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next)
+size_t advice_purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next)
 {
     long delay = policy_in_force.purge_delay_ms;
     size_t purged = 0;
@@ -122,7 +122,7 @@ size_t purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next)
         }
         uint8_t *p = a->base + (i << CHUNK_SHIFT);
         size_t keep = ((size_t)a->padded[i] + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
-        tail_unpad(a, i);
+        advice_tail_unpad(a, i);
         if (keep < CHUNK_SIZE && os_purge(p + keep, CHUNK_SIZE - keep, OS_PURGE_DONTNEED))
             purged += CHUNK_SIZE - keep;
         enum os_advice adv = thp_advice(thp_system_setting(), THP_WANT_NOHUGE, OS_ADVICE_HUGE);

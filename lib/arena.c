@@ -39,7 +39,7 @@ static inline void bit_clear(uint64_t *bm, size_t i)
 static void advise(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size,
                    bool reuse)
 {
-    if (!advise_run(a, first, n, use, block_size, reuse))
+    if (!advice_run(a, first, n, use, block_size, reuse))
         return;
     long delay = policy_in_force.purge_delay_ms;
     if (delay < 0)
@@ -579,7 +579,7 @@ static void free_locked(arena_t *a, uint8_t *base, size_t n, uint32_t now)
     for (size_t i = first; i < first + n; i++) {
         LIB_ASSERT(bit_get(a->used, i));
         if (i < ARENA_MAX_CHUNKS && a->padded[i])
-            tail_unpad(a, i);
+            advice_tail_unpad(a, i);
         bit_clear(a->used, i);
         bit_set(a->dirty, i);
         a->freed_at[i] = now;
@@ -723,7 +723,7 @@ static void purge_locked(uint32_t now, bool force, bool unmap)
     size_t tails = 0;
     for (arena_t *a = arenas; a; a = a->next) {
         purged += purge_arena(a, now, force, &next);
-        tails += purge_padded_tails(a, now, force, &next);
+        tails += advice_purge_padded_tails(a, now, force, &next);
     }
     atomic_fetch_add_explicit(&stat_purged, tails, memory_order_relaxed);
     if (unmap)

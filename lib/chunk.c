@@ -182,7 +182,7 @@ static int slot_take(chunk_t *c, bool *was_dirty)
     return -1;
 }
 
-/* An empty page another class keeps (page_retire), to be taken over: its memory is resident
+/* An empty page another class keeps (heap_page_retire), to be taken over: its memory is resident
  * already, so a program that moves from one class to the next does not leave a kept page
  * behind in each (docs/benchmarks.md, "Why the code is as it is"). In a busy heap not one
  * kept a moment ago: classes that take and free a block each in turn (scratch buffers of a
@@ -205,7 +205,7 @@ static page_t *kept_page_steal(heap_t *heap, unsigned cls)
     return NULL;
 }
 
-bool page_slot_available(heap_t *heap, unsigned cls)
+bool chunk_slot_available(heap_t *heap, unsigned cls)
 {
     unsigned looked = 0;
     chunk_queue_t *q = &heap->chunks[kind_of_class(cls) == CHUNK_MEDIUM];
@@ -345,7 +345,7 @@ static page_t *sub_page_new(heap_t *heap, unsigned cls)
 
 /* A fresh page of class cls: an empty page kept by another class, a sub-page for the
  * class's first, or a slot of a chunk of this heap with room, or of a new chunk. */
-page_t *page_new(heap_t *heap, unsigned cls)
+page_t *chunk_page_new(heap_t *heap, unsigned cls)
 {
     purge_inline_tick(heap); /* a page to take: the next safe point may look */
     enum chunk_kind kind = kind_of_class(cls);
@@ -428,7 +428,7 @@ static size_t page_resident_bound(const chunk_t *c, const page_t *page)
 }
 
 /* Gives an empty page back to its chunk, and the chunk to the arena when it is empty. */
-bool page_free(heap_t *heap, page_t *page)
+bool chunk_page_free(heap_t *heap, page_t *page)
 {
     chunk_t *c = page->chunk;
     if (page_is_sub(page)) {

@@ -40,7 +40,7 @@ static void page_trim_kept(heap_t *heap, page_t *page)
  * so that a loop of malloc/free does not take and return a page per call; another class that
  * needs a page takes a kept one over first (kept_page_steal). Kept pages of an idle thread
  * are purged by the reclaimer after purge_delay. */
-void page_retire(heap_t *heap, page_t *page)
+void heap_page_retire(heap_t *heap, page_t *page)
 {
     heap->slow_ops++;
     if (!(page->flags & PAGE_IN_FULL)) {
@@ -66,7 +66,7 @@ void page_retire(heap_t *heap, page_t *page)
         }
     }
     page_unlink(heap, page);
-    page_free(heap, page);
+    chunk_page_free(heap, page);
 }
 
 /* Other threads freed into full pages: bring those pages back to their queues. */
@@ -83,7 +83,7 @@ void heap_rescue_full(heap_t *heap, bool may_free)
         page_queue_push_back(&heap->queues[p->cls], p);
         if (may_free && p->used == 0 && heap->queues[p->cls].first != p) {
             page_queue_remove(&heap->queues[p->cls], p);
-            page_free(heap, p);
+            chunk_page_free(heap, p);
         } else {
             direct_update(heap, p->cls);
         }
@@ -173,8 +173,8 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
         /* A chunk an exited thread left only when this heap's own chunks are full: adopting
          * one per class spread a new thread's pages over every abandoned chunk, none of
          * which could empty (larson's peak: 14 chunks live for 4 lineages). */
-        if (adopted >= 4 || page_slot_available(heap, cls) || !abandoned_adopt_one(heap)) {
-            page = page_new(heap, cls);
+        if (adopted >= 4 || chunk_slot_available(heap, cls) || !abandoned_adopt_one(heap)) {
+            page = chunk_page_new(heap, cls);
             if (page)
                 page_extend(page);
             break;
@@ -321,7 +321,7 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
                 direct_update(heap, page->cls); /* the queue was empty */
         }
         if (--page->used == 0)
-            page_retire(heap, page);
+            heap_page_retire(heap, page);
         heap_leave(heap);
         return;
     }

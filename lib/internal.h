@@ -191,11 +191,11 @@ extern HIDDEN _Atomic uint64_t stat_tail_padded;
  * chunks held something before); true when it left a large block's tail padded, keeping its
  * huge page until purge_delay (the caller arms the purge); the advice dropped when chunks
  * became a new mapping; a padded tail ended; and the purge of the padded tails now due. */
-HIDDEN bool advise_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size,
+HIDDEN bool advice_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size,
                        bool reuse);
 HIDDEN void advice_drop_huge(arena_t *a, size_t n);
-HIDDEN void tail_unpad(arena_t *a, size_t i);
-HIDDEN size_t purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next);
+HIDDEN void advice_tail_unpad(arena_t *a, size_t i);
+HIDDEN size_t advice_purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next);
 HIDDEN void arena_fork_prepare(void);
 HIDDEN void arena_fork_parent(void);
 HIDDEN void arena_fork_child(void);
@@ -248,21 +248,21 @@ HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
 HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page);
 /* thread.c: the calling thread's new heap (tl_heap, and the exit destructor armed); a block
  * from the shared late heap for a thread past its exit destructor. */
-HIDDEN heap_t *heap_create(void);
-HIDDEN void *late_malloc(size_t size, bool zero);
+HIDDEN heap_t *thread_heap_create(void);
+HIDDEN void *thread_late_malloc(size_t size, bool zero);
 /* Set by thread.c when a second heap is made, never cleared: until then the process has one
  * thread that allocates, and its extents bypass the thread cache (extent-cache.c, where it
  * lives: below the heaps' lives in the layers). */
 extern HIDDEN _Atomic int heap_second_made;
 /* At thread exit: puts the heap's chunks on the abandoned list as they stand. */
-HIDDEN void heap_abandon(heap_t *heap);
+HIDDEN void abandon_heap(heap_t *heap);
 /* Takes the full pages that other threads freed into back to the class queues, their frees
  * collected; may_free: empty ones go (the owner), else they stay for the caller to reset
  * (the purger, holding the heap by its claim: no chunk may go back to the arena there). */
 HIDDEN void heap_rescue_full(heap_t *heap, bool may_free);
 /* Marks a page of the calling thread's heap (or of the shared late heap, for a thread past
  * its exit destructor) as holding aligned blocks, inside the reclaim handshake. */
-HIDDEN void heap_page_set_aligned(page_t *page);
+HIDDEN void thread_page_set_aligned(page_t *page);
 /* free of a block of a small-object chunk off the fast path: the owner's (full page,
  * aligned blocks), a remote free, an abandoned chunk taken over, or a bad pointer. */
 HIDDEN void heap_free_slow(chunk_t *c, page_t *page, void *p);
@@ -288,8 +288,8 @@ static inline block_t *page_pop(page_t *page)
     b->key = 0;
     return b;
 }
-HIDDEN void page_retire(heap_t *heap, page_t *page);
-HIDDEN void heap_thread_exit(void *heap);
+HIDDEN void heap_page_retire(heap_t *heap, page_t *page);
+HIDDEN void thread_heap_exit(void *heap);
 /* thread.c: the thread-exit key (init, once; no allocation). */
 HIDDEN void thread_key_init(void);
 HIDDEN void abandon_fork_prepare(void);
@@ -312,16 +312,17 @@ HIDDEN void page_unfull(heap_t *heap, page_t *page);
 HIDDEN bool page_to_full(heap_t *heap, page_t *page);
 
 /* chunk.c: pages from the heap's chunks, chunks from the arena. */
-HIDDEN page_t *page_new(heap_t *heap, unsigned cls);
-/* One of the heap's first chunks for class cls has a free slot: page_new needs no new chunk. */
-HIDDEN bool page_slot_available(heap_t *heap, unsigned cls);
+HIDDEN page_t *chunk_page_new(heap_t *heap, unsigned cls);
+/* One of the heap's first chunks for class cls has a free slot: chunk_page_new needs no new chunk.
+ */
+HIDDEN bool chunk_slot_available(heap_t *heap, unsigned cls);
 /* The heap's chunk list that holds chunks of c's kind. */
 static inline chunk_queue_t *heap_chunks(heap_t *heap, const chunk_t *c)
 {
     return &heap->chunks[c->kind == CHUNK_MEDIUM];
 }
 /* Returns true when the chunk went back to the arena with it. */
-HIDDEN bool page_free(heap_t *heap, page_t *page);
+HIDDEN bool chunk_page_free(heap_t *heap, page_t *page);
 /* Gives a chunk back to the arena once every slot is free (claims dirty slots first). */
 HIDDEN void chunk_release(chunk_t *c);
 /* Called by a heap about to take a new chunk from the arena, when set: init.c points it at
@@ -343,9 +344,9 @@ HIDDEN void abandoned_put_back(chunk_t *c, uint32_t now);
 HIDDEN void thread_fork_prepare(void);
 HIDDEN void thread_fork_parent(void);
 HIDDEN void thread_fork_child(void);
-HIDDEN size_t heap_count(void);
+HIDDEN size_t thread_heap_count(void);
 /* Calls fn for every heap in use, under the heaps lock (fn must not allocate). */
-HIDDEN void heap_foreach_in_use(void (*fn)(heap_t *heap, void *arg), void *arg);
+HIDDEN void thread_foreach_heap(void (*fn)(heap_t *heap, void *arg), void *arg);
 
 /* reclaim (reclaim.c): the purger gives back the free memory inside the pages of heaps
  * that have been idle for purge_delay (all heaps with force): empty pages a heap keeps

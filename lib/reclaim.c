@@ -270,7 +270,7 @@ size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
     k.pass = ++pass ? pass : ++pass; /* never 0, the value of a fresh heap */
     do {
         k.n = k.skipped = 0;
-        heap_foreach_in_use(pick_heap, &k);
+        thread_foreach_heap(pick_heap, &k);
         if (k.n == 0)
             break;
         /* Every owner that had not seen claimed now shows busy if it is inside. Let the
@@ -374,7 +374,7 @@ static bool chunk_collect(chunk_t *c)
 }
 
 /* Frees the pages of c (h claimed) that hold no block, but one that is all its class has,
- * which the owner keeps (page_retire); all of them, and c with them, when every == true.
+ * which the owner keeps (heap_page_retire); all of them, and c with them, when every == true.
  * Returns whether c went back to the arena. */
 static bool free_empty_pages(heap_t *h, chunk_t *c, bool every)
 {
@@ -387,7 +387,7 @@ static bool free_empty_pages(heap_t *h, chunk_t *c, bool every)
         }
         unsigned before = chunk_page_count(c);
         page_unlink(h, p);
-        if (page_free(every ? NULL : h, p))
+        if (chunk_page_free(every ? NULL : h, p))
             return true;
         /* a split slot's last sub-page frees the slot, and its sub-pages leave the count:
          * look at the same index again */
@@ -413,7 +413,7 @@ static void release_emptied(heap_t *h)
         for (chunk_t *c = h->chunks[kind].first; c; c = cn) {
             cn = c->next;
             if (chunk_collect(c)) {
-                /* Off the heap's list first: page_free without a heap neither keeps it as
+                /* Off the heap's list first: chunk_page_free without a heap neither keeps it as
                  * the heap's last chunk nor looks at the list. */
                 DLIST_REMOVE(&h->chunks[kind], c);
                 c->next = c->prev = NULL;
@@ -436,7 +436,7 @@ static void release_emptied(heap_t *h)
 
 void reclaim_emptied_chunks(heap_t *self)
 {
-    if (heap_count() < 2 || policy_in_force.thp.mode == THP_MODE_ALWAYS ||
+    if (thread_heap_count() < 2 || policy_in_force.thp.mode == THP_MODE_ALWAYS ||
         pthread_mutex_trylock(&reclaim_lock))
         return; /* the purger is at work: it does this and more */
     if (!barrier_ready()) {
@@ -446,7 +446,7 @@ void reclaim_emptied_chunks(heap_t *self)
     struct pick_emptied k;
     k.self = self;
     k.n = 0;
-    heap_foreach_in_use(pick_emptied, &k);
+    thread_foreach_heap(pick_emptied, &k);
     if (k.n) {
         bool fenced = os_barrier();
         for (unsigned i = 0; i < k.n; i++) {
@@ -470,7 +470,7 @@ static bool reclaim_one_abandoned(chunk_t *c, enum os_purge how, size_t *bytes)
             continue;
         page_collect(p);
         if (p->used == 0) {
-            if (page_free(NULL, p))
+            if (chunk_page_free(NULL, p))
                 return false; /* the chunk went with its last page */
             continue;
         }

@@ -53,14 +53,14 @@ void stats_collect(struct thpalloc_stats *s)
                    atomic_load_explicit(&stat_purge_pending, memory_order_relaxed);
     s->huge_advised = atomic_load_explicit(&stat_huge_advised, memory_order_relaxed);
     uint64_t cached = 0;
-    heap_foreach_in_use(sum_cached, &cached);
+    thread_foreach_heap(sum_cached, &cached);
     uint64_t ext = atomic_load_explicit(&stat_extent_used, memory_order_relaxed);
     s->in_use = w.in_use + w.large_bytes + (ext > cached ? ext - cached : 0);
     s->purge_pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
                        atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed);
     s->purged = atomic_load_explicit(&stat_purged, memory_order_relaxed);
     s->large_count = w.large_count;
-    s->heaps = heap_count();
+    s->heaps = thread_heap_count();
 }
 
 API int thpalloc_get_stats(struct thpalloc_stats *out, size_t size)

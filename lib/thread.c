@@ -25,7 +25,7 @@ static bool heap_key_ok; /* false when the process ran out of keys: heaps then o
 void thread_key_init(void)
 {
     /* Does not allocate: glibc keeps the first keys in static storage. */
-    heap_key_ok = pthread_key_create(&heap_key, heap_thread_exit) == 0;
+    heap_key_ok = pthread_key_create(&heap_key, thread_heap_exit) == 0;
 }
 
 /* A heap from the free list or the meta pool, set up and counted; NULL when out of memory. */
@@ -59,7 +59,7 @@ static heap_t *heap_new(void)
     return heap;
 }
 
-heap_t *heap_create(void)
+heap_t *thread_heap_create(void)
 {
     heap_t *heap = heap_new();
     if (!heap)
@@ -72,7 +72,7 @@ heap_t *heap_create(void)
 }
 
 /* A small block for a thread past its exit destructor, from the shared late heap. */
-void *late_malloc(size_t size, bool zero)
+void *thread_late_malloc(size_t size, bool zero)
 {
     pthread_mutex_lock(&late_lock);
     if (!late_heap)
@@ -82,13 +82,13 @@ void *late_malloc(size_t size, bool zero)
     return p;
 }
 
-void heap_page_set_aligned(page_t *page)
+void thread_page_set_aligned(page_t *page)
 {
     heap_t *heap = tl_heap;
     bool late = heap == &heap_exited;
     if (late) {
         pthread_mutex_lock(&late_lock);
-        heap = late_heap; /* the block came from it: late_malloc set it up */
+        heap = late_heap; /* the block came from it: thread_late_malloc set it up */
     }
     heap_enter(heap);
     page_set_flags(page, NULL, page->flags | PAGE_HAS_ALIGNED);
@@ -97,7 +97,7 @@ void heap_page_set_aligned(page_t *page)
         pthread_mutex_unlock(&late_lock);
 }
 
-void heap_thread_exit(void *arg)
+void thread_heap_exit(void *arg)
 {
     heap_t *heap = arg;
     if (!heap || heap == &heap_empty || heap == &heap_exited || !heap->in_use)
@@ -105,13 +105,14 @@ void heap_thread_exit(void *arg)
     tl_heap = &heap_exited;
     heap_enter(heap);
     extent_cache_flush(heap);
-    heap_abandon(heap);
+    abandon_heap(heap);
     heap_leave(heap);
     pthread_mutex_lock(&heaps_lock);
     heap->in_use = false; /* the purger claims no more: it picks heaps in use, under the lock */
     pthread_mutex_unlock(&heaps_lock);
     /* A claim taken before that may still be held: the heap is recycled only once it is let
-     * go (heap_create's memset would otherwise clear a claim the purger still works under). */
+     * go (thread_heap_create's memset would otherwise clear a claim the purger still works under).
+     */
     heap_wait_unclaimed(heap);
     pthread_mutex_lock(&heaps_lock);
     heap->next_free = heaps_free;
@@ -120,7 +121,7 @@ void heap_thread_exit(void *arg)
     pthread_mutex_unlock(&heaps_lock);
 }
 
-void heap_foreach_in_use(void (*fn)(heap_t *heap, void *arg), void *arg)
+void thread_foreach_heap(void (*fn)(heap_t *heap, void *arg), void *arg)
 {
     pthread_mutex_lock(&heaps_lock);
     for (heap_t *h = heaps_all; h; h = h->next_all)
@@ -129,7 +130,7 @@ void heap_foreach_in_use(void (*fn)(heap_t *heap, void *arg), void *arg)
     pthread_mutex_unlock(&heaps_lock);
 }
 
-size_t heap_count(void)
+size_t thread_heap_count(void)
 {
     pthread_mutex_lock(&heaps_lock);
     size_t n = heaps_live;

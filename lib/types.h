@@ -173,12 +173,12 @@ typedef struct page {
      * carved blocks there may be old pages, which the purger gives back (reclaim.c). */
     bool tail_resident;
     /* The owner has allocated from it since it took the page (a new page, or one its slow
-     * path chose): only such a page is kept empty for the next allocation (page_retire). */
+     * path chose): only such a page is kept empty for the next allocation (heap_page_retire). */
     bool alloc_seen;
     bool is_sub; /* a sub-page of a split slot (page_is_sub, in one load) */
-    /* A sub-page: how often it was kept empty as its class's only page (page_retire). */
+    /* A sub-page: how often it was kept empty as its class's only page (heap_page_retire). */
     uint8_t sub_keeps;
-    uint32_t kept_at; /* the heap's slow_ops when it was last kept empty (page_retire) */
+    uint32_t kept_at; /* the heap's slow_ops when it was last kept empty (heap_page_retire) */
 } __attribute__((aligned(128))) page_t; /* a power of two: the page index is a shift */
 _Static_assert(sizeof(page_t) == 128, "page_t: the page index is a shift of 7");
 
@@ -198,7 +198,7 @@ enum page_state {
 #define PAGE_HAS_HOLES 4   /* holes != 0: frees take the slow path, which checks them */
 #define PAGE_RESET 8       /* reset by the reclaimer: frees take the slow path until refilled */
 #define PAGE_SPLIT 16      /* a split slot's marker: its blocks are its sub-pages' */
-#define PAGE_TRIMMED 32    /* reset by its owner's trim (page_retire): refilled, a refault */
+#define PAGE_TRIMMED 32    /* reset by its owner's trim (heap_page_retire): refilled, a refault */
 
 /* Sets the owner-only flags and, with them, whether frees take the fast path. */
 static inline void page_set_flags(page_t *page, heap_t *owner, uint8_t flags)
@@ -437,7 +437,7 @@ struct heap {
     chunk_queue_t chunks[2];    /* owned chunks, small and medium (list through next/prev) */
     /* bit cls: the class had its first page, which comes cheap: a sub-page up to
      * SUB_BLOCK_MAX, a 16 KiB page of a small chunk for the first medium class; its second,
-     * another sub-page if there is room (chunk.c, page_new) */
+     * another sub-page if there is room (chunk.c, chunk_page_new) */
     uint64_t first_taken, second_taken;
     /* bit cls: a page of the class that the owner trimmed was refilled (a refault): the
      * class's kept pages are no longer trimmed (heap.c, page_trim_kept) */
