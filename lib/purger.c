@@ -152,7 +152,8 @@ void purger_start_if_wanted(const void *caller)
      * detached thread's end) with glibc's stack-cache lock held, which pthread_create takes
      * too, so the thread would wait for itself forever with every signal blocked
      * (tests/rel-joinfree). The request stays for the next call from anywhere else. */
-    if (caller && __atomic_load_n(&purger_wanted, __ATOMIC_RELAXED) == PURGER_WANT_THREAD &&
+    if (caller &&
+        atomic_load_explicit(&purger_wanted, memory_order_relaxed) == PURGER_WANT_THREAD &&
         os_in_loader(caller))
         return;
     int thread = PURGER_WANT_THREAD;
