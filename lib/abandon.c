@@ -175,17 +175,7 @@ void abandoned_put_back(chunk_t *c, uint32_t now)
     abandoned_push(c, now);
 }
 
-void abandon_fork_prepare(void)
+void abandon_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&abandoned_lock);
-}
-
-void abandon_fork_parent(void)
-{
-    pthread_mutex_unlock(&abandoned_lock);
-}
-
-void abandon_fork_child(void)
-{
-    pthread_mutex_init(&abandoned_lock, NULL);
+    fork_mutex(&abandoned_lock, phase);
 }

@@ -756,17 +756,7 @@ size_t arena_purge_chunks(bool force)
     return (size_t)(after - before);
 }
 
-void arena_fork_prepare(void)
+void arena_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&arena_lock);
-}
-
-void arena_fork_parent(void)
-{
-    pthread_mutex_unlock(&arena_lock);
-}
-
-void arena_fork_child(void)
-{
-    pthread_mutex_init(&arena_lock, NULL);
+    fork_mutex(&arena_lock, phase);
 }

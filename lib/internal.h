@@ -6,6 +6,20 @@
 
 #include "types.h"
 
+/* ---- the fork hooks (one per file that holds a lock; init.c calls them in lock order) --- */
+enum fork_phase { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
+/* What a hook does with one mutex: take it before fork, release it after, and make it anew
+ * in the child (only the forking thread exists there). */
+static inline void fork_mutex(pthread_mutex_t *m, enum fork_phase phase)
+{
+    if (phase == FORK_PREPARE)
+        pthread_mutex_lock(m);
+    else if (phase == FORK_PARENT)
+        pthread_mutex_unlock(m);
+    else
+        pthread_mutex_init(m, NULL);
+}
+
 /* ---- registry: is this pointer ours? O(1), two loads ----------------------------- */
 #if UINTPTR_MAX > 0xffffffffu
 /* 48: arm64's user space (48-bit VA: mmap hands out addresses near 2^48); x86-64's is 47
@@ -88,9 +102,7 @@ HIDDEN void introspect_set_active(bool active);
 HIDDEN bool introspect_in_charge(void); /* introspect_set_active(true) was called */
 HIDDEN void introspect_add_range(void *base, size_t size);
 HIDDEN void introspect_remove_range(void *base);
-HIDDEN void policy_fork_prepare(void);
-HIDDEN void policy_fork_parent(void);
-HIDDEN void policy_fork_child(void);
+HIDDEN void policy_fork(enum fork_phase phase);
 
 /* Gets a run of n chunks for `use` (advised as policy says); is_zero tells whether the
  * memory is known to read as zero. NULL + ENOMEM when address space runs out. */
@@ -166,15 +178,11 @@ HIDDEN void purger_thread_not_started(void);
  * or, with due 0, until a free chunk, a dirty page or a wake-up arrives after that count. */
 HIDDEN uint32_t purge_wakes_seen(void);
 HIDDEN void purge_wait_for_work(uint32_t due, uint32_t wakes);
-HIDDEN void purge_signal_fork_prepare(void);
-HIDDEN void purge_signal_fork_parent(void);
-HIDDEN void purge_signal_fork_child(void);
+HIDDEN void purge_signal_fork(enum fork_phase phase);
 /* Every purge pass (the thread's, an inline one, purge_all) holds purger.c's pass lock, and
  * fork waits for it: a pass cut off by fork would leave the child pages marked PURGING and
  * abandoned chunks taken out, with no thread to finish them. */
-HIDDEN void purger_fork_prepare(void);
-HIDDEN void purger_fork_parent(void);
-HIDDEN void purger_fork_child(void);
+HIDDEN void purger_fork(enum fork_phase phase);
 /* A heavier event (a new page, an extent or a large block, a page left empty): a load and
  * a branch while nothing waits, so that the safe points of the fast-path misses pay
  * nothing. heap: the caller's own (it counts there), or NULL. */
@@ -196,9 +204,7 @@ HIDDEN bool advice_run(arena_t *a, size_t first, size_t n, enum thp_use use, siz
 HIDDEN void advice_drop_huge(arena_t *a, size_t n);
 HIDDEN void advice_tail_unpad(arena_t *a, size_t i);
 HIDDEN size_t advice_purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next);
-HIDDEN void arena_fork_prepare(void);
-HIDDEN void arena_fork_parent(void);
-HIDDEN void arena_fork_child(void);
+HIDDEN void arena_fork(enum fork_phase phase);
 
 static inline chunk_t *registry_unused(const arena_t *a)
 {
@@ -211,9 +217,7 @@ HIDDEN chunk_t *chunk_desc_alloc(void);
 HIDDEN void chunk_desc_free(chunk_t *c);
 /* Calls fn for every chunk descriptor ever made (statistics walk; racy by design). */
 HIDDEN void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg);
-HIDDEN void meta_fork_prepare(void);
-HIDDEN void meta_fork_parent(void);
-HIDDEN void meta_fork_child(void);
+HIDDEN void meta_fork(enum fork_phase phase);
 
 /* ---- heap: one per thread ----------------------------------------------------------- */
 extern HIDDEN heap_t heap_empty, heap_exited;
@@ -292,9 +296,7 @@ HIDDEN void heap_page_retire(heap_t *heap, page_t *page);
 HIDDEN void thread_heap_exit(void *heap);
 /* thread.c: the thread-exit key (init, once; no allocation). */
 HIDDEN void thread_key_init(void);
-HIDDEN void abandon_fork_prepare(void);
-HIDDEN void abandon_fork_parent(void);
-HIDDEN void abandon_fork_child(void);
+HIDDEN void abandon_fork(enum fork_phase phase);
 
 /* page-queue.c: a heap's page queues and direct slots (the owner, or the purger holding
  * the heap). */
@@ -341,9 +343,7 @@ HIDDEN bool abandoned_free(chunk_t *c, page_t *page, block_t *b);
  * one back, adoptable again, when reclaim_abandoned is done with it. */
 HIDDEN size_t abandoned_take_due(uint32_t now, bool force, uint32_t *next, chunk_queue_t *out);
 HIDDEN void abandoned_put_back(chunk_t *c, uint32_t now);
-HIDDEN void thread_fork_prepare(void);
-HIDDEN void thread_fork_parent(void);
-HIDDEN void thread_fork_child(void);
+HIDDEN void thread_fork(enum fork_phase phase);
 HIDDEN size_t thread_heap_count(void);
 /* Calls fn for every heap in use, under the heaps lock (fn must not allocate). */
 HIDDEN void thread_foreach_heap(void (*fn)(heap_t *heap, void *arg), void *arg);
@@ -361,9 +361,7 @@ HIDDEN size_t reclaim_abandoned(uint32_t now, bool force, uint32_t *next);
  * frees emptied in heaps outside the allocator goes back first (whole chunks to the arena,
  * pages to their chunks, purged). Nothing while the process has one heap. */
 HIDDEN void reclaim_emptied_chunks(heap_t *self);
-HIDDEN void reclaim_fork_prepare(void);
-HIDDEN void reclaim_fork_parent(void);
-HIDDEN void reclaim_fork_child(void);
+HIDDEN void reclaim_fork(enum fork_phase phase);
 
 /* pages (page.c) */
 HIDDEN void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls);
@@ -420,9 +418,7 @@ HIDDEN size_t extents_purge(uint32_t now, bool force, uint32_t *next);
  * All but one besides the spare. */
 HIDDEN void extents_release_empty(void);
 extern HIDDEN _Atomic uint64_t stat_extent_used;
-HIDDEN void extent_fork_prepare(void);
-HIDDEN void extent_fork_parent(void);
-HIDDEN void extent_fork_child(void);
+HIDDEN void extent_fork(enum fork_phase phase);
 /* extent-cache.c: the calling thread's cache in front of them (a thread without a heap
  * goes to the shared runs directly). */
 HIDDEN void *extent_malloc_cached(size_t size, size_t align, bool zero);

@@ -122,17 +122,7 @@ void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg)
             fn(&s->descs[i].c, arg);
 }
 
-void meta_fork_prepare(void)
+void meta_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&meta_lock);
-}
-
-void meta_fork_parent(void)
-{
-    pthread_mutex_unlock(&meta_lock);
-}
-
-void meta_fork_child(void)
-{
-    pthread_mutex_init(&meta_lock, NULL);
+    fork_mutex(&meta_lock, phase);
 }

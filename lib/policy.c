@@ -198,19 +198,9 @@ void introspect_remove_range(void *base)
     pthread_mutex_unlock(&ranges_lock);
 }
 
-void policy_fork_prepare(void)
+void policy_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&ranges_lock);
-}
-
-void policy_fork_parent(void)
-{
-    pthread_mutex_unlock(&ranges_lock);
-}
-
-void policy_fork_child(void)
-{
-    pthread_mutex_init(&ranges_lock, NULL);
+    fork_mutex(&ranges_lock, phase);
 }
 
 /* ---- thpalloc_policy() ------------------------------------------------------------------ */

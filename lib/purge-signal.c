@@ -194,19 +194,11 @@ void purge_wait_for_work(uint32_t due, uint32_t wakes)
         ;
 }
 
-void purge_signal_fork_prepare(void)
+void purge_signal_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&signal_lock);
-}
-
-void purge_signal_fork_parent(void)
-{
-    pthread_mutex_unlock(&signal_lock);
-}
-
-void purge_signal_fork_child(void)
-{
-    pthread_mutex_init(&signal_lock, NULL);
+    fork_mutex(&signal_lock, phase);
+    if (phase != FORK_CHILD)
+        return;
     /* The purger thread does not exist in the child: a later free starts a new one. */
     pthread_cond_init(&purger_cond, NULL);
     purger_started = purger_waiting = false;

@@ -175,17 +175,7 @@ size_t purge_all(bool force)
     return bytes;
 }
 
-void purger_fork_prepare(void)
+void purger_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&pass_lock);
-}
-
-void purger_fork_parent(void)
-{
-    pthread_mutex_unlock(&pass_lock);
-}
-
-void purger_fork_child(void)
-{
-    pthread_mutex_init(&pass_lock, NULL);
+    fork_mutex(&pass_lock, phase);
 }

@@ -508,18 +508,9 @@ size_t reclaim_abandoned(uint32_t now, bool force, uint32_t *next)
 }
 
 /* No claim may be held across fork: the child has no purger to release it. */
-void reclaim_fork_prepare(void)
+void reclaim_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&reclaim_lock);
-}
-
-void reclaim_fork_parent(void)
-{
-    pthread_mutex_unlock(&reclaim_lock);
-}
-
-void reclaim_fork_child(void)
-{
-    pthread_mutex_init(&reclaim_lock, NULL);
-    barrier_state = 0; /* the child is a new mm: register again (registering twice is fine) */
+    fork_mutex(&reclaim_lock, phase);
+    if (phase == FORK_CHILD)
+        barrier_state = 0; /* the child is a new mm: register again (registering twice is fine) */
 }

@@ -138,25 +138,19 @@ size_t thread_heap_count(void)
     return n;
 }
 
-void thread_fork_prepare(void)
+/* The late lock before the heaps lock (the order they nest in); released in reverse. */
+void thread_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&late_lock);
-    pthread_mutex_lock(&heaps_lock);
-}
-
-void thread_fork_parent(void)
-{
-    pthread_mutex_unlock(&heaps_lock);
-    pthread_mutex_unlock(&late_lock);
-}
-
-void thread_fork_child(void)
-{
+    if (phase == FORK_PREPARE)
+        fork_mutex(&late_lock, phase);
+    fork_mutex(&heaps_lock, phase);
+    if (phase != FORK_PREPARE)
+        fork_mutex(&late_lock, phase);
+    if (phase != FORK_CHILD)
+        return;
     /* The other threads' heaps stay as they were: they may have been mid-update when the
      * parent forked, so the child neither adopts nor frees them (their memory is lost to
      * the child only; fork is mostly followed by exec). */
-    pthread_mutex_init(&heaps_lock, NULL);
-    pthread_mutex_init(&late_lock, NULL);
     /* Nor does the purger reclaim them: mark them reclaimed with nothing new since (their
      * owners are gone, so that stays true), instead of claiming them forever, or working
      * on one that was mid-update. */
