@@ -80,6 +80,7 @@ bool abandoned_adopt_one(heap_t *heap)
     return true;
 }
 
+/* A free into an abandoned chunk, done in place (true), unless it was adopted meanwhile. */
 bool abandoned_free(chunk_t *c, page_t *page, block_t *b)
 {
     pthread_mutex_lock(&abandoned_lock);
@@ -102,6 +103,7 @@ bool abandoned_free(chunk_t *c, page_t *page, block_t *b)
     return mine;
 }
 
+/* At thread exit: puts the heap's chunks on the abandoned list as they stand. */
 void abandon_heap(heap_t *heap)
 {
     uint32_t now = now_ms();
@@ -145,6 +147,9 @@ void abandon_heap(heap_t *heap)
     purge_note_dirty();
 }
 
+/* The purger's: takes the abandoned chunks nobody adopted within purge_delay (all with
+ * force) off the list into out (returns how many; *next: when the next is due), and puts
+ * one back, adoptable again, when reclaim_abandoned is done with it. */
 size_t abandoned_take_due(uint32_t now, bool force, uint32_t *next, chunk_queue_t *out)
 {
     long delay = policy_in_force.purge_delay_ms;

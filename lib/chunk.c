@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <sched.h>
 
+/* Gives a chunk back to the arena once every slot is free (claims dirty slots first). */
 void chunk_release(chunk_t *c)
 {
     /* Claim every dirty slot (the purger must not touch this memory once the arena may hand
@@ -205,6 +206,8 @@ static page_t *kept_page_steal(heap_t *heap, unsigned cls)
     return NULL;
 }
 
+/* One of the heap's first chunks for class cls has a free slot: chunk_page_new needs no new
+ * chunk. */
 bool chunk_slot_available(heap_t *heap, unsigned cls)
 {
     unsigned looked = 0;
@@ -427,7 +430,8 @@ static size_t page_resident_bound(const chunk_t *c, const page_t *page)
     return carved < psize ? carved : psize;
 }
 
-/* Gives an empty page back to its chunk, and the chunk to the arena when it is empty. */
+/* Gives an empty page back to its chunk, and the chunk to the arena when it is empty (true
+ * then). */
 bool chunk_page_free(heap_t *heap, page_t *page)
 {
     chunk_t *c = page->chunk;

@@ -114,6 +114,7 @@ void chunk_desc_free(chunk_t *c)
     pthread_mutex_unlock(&meta_lock);
 }
 
+/* Calls fn for every chunk descriptor ever made (statistics walk; racy by design). */
 void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg)
 {
     for (desc_segment_t *s = atomic_load_explicit(&desc_segments, memory_order_acquire); s;

@@ -61,6 +61,7 @@ void page_unlink(heap_t *heap, page_t *page)
     }
 }
 
+/* Takes a page off the full list (the caller puts it back in its queue). */
 void page_unfull(heap_t *heap, page_t *page)
 {
     page_queue_remove(&heap->full, page);
