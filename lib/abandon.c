@@ -3,9 +3,8 @@
  * carved free blocks, empty or not. The next heap that needs a page and has no room in its
  * own chunks adopts the most recent one whole, and so reuses exactly the memory the exited
  * thread had touched (a page at a time on fresh slots instead spread the next owner's pages
- * over every slot any owner had used, all of it resident: thread churn at 1.7x glibc's
- * peak; giving it back at exit cost a page fault for each OS page the next thread touched:
- * 1.8x the time of a thread-churning server). Frees into an abandoned chunk are done in
+ * over every slot any owner had used, all of it resident; giving it back at exit cost a page
+ * fault for each OS page the next thread touched). Frees into an abandoned chunk are done in
  * place, under the abandoned lock, so the chunk stays whole for the next thread and the
  * bytes in use stay exact. What nobody adopts within purge_delay the purger gives back
  * (reclaim_abandoned, reclaim.c): free pages and OS pages, and the chunk once it is empty. */

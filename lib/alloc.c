@@ -374,8 +374,8 @@ API void *realloc(void *p, size_t size)
      * at a time does not step through every size class, leaving a block behind in each
      * (that left realloc-heavy programs with 4x their live bytes resident). Past
      * REALLOC_EXTENT_MIN it is an extent from then on, where it grows in place: through the
-     * medium classes it left a block behind in a 64 KiB page of each (realloc's peak:
-     * 36.8 -> 32.9 MiB), so the step below it stops at REALLOC_EXTENT_MIN. */
+     * medium classes it left a block behind in a 64 KiB page of each, so the step below it
+     * stops at REALLOC_EXTENT_MIN. */
     size_t want = size;
     bool grow = size > old;
     if (grow && old + (old >> 1) > size && old + (old >> 1) <= SC_MAX_SIZE)

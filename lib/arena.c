@@ -201,7 +201,7 @@ static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
     if (!base)
         return NULL;
     /* The first arena: its own leaf (registry.c), from meta before its descriptor, so that
-     * the two share the meta pool's first page (an idle sleep: 4 KiB less). */
+     * the two share the meta pool's first page (one page less for an idle process). */
     if (!dedicated && !arenas)
         registry_claim_hot(base, want);
     arena_t *a = arena_desc_new();
@@ -285,7 +285,6 @@ static bool commit_run(arena_t *a, size_t first, size_t n)
     return true;
 }
 
-/* First fit of n free chunks whose start is aligned to align. */
 /* A free chunk that is still resident (dirty), for a one-chunk request: taking it rather
  * than the lowest free one keeps the process from touching new memory while old memory
  * waits for its purge (realloc-heavy programs crept up by half their peak that way). */
@@ -342,8 +341,7 @@ static size_t purge_run(arena_t *a, size_t i, size_t j, bool resident);
 /* A request took fresh chunks while freed ones wait for purge_delay elsewhere (none of them
  * could serve it): as many of those go back now, oldest first, so that a process whose
  * blocks grow (a dict's table, a string) does not hold the old ones and the new ones at once
- * (python3's peak: 2 MiB over glibc's, none with purge_delay 0; glibc unmaps such blocks at
- * their free). arena_lock held. */
+ * (glibc unmaps such blocks at their free). arena_lock held. */
 static void purge_for_room(size_t fresh)
 {
     size_t purged = 0;

@@ -133,9 +133,8 @@ void extent_free_cached(chunk_t *c, void *p)
     heap_t *heap = cache_heap();
     /* The cache spares threads the extent lock and one another; a process that has only
      * ever had one allocating thread frees into the shared runs, where its requests of
-     * other lengths reuse the memory: python3's idle Private_Dirty -52 KiB (its start-up
-     * freed 96 KiB of extents into the cache and then took new ones), instructions the
-     * same (callgrind: realloc -1.1 %, python3 +0.1 %). */
+     * other lengths reuse the memory (a start-up that freed extents into the cache then
+     * took new ones, leaving the cached ones resident), at no cost in instructions. */
     unsigned max =
         heap && atomic_load_explicit(&heap_second_made, memory_order_relaxed) ? CACHE_LEN_MAX : 0;
     unsigned len = extent_cache_in(c, p, max); /* checked, and marked cached up to max */

@@ -19,7 +19,7 @@ heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
 /* Trim a page kept empty (the extents' trim, extent.c): with no purger thread, nothing
- * would purge it if the process went idle now (python3 slept with 20 KiB of them). A
+ * would purge it if the process went idle now. A
  * sub-page shares its OS pages, and is left alone, as the reclaimer leaves it. A class whose
  * trimmed page is refilled (page_ready) is a class in use: its kept pages stay resident from
  * then on, so the trims cost a heap at most a refault per class. */
@@ -174,7 +174,7 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
         }
         /* A chunk an exited thread left only when this heap's own chunks are full: adopting
          * one per class spread a new thread's pages over every abandoned chunk, none of
-         * which could empty (larson's peak: 14 chunks live for 4 lineages). */
+         * which could empty. */
         if (adopted >= 4 || chunk_slot_available(heap, cls) || !abandoned_adopt_one(heap)) {
             page = chunk_page_new(heap, cls);
             if (page)

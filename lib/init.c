@@ -120,8 +120,7 @@ void lib_init(void)
 }
 
 /* Set once init is done and the process is not in pass-through: what lib_passthrough reads
- * inline, so that every extent and large block does not pay a call (threadchurn: 0.6 % of
- * its samples). */
+ * inline, so that every extent and large block does not pay a call. */
 _Atomic bool lib_ready_native;
 
 /* True when the kernel's page size is not OS_PAGE_SIZE (64 KiB pages on ppc64el, 16 KiB on

@@ -18,8 +18,8 @@ static uint8_t *bump, *bump_end;
  * descriptor's pages, not the segment's 256 KiB. Freed ones are recycled first. The
  * descriptors start at their mapping's first byte, the first segment's header being in
  * .bss: the first descriptor's sub-pages, header and first 15 pages share one OS page, its
- * second split slot's first 15 sub-pages another (with extent.c's short descriptors:
- * idle16 -40 KiB, docs/benchmarks.md). */
+ * second split slot's first 15 sub-pages another (with extent.c's short descriptors, an idle
+ * process's descriptors fit the fewest pages). */
 typedef struct desc_segment {
     struct desc_segment *next;
     _Atomic size_t count;
