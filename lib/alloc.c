@@ -295,6 +295,7 @@ API void *malloc(size_t size)
     return malloc_inline(size);
 }
 
+/* Our own malloc under a name nobody can interpose (for the dormancy check). */
 __attribute__((copy(malloc))) void *lib_malloc_self(size_t size) __attribute__((alias("malloc")));
 
 API void free(void *p)
@@ -373,8 +374,8 @@ API void *realloc(void *p, size_t size)
      * at a time does not step through every size class, leaving a block behind in each
      * (that left realloc-heavy programs with 4x their live bytes resident). Past
      * REALLOC_EXTENT_MIN it is an extent from then on, where it grows in place: through the
-     * medium classes it left a block behind in a 64 KiB page of each (realloc's peak:
-     * 36.8 -> 32.9 MiB), so the step below it stops at REALLOC_EXTENT_MIN. */
+     * medium classes it left a block behind in a 64 KiB page of each, so the step below it
+     * stops at REALLOC_EXTENT_MIN. */
     size_t want = size;
     bool grow = size > old;
     if (grow && old + (old >> 1) > size && old + (old >> 1) <= SC_MAX_SIZE)
@@ -442,11 +443,7 @@ API void *pvalloc(size_t size)
     return memalign_impl(OS_PAGE_SIZE, rounded & ~(OS_PAGE_SIZE - 1));
 }
 
-/* glibc's own malloc_usable_size (malloc.c, musable) for one of its blocks, read from its
- * chunk header: glibc exports no __libc_ name for it, and a dlsym on the allocator's path may
- * allocate. The header layout (size word before the block; IS_MMAPPED = 2, PREV_INUSE = 1 in
- * the next chunk) has not changed since glibc 2.0; tests/foreign.sh compares the result with
- * glibc's function for every kind of glibc block. */
+/* free and realloc of a pointer that is not ours: glibc's, or fatal where there is none. */
 void foreign_free(void *p)
 {
     if (!__libc_free)
@@ -461,6 +458,11 @@ void *foreign_realloc(void *p, size_t size)
     return __libc_realloc(p, size);
 }
 
+/* glibc's own malloc_usable_size (malloc.c, musable) for one of its blocks, read from its
+ * chunk header: glibc exports no __libc_ name for it, and a dlsym on the allocator's path may
+ * allocate. The header layout (size word before the block; IS_MMAPPED = 2, PREV_INUSE = 1 in
+ * the next chunk) has not changed since glibc 2.0; tests/foreign.sh compares the result with
+ * glibc's function for every kind of glibc block. */
 size_t foreign_usable_size(void *p)
 {
     const size_t *size_word = (const size_t *)p - 1;

@@ -19,7 +19,7 @@ heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
 /* Trim a page kept empty (the extents' trim, extent.c): with no purger thread, nothing
- * would purge it if the process went idle now (python3 slept with 20 KiB of them). A
+ * would purge it if the process went idle now. A
  * sub-page shares its OS pages, and is left alone, as the reclaimer leaves it. A class whose
  * trimmed page is refilled (page_ready) is a class in use: its kept pages stay resident from
  * then on, so the trims cost a heap at most a refault per class. */
@@ -69,7 +69,9 @@ void heap_page_retire(heap_t *heap, page_t *page)
     chunk_page_free(heap, page);
 }
 
-/* Other threads freed into full pages: bring those pages back to their queues. */
+/* Other threads freed into full pages: bring those pages back to their queues, their frees
+ * collected. may_free: empty ones go (the owner); else they stay for the caller to reset
+ * (the purger, holding the heap by its claim: no chunk may go back to the arena there). */
 void heap_rescue_full(heap_t *heap, bool may_free)
 {
     atomic_store_explicit(&heap->full_has_xfree, 0, memory_order_seq_cst);
@@ -172,7 +174,7 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
         }
         /* A chunk an exited thread left only when this heap's own chunks are full: adopting
          * one per class spread a new thread's pages over every abandoned chunk, none of
-         * which could empty (larson's peak: 14 chunks live for 4 lineages). */
+         * which could empty. */
         if (adopted >= 4 || chunk_slot_available(heap, cls) || !abandoned_adopt_one(heap)) {
             page = chunk_page_new(heap, cls);
             if (page)
@@ -267,6 +269,10 @@ static inline __attribute__((always_inline)) bool block_freed(const page_t *page
                (size_t)__atomic_load_n(&page->capacity, __ATOMIC_RELAXED) * page->block_size;
 }
 
+/* realloc's check that p (block b of page, b == p unless memalign moved p) is live, as
+ * free's: aborts when b is in a hole, beyond the carved blocks, or on the lists of the
+ * caller's own page; false when it carries its free key on another heap's page (only the
+ * move, whose free applies free's rules, may follow), else true. */
 bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
 {
     if (unlikely(block_freed(page, b)))
@@ -282,6 +288,8 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
     return true;
 }
 
+/* free of a block of a small-object chunk off the fast path: the owner's (full page,
+ * aligned blocks), a remote free, an abandoned chunk taken over, or a bad pointer. */
 void heap_free_slow(chunk_t *c, page_t *page, void *p)
 {
     if (unlikely(c->kind == CHUNK_FREE))
@@ -356,6 +364,7 @@ void heap_wait_unclaimed(heap_t *heap)
     }
 }
 
+/* The purger holds this heap: wait until it lets go (reclaim.c). */
 void heap_wait_reclaim(heap_t *heap)
 {
     for (;;) {

@@ -23,7 +23,7 @@ void page_queue_push_back(page_queue_t *q, page_t *p)
 
 /* The direct slots of each class, [lo, hi] by (size + 15) / 16, as constants: the slow
  * paths call direct_update on every page that fills or comes back, and working the bounds
- * out of sc_block_size there was a third of its cost (callgrind, churn). */
+ * out of sc_block_size there cost more than the update itself. */
 #define SC_BS(c) ((c) <= 8 ? (size_t)(c) << 4 : (size_t)(8 + ((c)-9) % 8 + 1) << (4 + ((c)-9) / 8))
 #define DIRECT_HI(c) (SC_BS(c) <= DIRECT_MAX ? SC_BS(c) >> 4 : 0)
 #define DIRECT_LO(c) ((c) == 1 ? 0 : DIRECT_HI((c)-1) + 1)
@@ -61,6 +61,7 @@ void page_unlink(heap_t *heap, page_t *page)
     }
 }
 
+/* Takes a page off the full list (the caller puts it back in its queue). */
 void page_unfull(heap_t *heap, page_t *page)
 {
     page_queue_remove(&heap->full, page);

@@ -401,7 +401,7 @@ struct policy {
 /* 64 KiB: half glibc's trim threshold for the top of its heap, the one free memory glibc
  * gives back at free. */
 #define TRIM_THRESHOLD_DEFAULT ((size_t)64 << 10)
-/* 8: python3's start-up trims 2 to 4 runs and goes idle */
+/* 8: room for the few trims a program's start-up makes before it goes idle */
 #define TRIM_BURST_DEFAULT 8u
 
 /* ---- heap: one per thread ----------------------------------------------------------- */
