@@ -22,18 +22,24 @@ __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empt
  * would purge it if the process went idle now (python3 slept with 20 KiB of them). A
  * sub-page shares its OS pages, and is left alone, as the reclaimer leaves it. A class whose
  * trimmed page is refilled (page_ready) is a class in use: its kept pages stay resident from
- * then on, so the trims cost a heap at most a refault per class. */
-static void page_trim_kept(heap_t *heap, page_t *page)
+ * then on, so the trims cost a heap at most a refault per class.
+ * Returns true when the page is not trimmed for a reason that lasts: the policy, a refault,
+ * the purger thread (it stops only in a fork's child, thread_fork_child, or when it could
+ * not start, and is tried again then). */
+static bool page_trim_kept(heap_t *heap, page_t *page)
 {
-    if (page->is_sub || !policy_in_force.trim_threshold || policy_in_force.purge_delay_ms < 0 ||
+    if (page->is_sub)
+        return false; /* counted on every retire (sub_keeps) */
+    if (!policy_in_force.trim_threshold || policy_in_force.purge_delay_ms < 0 ||
         policy_in_force.thp.mode == THP_MODE_ALWAYS ||
         (heap->trim_refaulted & ((uint64_t)1 << page->cls)) || purger_thread_started())
-        return;
+        return true;
     size_t bytes = page_reset_empty(heap, page->chunk, page, policy_in_force.purge);
     if (bytes) {
         page_set_flags(page, heap, (uint8_t)(page->flags | PAGE_TRIMMED));
         atomic_fetch_add_explicit(&stat_purged, bytes, memory_order_relaxed); /* as reclaim's */
     }
+    return false;
 }
 
 /* The owner freed the last block of a page. The page is kept when it is all its class has,
@@ -53,7 +59,8 @@ void heap_page_retire(heap_t *heap, page_t *page)
             LIB_ASSERT(page->is_sub == page_is_sub(page));
             page->kept_at = heap->slow_ops;
             if (likely(!page->is_sub) || !heap_is_busy(heap) || ++page->sub_keeps < SUB_KEEPS_MAX) {
-                page_trim_kept(heap, page);
+                /* The next retire would do just the count above: free_inline does it. */
+                page->kept_quiet = page_trim_kept(heap, page);
                 return;
             }
             /* Every free into a sub-page takes the slow path (its slot's descriptor is a
@@ -67,6 +74,15 @@ void heap_page_retire(heap_t *heap, page_t *page)
     }
     page_unlink(heap, page);
     chunk_page_free(heap, page);
+}
+
+/* A fork's child has no purger thread: its kept pages are trimmed at their next retire
+ * again (page_trim_kept), so none may skip it. */
+void heap_forget_kept(heap_t *heap)
+{
+    for (unsigned cls = 1; cls < SMALL_CLASSES; cls++)
+        if (heap->queues[cls].first)
+            heap->queues[cls].first->kept_quiet = false;
 }
 
 /* Other threads freed into full pages: bring those pages back to their queues. */

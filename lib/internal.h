@@ -289,6 +289,8 @@ static inline block_t *page_pop(page_t *page)
     return b;
 }
 HIDDEN void heap_page_retire(heap_t *heap, page_t *page);
+/* Clears the heap's kept_quiet pages (a fork's child, whose purger thread is gone). */
+HIDDEN void heap_forget_kept(heap_t *heap);
 HIDDEN void thread_heap_exit(void *heap);
 /* thread.c: the thread-exit key (init, once; no allocation). */
 HIDDEN void thread_key_init(void);

@@ -6,18 +6,27 @@
 
 page_t page_empty; /* free == NULL: every fast path through it falls to the slow path */
 
+/* A page kept_quiet is alone in its queue, so its first: a page pushed beside it, or the
+ * page taken off, ends that (types.h). */
 void page_queue_remove(page_queue_t *q, page_t *p)
 {
+    p->kept_quiet = false;
     DLIST_REMOVE(q, p);
 }
 
 void page_queue_push_front(page_queue_t *q, page_t *p)
 {
+    if (q->first)
+        q->first->kept_quiet = false;
+    p->kept_quiet = false;
     DLIST_PUSH_FRONT(q, p);
 }
 
 void page_queue_push_back(page_queue_t *q, page_t *p)
 {
+    if (q->first)
+        q->first->kept_quiet = false;
+    p->kept_quiet = false;
     DLIST_PUSH_BACK(q, p);
 }
 

@@ -39,6 +39,7 @@ static void page_setup(page_t *page, chunk_t *c, uint8_t *start, size_t psize, u
     page->is_sub = false;
     page->sub_keeps = 0;
     page->kept_at = 0;
+    page->kept_quiet = false;
     page->tail_resident = false;
     page->div_check = UINT64_MAX / page->block_size + 1;
     page->span = page->reserved * page->block_size;

@@ -166,4 +166,5 @@ void thread_fork_child(void)
             h->reclaimed_ops = h->slow_ops;
         }
     }
+    heap_forget_kept(tl_heap); /* the sentinels have empty queues: nothing written */
 }

@@ -154,6 +154,11 @@ typedef struct page {
     _Atomic uint8_t in_use; /* enum page_state */
     uint8_t cls;
     _Atomic uint8_t in_full; /* on the heap's full list (see page-queue.c) */
+    /* Owner-only: the last heap_page_retire kept the page empty, alone in its queue, with
+     * nothing to trim then or later (page_trim_kept's reasons that last), and no queue
+     * change since (page-queue.c clears it): the fast free that empties it again only
+     * counts, as that retire would (free_inline). */
+    bool kept_quiet;
     /* Second cache line: the slow paths'. */
     uint32_t capacity;
     uint32_t reserved;
