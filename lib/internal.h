@@ -276,6 +276,9 @@ HIDDEN bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p);
 HIDDEN void free_check_double(page_t *page, void *p, const char *msg);
 /* malloc popped a block without the free key: a double free or a write after free. */
 HIDDEN void malloc_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
+/* The same, for the malloc fast path's tail call: a noreturn function is called, not jumped
+ * to, and the call made the fast path set up a stack frame. */
+HIDDEN void *malloc_corrupt_tail(page_t *page, void *b) __attribute__((cold));
 /* Pops page's first free block (page->free is not empty), checked as every pop is: inside
  * the page and carrying its key. */
 static inline block_t *page_pop(page_t *page)

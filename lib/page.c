@@ -222,6 +222,11 @@ void malloc_corrupt(page_t *page, void *b)
     lib_fatal("malloc(): free block corrupted (double free or write after free)", b);
 }
 
+void *malloc_corrupt_tail(page_t *page, void *b)
+{
+    malloc_corrupt(page, b);
+}
+
 /* The block that contains p (p may be an aligned interior pointer). */
 void *block_start(page_t *page, void *p)
 {
