@@ -103,6 +103,13 @@ static NOINLINE void *malloc_dry(heap_t *heap, page_t *page, size_t size)
     return malloc_slow(heap, size, false);
 }
 
+/* The owner frees into its full page (fast_owner_full). */
+static NOINLINE void free_full(heap_t *heap, page_t *page, void *p, const void *caller)
+{
+    heap_free_full(heap, page, p);
+    safe_point_free(caller);
+}
+
 /* The owner freed its page's last block on the fast path. */
 static NOINLINE void free_retire(heap_t *heap, page_t *page, const void *caller)
 {
@@ -220,9 +227,13 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
             return;
         }
         heap_leave(heap);
+    } else if (atomic_load_explicit(&page->fast_owner, memory_order_relaxed) ==
+               fast_owner_full(heap)) {
+        free_full(heap, page, p, __builtin_return_address(0));
+        return;
     }
-    /* remote, full page, aligned blocks, or a bad pointer; the return address is free's
-     * (or realloc's): free_inline is always inlined into the API function */
+    /* remote, aligned blocks, holes, a bad pointer; the return address is free's (or
+     * realloc's): free_inline is always inlined into the API function */
     free_slow(c, page, p, __builtin_return_address(0));
 }
 

@@ -298,6 +298,45 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
     return true;
 }
 
+/* The owner's free of block b (checked) into its page: the key, the local list, a full
+ * page back to its queue, the last block's retire. Inside the handshake. */
+static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t *page, block_t *b)
+{
+    heap->slow_ops++;
+    if (unlikely(b->key == block_key(b)))
+        free_check_double(page, b, "free(): double free detected");
+    b->key = block_key(b);
+    block_set_next(b, page->local_free);
+    page->local_free = b;
+    if (page->flags & PAGE_IN_FULL) {
+        page_unfull(heap, page);
+        page_queue_push_back(&heap->queues[page->cls], page);
+        if (heap->queues[page->cls].first == page)
+            direct_update(heap, page->cls); /* the queue was empty */
+    }
+    if (--page->used == 0)
+        heap_page_retire(heap, page);
+}
+
+void heap_free_full(heap_t *heap, page_t *page, void *p)
+{
+    heap_enter(heap);
+    /* read again inside the handshake: the purger may have changed the page since */
+    if (unlikely(page->flags != PAGE_IN_FULL)) {
+        heap_leave(heap);
+        heap_free_slow(page->chunk, page, p);
+        return;
+    }
+    /* heap_free_slow's checks that the page's flags leave: no aligned blocks, no holes, not
+     * reset (its blocks are all carved: block_freed's capacity look stays) */
+    if (unlikely(block_misaligned(page, p)))
+        lib_fatal("free(): invalid pointer", p);
+    if (unlikely(block_freed(page, p)))
+        lib_fatal("free(): double free detected", p);
+    free_own(heap, page, p);
+    heap_leave(heap);
+}
+
 void heap_free_slow(chunk_t *c, page_t *page, void *p)
 {
     if (unlikely(c->kind == CHUNK_FREE))
@@ -323,21 +362,7 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
     heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
     if (owner == heap) { /* never heap_empty or heap_exited: they own no chunk */
         heap_enter(heap);
-        heap->slow_ops++;
-        /* Our own page, but full or with aligned blocks. */
-        if (unlikely(b->key == block_key(b)))
-            free_check_double(page, p, "free(): double free detected");
-        b->key = block_key(b);
-        block_set_next(b, page->local_free);
-        page->local_free = b;
-        if (page->flags & PAGE_IN_FULL) {
-            page_unfull(heap, page);
-            page_queue_push_back(&heap->queues[page->cls], page);
-            if (heap->queues[page->cls].first == page)
-                direct_update(heap, page->cls); /* the queue was empty */
-        }
-        if (--page->used == 0)
-            heap_page_retire(heap, page);
+        free_own(heap, page, b); /* our own page, but full or with aligned blocks */
         heap_leave(heap);
         return;
     }
