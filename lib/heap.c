@@ -257,8 +257,7 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
         return NULL;
     if (extent_cache_look_due(heap))
         return NULL; /* malloc_slow looks */
-    LIB_ASSERT(heap->queues[page->cls].first == page);
-    if (!page_to_full(heap, page))
+    if (!page_to_full_first(heap, page))
         return NULL; /* a remote free arrived just now: the slow path collects it */
     heap->slow_ops++;
     if (!next->free) {
@@ -269,8 +268,8 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
     page_check(next);
 #endif
     next->alloc_seen = true;
-    direct_update(heap, page->cls);
-    LIB_ASSERT(heap->queues[page->cls].first == next);
+    LIB_ASSERT(heap->queues[next->cls].first == next);
+    LIB_ASSERT(direct_slot_is(heap, next->block_size, next));
     return page_pop(next);
 }
 
@@ -308,12 +307,8 @@ static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t 
     b->key = block_key(b);
     block_set_next(b, page->local_free);
     page->local_free = b;
-    if (page->flags & PAGE_IN_FULL) {
-        page_unfull(heap, page);
-        page_queue_push_back(&heap->queues[page->cls], page);
-        if (heap->queues[page->cls].first == page)
-            direct_update(heap, page->cls); /* the queue was empty */
-    }
+    if (page->flags & PAGE_IN_FULL)
+        page_requeue(heap, page);
     if (--page->used == 0)
         heap_page_retire(heap, page);
 }

@@ -317,6 +317,11 @@ HIDDEN void page_unfull(heap_t *heap, page_t *page);
 /* Moves a page without free blocks to the full list; false when a remote free arrived
  * meanwhile (collect again). The caller updates the class's direct slots. */
 HIDDEN bool page_to_full(heap_t *heap, page_t *page);
+/* page_to_full for the first page of its queue, which has a next page: that one becomes
+ * the class's, direct slots and all (heap_malloc_dry). */
+HIDDEN bool page_to_full_first(heap_t *heap, page_t *page);
+/* A full page that the owner freed into: back to the end of its queue (heap_free_full). */
+HIDDEN void page_requeue(heap_t *heap, page_t *page);
 
 /* chunk.c: pages from the heap's chunks, chunks from the arena. */
 HIDDEN page_t *chunk_page_new(heap_t *heap, unsigned cls);
