@@ -110,6 +110,13 @@ static NOINLINE void free_full(heap_t *heap, page_t *page, void *p, const void *
     safe_point_free(caller);
 }
 
+/* Another thread's free into an owned page (heap_free_remote). */
+static NOINLINE void free_remote(page_t *page, void *p, heap_t *owner, const void *caller)
+{
+    heap_free_remote(page, p, owner);
+    safe_point_free(caller);
+}
+
 /* The owner freed its page's last block on the fast path. */
 static NOINLINE void free_retire(heap_t *heap, page_t *page, const void *caller)
 {
@@ -227,10 +234,18 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
             return;
         }
         heap_leave(heap);
-    } else if (atomic_load_explicit(&page->fast_owner, memory_order_relaxed) ==
-               fast_owner_full(heap)) {
-        free_full(heap, page, p, __builtin_return_address(0));
-        return;
+    } else {
+        heap_t *fo = atomic_load_explicit(&page->fast_owner, memory_order_relaxed);
+        if (fo == fast_owner_full(heap)) {
+            free_full(heap, page, p, __builtin_return_address(0));
+            return;
+        }
+        /* another heap's page (its own or full): a remote free, without free_slow's looks */
+        heap_t *owner = (heap_t *)((uintptr_t)fo & ~(uintptr_t)1);
+        if (fo && owner != heap) {
+            free_remote(page, p, owner, __builtin_return_address(0));
+            return;
+        }
     }
     /* remote, aligned blocks, holes, a bad pointer; the return address is free's (or
      * realloc's): free_inline is always inlined into the API function */

@@ -297,6 +297,21 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
     return true;
 }
 
+/* Another thread's free of block b (checked) into page: pushed on its xthread_free; the
+ * owner, if any, told when the page is on its full list. */
+static inline __attribute__((always_inline)) void free_push_remote(page_t *page, block_t *b,
+                                                                   heap_t *owner)
+{
+    b->key = block_key(b);
+    block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+    do {
+        block_set_next(b, head);
+    } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &head, b,
+                                                    memory_order_seq_cst, memory_order_relaxed));
+    if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner)
+        atomic_store_explicit(&owner->full_has_xfree, 1, memory_order_relaxed);
+}
+
 /* The owner's free of block b (checked) into its page: the key, the local list, a full
  * page back to its queue, the last block's retire. Inside the handshake. */
 static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t *page, block_t *b)
@@ -364,14 +379,18 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
     if (!owner && atomic_load_explicit(&c->abandoned, memory_order_relaxed) &&
         abandoned_free(c, page, b))
         return;
-    b->key = block_key(b);
-    block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
-    do {
-        block_set_next(b, head);
-    } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &head, b,
-                                                    memory_order_seq_cst, memory_order_relaxed));
-    if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner)
-        atomic_store_explicit(&owner->full_has_xfree, 1, memory_order_relaxed);
+    free_push_remote(page, b, owner);
+}
+
+void heap_free_remote(page_t *page, void *p, heap_t *owner)
+{
+    /* heap_free_slow's checks that a page another heap owns with no flag but PAGE_IN_FULL
+     * still needs (the holes read as there, atomically: the purger may have made some) */
+    if (unlikely(block_misaligned(page, p)))
+        lib_fatal("free(): invalid pointer", p);
+    if (unlikely(block_freed(page, p)))
+        lib_fatal("free(): double free detected", p);
+    free_push_remote(page, p, owner);
 }
 
 /* ---- the owner's side of the reclaim handshake (reclaim.c is the purger's)

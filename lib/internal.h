@@ -294,6 +294,9 @@ static inline block_t *page_pop(page_t *page)
 HIDDEN void heap_page_retire(heap_t *heap, page_t *page);
 /* The owner's free of p into its full page (fast_owner_full said so, outside the handshake). */
 HIDDEN void heap_free_full(heap_t *heap, page_t *page, void *p);
+/* Another thread's free of p into page, which owner owns with no flag but PAGE_IN_FULL
+ * (fast_owner said so). */
+HIDDEN void heap_free_remote(page_t *page, void *p, heap_t *owner);
 /* Clears the heap's kept_quiet pages (a fork's child, whose purger thread is gone). */
 HIDDEN void heap_forget_kept(heap_t *heap);
 HIDDEN void thread_heap_exit(void *heap);
