@@ -19,14 +19,6 @@ static inline void safe_point(void)
         purger_start_if_wanted(NULL);
 }
 
-/* The end of a free, called from caller (its return address): ld.so frees with glibc's
- * locks held (purger.c). */
-static inline void safe_point_free(const void *caller)
-{
-    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
-        purger_start_if_wanted(caller);
-}
-
 /* The calling thread's heap, or NULL for the shared sentinels (written by nobody). */
 static inline heap_t *own_heap(void)
 {
@@ -101,20 +93,6 @@ static NOINLINE void *malloc_dry(heap_t *heap, page_t *page, size_t size)
         return b;
     }
     return malloc_slow(heap, size, false);
-}
-
-/* The owner frees into its full page (fast_owner_full). */
-static NOINLINE void free_full(heap_t *heap, page_t *page, void *p, const void *caller)
-{
-    heap_free_full(heap, page, p);
-    safe_point_free(caller);
-}
-
-/* Another thread's free into an owned page (heap_free_remote). */
-static NOINLINE void free_remote(page_t *page, void *p, heap_t *owner, const void *caller)
-{
-    heap_free_remote(page, p, owner);
-    safe_point_free(caller);
 }
 
 /* The owner freed its page's last block on the fast path. */
@@ -237,13 +215,13 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
     } else {
         heap_t *fo = atomic_load_explicit(&page->fast_owner, memory_order_relaxed);
         if (fo == fast_owner_full(heap)) {
-            free_full(heap, page, p, __builtin_return_address(0));
+            heap_free_full(heap, page, p, __builtin_return_address(0));
             return;
         }
         /* another heap's page (its own or full): a remote free, without free_slow's looks */
         heap_t *owner = (heap_t *)((uintptr_t)fo & ~(uintptr_t)1);
         if (fo && owner != heap) {
-            free_remote(page, p, owner, __builtin_return_address(0));
+            heap_free_remote(page, p, owner, __builtin_return_address(0));
             return;
         }
     }

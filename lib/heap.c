@@ -328,13 +328,14 @@ static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t 
         heap_page_retire(heap, page);
 }
 
-void heap_free_full(heap_t *heap, page_t *page, void *p)
+void heap_free_full(heap_t *heap, page_t *page, void *p, const void *caller)
 {
     heap_enter(heap);
     /* read again inside the handshake: the purger may have changed the page since */
     if (unlikely(page->flags != PAGE_IN_FULL)) {
         heap_leave(heap);
         heap_free_slow(page->chunk, page, p);
+        safe_point_free(caller);
         return;
     }
     /* heap_free_slow's checks that the page's flags leave: no aligned blocks, no holes, not
@@ -345,6 +346,7 @@ void heap_free_full(heap_t *heap, page_t *page, void *p)
         lib_fatal("free(): double free detected", p);
     free_own(heap, page, p);
     heap_leave(heap);
+    safe_point_free(caller);
 }
 
 void heap_free_slow(chunk_t *c, page_t *page, void *p)
@@ -382,7 +384,7 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
     free_push_remote(page, b, owner);
 }
 
-void heap_free_remote(page_t *page, void *p, heap_t *owner)
+void heap_free_remote(page_t *page, void *p, heap_t *owner, const void *caller)
 {
     /* heap_free_slow's checks that a page another heap owns with no flag but PAGE_IN_FULL
      * still needs (the holes read as there, atomically: the purger may have made some) */
@@ -391,6 +393,7 @@ void heap_free_remote(page_t *page, void *p, heap_t *owner)
     if (unlikely(block_freed(page, p)))
         lib_fatal("free(): double free detected", p);
     free_push_remote(page, p, owner);
+    safe_point_free(caller);
 }
 
 /* ---- the owner's side of the reclaim handshake (reclaim.c is the purger's)

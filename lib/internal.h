@@ -152,6 +152,13 @@ enum { PURGER_WANT_NONE, PURGER_WANT_THREAD, PURGER_WANT_INLINE };
  * thread to the next call (purger.c). */
 HIDDEN void purger_start_if_wanted(const void *caller);
 extern HIDDEN _Atomic int purger_wanted;
+/* The end of a free, called from caller (its return address): ld.so frees with glibc's
+ * locks held (purger.c). A safe point: no heap list is being walked, no lock held. */
+static inline void safe_point_free(const void *caller)
+{
+    if (__builtin_expect(atomic_load_explicit(&purger_wanted, memory_order_relaxed), 0))
+        purger_start_if_wanted(caller);
+}
 /* Something waits for purge_delay in a process without the purger: from now on the
  * allocator's heavier events count (purge_inline_tick), and one in 16 asks the next safe
  * point to look (purger.c). */
@@ -293,10 +300,11 @@ static inline block_t *page_pop(page_t *page)
 }
 HIDDEN void heap_page_retire(heap_t *heap, page_t *page);
 /* The owner's free of p into its full page (fast_owner_full said so, outside the handshake). */
-HIDDEN void heap_free_full(heap_t *heap, page_t *page, void *p);
+HIDDEN void heap_free_full(heap_t *heap, page_t *page, void *p, const void *caller);
 /* Another thread's free of p into page, which owner owns with no flag but PAGE_IN_FULL
- * (fast_owner said so). */
-HIDDEN void heap_free_remote(page_t *page, void *p, heap_t *owner);
+ * (fast_owner said so). Both end at a safe point for free's caller (safe_point_free):
+ * free_inline jumps to them. */
+HIDDEN void heap_free_remote(page_t *page, void *p, heap_t *owner, const void *caller);
 /* Clears the heap's kept_quiet pages (a fork's child, whose purger thread is gone). */
 HIDDEN void heap_forget_kept(heap_t *heap);
 HIDDEN void thread_heap_exit(void *heap);

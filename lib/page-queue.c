@@ -126,7 +126,9 @@ bool page_to_full_first(heap_t *heap, page_t *page)
 
 void page_requeue(heap_t *heap, page_t *page)
 {
-    page_unfull(heap, page);
+    DLIST_REMOVE(&heap->full, page); /* page_unfull's, inline: no kept page on the full list */
+    page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_IN_FULL);
+    atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     page_queue_t *q = &heap->queues[page->cls];
     page_queue_push_back(q, page);
     if (q->first == page)
