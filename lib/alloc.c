@@ -11,14 +11,6 @@
 
 /* ---- who answers what the fast paths do not ---------------------------------------------- */
 
-/* A safe point to start the purger (pthread_create allocates) or to purge inline: the top
- * of a malloc, the end of a free, where no heap list is being walked and no lock held. */
-static inline void safe_point(void)
-{
-    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
-        purger_start_if_wanted(NULL);
-}
-
 /* The calling thread's heap, or NULL for the shared sentinels (written by nobody). */
 static inline heap_t *own_heap(void)
 {
@@ -83,15 +75,8 @@ static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p, const void *ca
     safe_point_free(caller);
 }
 
-/* The fast path's page ran dry (inside its handshake): the next page when it is ready. */
-static NOINLINE void *malloc_dry(heap_t *heap, page_t *page, size_t size)
+void *malloc_slow_small(heap_t *heap, size_t size)
 {
-    void *b = heap_malloc_dry(heap, page);
-    heap_leave(heap);
-    if (likely(b)) {
-        safe_point();
-        return b;
-    }
     return malloc_slow(heap, size, false);
 }
 
@@ -125,7 +110,7 @@ static inline __attribute__((always_inline)) void *malloc_page(heap_t *heap, pag
             page->alloc_seen = true;
             heap->slow_ops++;
         } else {
-            return malloc_dry(heap, page, size); /* the next page, if ready */
+            return heap_malloc_dry(heap, page, size); /* the next page, if ready */
         }
     }
     if (unlikely(block_outside(page, b) || b->key != block_key(b)))

@@ -242,23 +242,23 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
  * other threads freed into it or into a full page). When the page has nothing to collect or
  * carve and the next page of its queue has blocks of its own, this does what heap_find_page
  * would (the dry page to the full list, the next one to allocate from) without the general
- * path's looks; else it changes nothing and returns NULL, and the slow path decides. Inside
- * the fast path's handshake (busy set, claimed seen clear). */
-void *heap_malloc_dry(heap_t *heap, page_t *page)
+ * path's looks; else it changes nothing and the slow path decides. Called inside the fast
+ * path's handshake (busy set, claimed seen clear), which it ends. */
+void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size)
 {
     page_t *next = page->next;
     /* page_empty and heap_empty have no next page: nothing is written to them */
     if (!next || page_may_ready(page) || heap->reclaimed ||
         atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))
-        return NULL;
+        goto slow;
     /* the next page ready as it is: page_ready's first case, nothing to collect or carve */
     if (atomic_load_explicit(&next->xthread_free, memory_order_relaxed) ||
         (next->flags & PAGE_RESET) || (!next->free && !next->local_free))
-        return NULL;
+        goto slow;
     if (extent_cache_look_due(heap))
-        return NULL; /* malloc_slow looks */
+        goto slow; /* malloc_slow looks */
     if (!page_to_full_first(heap, page))
-        return NULL; /* a remote free arrived just now: the slow path collects it */
+        goto slow; /* a remote free arrived just now: the slow path collects it */
     heap->slow_ops++;
     if (!next->free) {
         next->free = next->local_free;
@@ -270,7 +270,13 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
     next->alloc_seen = true;
     LIB_ASSERT(heap->queues[next->cls].first == next);
     LIB_ASSERT(direct_slot_is(heap, next->block_size, next));
-    return page_pop(next);
+    block_t *b = page_pop(next);
+    heap_leave(heap);
+    safe_point();
+    return b;
+slow:
+    heap_leave(heap);
+    return malloc_slow_small(heap, size);
 }
 
 /* p, a block's start, lies in a hole or beyond the carved blocks (a page the reclaimer

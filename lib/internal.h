@@ -152,6 +152,13 @@ enum { PURGER_WANT_NONE, PURGER_WANT_THREAD, PURGER_WANT_INLINE };
  * thread to the next call (purger.c). */
 HIDDEN void purger_start_if_wanted(const void *caller);
 extern HIDDEN _Atomic int purger_wanted;
+/* A safe point to start the purger (pthread_create allocates) or to purge inline: the top
+ * of a malloc, the end of a free, where no heap list is being walked and no lock held. */
+static inline void safe_point(void)
+{
+    if (__builtin_expect(atomic_load_explicit(&purger_wanted, memory_order_relaxed), 0))
+        purger_start_if_wanted(NULL);
+}
 /* The end of a free, called from caller (its return address): ld.so frees with glibc's
  * locks held (purger.c). A safe point: no heap list is being walked, no lock held. */
 static inline void safe_point_free(const void *caller)
@@ -250,9 +257,12 @@ extern HIDDEN page_t page_empty;
 /* A block of a small class from the heap's pages (the caller owns the heap, or holds the
  * late lock for the shared late heap). */
 HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
-/* The fast path's page ran dry: the next page of its queue, when that is all it takes (inside
- * the fast path's handshake). NULL: nothing changed, the slow path decides. */
-HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page);
+/* The fast path's page ran dry: the next page of its queue, when that is all it takes, else
+ * malloc_slow_small (alloc.c) for size. Called inside the fast path's handshake, which it
+ * ends. */
+HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size);
+/* malloc's slow path for a size up to SMALL_MAX, outside the handshake. */
+HIDDEN void *malloc_slow_small(heap_t *heap, size_t size);
 /* thread.c: the calling thread's new heap (tl_heap, and the exit destructor armed); a block
  * from the shared late heap for a thread past its exit destructor. */
 HIDDEN heap_t *thread_heap_create(void);

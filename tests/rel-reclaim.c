@@ -1291,8 +1291,8 @@ static void test_kept_fork(void)
             threads = atoi(line + 8);
     if (f)
         fclose(f);
-    report(threads >= 2, "kept-fork: the purger thread runs (%d threads)", threads);
-    report(resident(p) == 1, "kept-fork: the parent's kept page stays resident at its last free");
+    report(threads >= 2, "the purger thread runs (%d threads)", threads);
+    report(resident(p) == 1, "the parent's kept page stays resident at its last free");
     pid_t pid = fork();
     if (pid == 0) {
         unsigned char *q = malloc(SMALL);
@@ -1304,7 +1304,7 @@ static void test_kept_fork(void)
     int st = 0;
     waitpid(pid, &st, 0);
     report(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-           "kept-fork: in the child, without a purger thread, the free that empties the kept "
+           "in the child, without a purger thread, the free that empties the kept "
            "page again trims it (child exit %d: 1 resident, 2 another page)",
            WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
