@@ -3,9 +3,8 @@
  * carved free blocks, empty or not. The next heap that needs a page and has no room in its
  * own chunks adopts the most recent one whole, and so reuses exactly the memory the exited
  * thread had touched (a page at a time on fresh slots instead spread the next owner's pages
- * over every slot any owner had used, all of it resident: thread churn at 1.7x glibc's
- * peak; giving it back at exit cost a page fault for each OS page the next thread touched:
- * 1.8x the time of a thread-churning server). Frees into an abandoned chunk are done in
+ * over every slot any owner had used, all of it resident; giving it back at exit cost a page
+ * fault for each OS page the next thread touched). Frees into an abandoned chunk are done in
  * place, under the abandoned lock, so the chunk stays whole for the next thread and the
  * bytes in use stay exact. What nobody adopts within purge_delay the purger gives back
  * (reclaim_abandoned, reclaim.c): free pages and OS pages, and the chunk once it is empty. */
@@ -80,6 +79,7 @@ bool abandoned_adopt_one(heap_t *heap)
     return true;
 }
 
+/* A free into an abandoned chunk, done in place (true), unless it was adopted meanwhile. */
 bool abandoned_free(chunk_t *c, page_t *page, block_t *b)
 {
     pthread_mutex_lock(&abandoned_lock);
@@ -102,6 +102,7 @@ bool abandoned_free(chunk_t *c, page_t *page, block_t *b)
     return mine;
 }
 
+/* At thread exit: puts the heap's chunks on the abandoned list as they stand. */
 void abandon_heap(heap_t *heap)
 {
     uint32_t now = now_ms();
@@ -145,6 +146,9 @@ void abandon_heap(heap_t *heap)
     purge_note_dirty();
 }
 
+/* The purger's: takes the abandoned chunks nobody adopted within purge_delay (all with
+ * force) off the list into out (returns how many; *next: when the next is due), and puts
+ * one back, adoptable again, when reclaim_abandoned is done with it. */
 size_t abandoned_take_due(uint32_t now, bool force, uint32_t *next, chunk_queue_t *out)
 {
     long delay = policy_in_force.purge_delay_ms;
@@ -175,17 +179,7 @@ void abandoned_put_back(chunk_t *c, uint32_t now)
     abandoned_push(c, now);
 }
 
-void abandon_fork_prepare(void)
+void abandon_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&abandoned_lock);
-}
-
-void abandon_fork_parent(void)
-{
-    pthread_mutex_unlock(&abandoned_lock);
-}
-
-void abandon_fork_child(void)
-{
-    pthread_mutex_init(&abandoned_lock, NULL);
+    fork_mutex(&abandoned_lock, phase);
 }

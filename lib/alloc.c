@@ -11,6 +11,22 @@
 
 /* ---- who answers what the fast paths do not ---------------------------------------------- */
 
+/* A safe point to start the purger (pthread_create allocates) or to purge inline: the top
+ * of a malloc, the end of a free, where no heap list is being walked and no lock held. */
+static inline void safe_point(void)
+{
+    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
+        purger_start_if_wanted(NULL);
+}
+
+/* The end of a free, called from caller (its return address): ld.so frees with glibc's
+ * locks held (purger.c). */
+static inline void safe_point_free(const void *caller)
+{
+    if (unlikely(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
+        purger_start_if_wanted(caller);
+}
+
 /* The calling thread's heap, or NULL for the shared sentinels (written by nobody). */
 static inline heap_t *own_heap(void)
 {
@@ -75,9 +91,30 @@ static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p, const void *ca
     safe_point_free(caller);
 }
 
-void *malloc_slow_small(heap_t *heap, size_t size)
+/* The fast path's page ran dry (inside its handshake, which heap_malloc_dry ends): the
+ * next page when it is ready. */
+static NOINLINE void *malloc_dry(heap_t *heap, page_t *page, size_t size)
 {
+    void *b = heap_malloc_dry(heap, page);
+    if (likely(b)) {
+        safe_point();
+        return b;
+    }
     return malloc_slow(heap, size, false);
+}
+
+/* The owner frees into its full page (fast_owner_full). */
+static NOINLINE void free_full(heap_t *heap, page_t *page, void *p, const void *caller)
+{
+    heap_free_full(heap, page, p);
+    safe_point_free(caller);
+}
+
+/* Another thread's free into an owned page (heap_free_remote). */
+static NOINLINE void free_remote(page_t *page, void *p, heap_t *owner, const void *caller)
+{
+    heap_free_remote(page, p, owner);
+    safe_point_free(caller);
 }
 
 /* The owner freed its page's last block on the fast path. */
@@ -110,7 +147,7 @@ static inline __attribute__((always_inline)) void *malloc_page(heap_t *heap, pag
             page->alloc_seen = true;
             heap->slow_ops++;
         } else {
-            return heap_malloc_dry(heap, page, size); /* the next page, if ready */
+            return malloc_dry(heap, page, size); /* the next page, if ready */
         }
     }
     if (unlikely(block_outside(page, b) || b->key != block_key(b)))
@@ -142,8 +179,7 @@ static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
             return malloc_page(heap, heap->direct[(size + 15) >> 4], size);
     } else if (likely(size <= SMALL_MAX)) {
         /* The class's queue: a direct slot per 16 B up to 8 KiB would cost every thread
-         * 3.5 KiB more; through heap_malloc_small, private's blocks above 1 KiB (a sixth)
-         * took 125 instructions a malloc. */
+         * 3.5 KiB more, and the slow path costs several times the fast one. */
         if (likely(malloc_enter(heap))) {
             page_t *page = heap->queues[sc_mid_class[((size + 15) >> 4) - SC_MID_FIRST]].first;
             LIB_ASSERT(!page || page->cls == sc_class_of(size));
@@ -183,7 +219,7 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
             if (unlikely(--page->used == 0)) {
                 if (likely(page->kept_quiet)) {
                     /* all heap_page_retire would do: a loop of malloc/free of one block
-                     * empties the page on every free (43 of fixed's 168 instructions) */
+                     * empties the page on every free */
                     LIB_ASSERT(page_alone(&heap->queues[page->cls], page) && page->alloc_seen &&
                                !page->is_sub);
                     page->kept_at = ++heap->slow_ops;
@@ -200,13 +236,13 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
     } else {
         heap_t *fo = atomic_load_explicit(&page->fast_owner, memory_order_relaxed);
         if (fo == fast_owner_full(heap)) {
-            heap_free_full(heap, page, p, __builtin_return_address(0));
+            free_full(heap, page, p, __builtin_return_address(0));
             return;
         }
         /* another heap's page (its own or full): a remote free, without free_slow's looks */
         heap_t *owner = (heap_t *)((uintptr_t)fo & ~(uintptr_t)1);
         if (fo && owner != heap) {
-            heap_free_remote(page, p, owner, __builtin_return_address(0));
+            free_remote(page, p, owner, __builtin_return_address(0));
             return;
         }
     }
@@ -311,6 +347,7 @@ API void *malloc(size_t size)
     return malloc_inline(size);
 }
 
+/* Our own malloc under a name nobody can interpose (for the dormancy check). */
 __attribute__((copy(malloc))) void *lib_malloc_self(size_t size) __attribute__((alias("malloc")));
 
 API void free(void *p)
@@ -389,8 +426,8 @@ API void *realloc(void *p, size_t size)
      * at a time does not step through every size class, leaving a block behind in each
      * (that left realloc-heavy programs with 4x their live bytes resident). Past
      * REALLOC_EXTENT_MIN it is an extent from then on, where it grows in place: through the
-     * medium classes it left a block behind in a 64 KiB page of each (realloc's peak:
-     * 36.8 -> 32.9 MiB), so the step below it stops at REALLOC_EXTENT_MIN. */
+     * medium classes it left a block behind in a 64 KiB page of each, so the step below it
+     * stops at REALLOC_EXTENT_MIN. */
     size_t want = size;
     bool grow = size > old;
     if (grow && old + (old >> 1) > size && old + (old >> 1) <= SC_MAX_SIZE)
@@ -458,11 +495,7 @@ API void *pvalloc(size_t size)
     return memalign_impl(OS_PAGE_SIZE, rounded & ~(OS_PAGE_SIZE - 1));
 }
 
-/* glibc's own malloc_usable_size (malloc.c, musable) for one of its blocks, read from its
- * chunk header: glibc exports no __libc_ name for it, and a dlsym on the allocator's path may
- * allocate. The header layout (size word before the block; IS_MMAPPED = 2, PREV_INUSE = 1 in
- * the next chunk) has not changed since glibc 2.0; tests/foreign.sh compares the result with
- * glibc's function for every kind of glibc block. */
+/* free and realloc of a pointer that is not ours: glibc's, or fatal where there is none. */
 void foreign_free(void *p)
 {
     if (!__libc_free)
@@ -477,6 +510,11 @@ void *foreign_realloc(void *p, size_t size)
     return __libc_realloc(p, size);
 }
 
+/* glibc's own malloc_usable_size (malloc.c, musable) for one of its blocks, read from its
+ * chunk header: glibc exports no __libc_ name for it, and a dlsym on the allocator's path may
+ * allocate. The header layout (size word before the block; IS_MMAPPED = 2, PREV_INUSE = 1 in
+ * the next chunk) has not changed since glibc 2.0; tests/foreign.sh compares the result with
+ * glibc's function for every kind of glibc block. */
 size_t foreign_usable_size(void *p)
 {
     const size_t *size_word = (const size_t *)p - 1;

@@ -29,7 +29,9 @@ void advice_tail_unpad(arena_t *a, size_t i)
 }
 
 /* Gives chunks [first, first+n) of arena the advice their use calls for, one madvise per
- * run of equal advice. Large blocks: the full 2 MiB pieces and the tail differ. */
+ * run of equal advice (reuse: the chunks held something before). Large blocks: the full
+ * 2 MiB pieces and the tail differ. True when it left a large block's tail padded, keeping
+ * its huge page until purge_delay (the caller arms the purge). */
 bool advice_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t block_size, bool reuse)
 {
     bool padded = false;

@@ -9,8 +9,11 @@
 #include <errno.h>
 #include <string.h>
 
-/* Read-only: never written, so it costs no process a private page (and a stray write
- * through it faults). */
+/* What the registry holds for a chunk of an arena that is not in use (registry_unused): a
+ * marker, so that a double free or a stray pointer into our address space is caught instead
+ * of being handed to glibc; mappings of their own are unmapped on free and leave nothing
+ * (the space may be reused). Read-only: never written, so it costs no process a private page
+ * (and a stray write through it faults). */
 const chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = PAGE_SHIFT_NONE};
 
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -198,7 +201,7 @@ static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
     if (!base)
         return NULL;
     /* The first arena: its own leaf (registry.c), from meta before its descriptor, so that
-     * the two share the meta pool's first page (an idle sleep: 4 KiB less). */
+     * the two share the meta pool's first page (one page less for an idle process). */
     if (!dedicated && !arenas)
         registry_claim_hot(base, want);
     arena_t *a = arena_desc_new();
@@ -282,7 +285,6 @@ static bool commit_run(arena_t *a, size_t first, size_t n)
     return true;
 }
 
-/* First fit of n free chunks whose start is aligned to align. */
 /* A free chunk that is still resident (dirty), for a one-chunk request: taking it rather
  * than the lowest free one keeps the process from touching new memory while old memory
  * waits for its purge (realloc-heavy programs crept up by half their peak that way). */
@@ -339,8 +341,7 @@ static size_t purge_run(arena_t *a, size_t i, size_t j, bool resident);
 /* A request took fresh chunks while freed ones wait for purge_delay elsewhere (none of them
  * could serve it): as many of those go back now, oldest first, so that a process whose
  * blocks grow (a dict's table, a string) does not hold the old ones and the new ones at once
- * (python3's peak: 2 MiB over glibc's, none with purge_delay 0; glibc unmaps such blocks at
- * their free). arena_lock held. */
+ * (glibc unmaps such blocks at their free). arena_lock held. */
 static void purge_for_room(size_t fresh)
 {
     size_t purged = 0;
@@ -373,6 +374,8 @@ static void purge_for_room(size_t fresh)
 
 static void purge_locked(uint32_t now, bool force, bool unmap);
 
+/* Gets a run of n chunks for `use` (advised as policy says); is_zero tells whether the
+ * memory is known to read as zero. NULL + ENOMEM when address space runs out. */
 uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t block_size,
                             arena_t **arena_out, bool *is_zero)
 {
@@ -461,6 +464,9 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
     return a->base + (first << CHUNK_SHIFT);
 }
 
+/* When chunk base of a was freed last (the ms clock): a chunk handed out resident (not
+ * is_zero) has waited that long already, and its unused parts wait only for the rest of
+ * purge_delay. The caller owns the chunk. */
 uint32_t arena_freed_at(const arena_t *a, const uint8_t *base)
 {
     /* Written under the arena lock when the chunk was freed; the caller took it since, under
@@ -469,6 +475,7 @@ uint32_t arena_freed_at(const arena_t *a, const uint8_t *base)
     return a->freed_at[(size_t)(base - a->base) >> CHUNK_SHIFT];
 }
 
+/* Extends a run of n chunks to want chunks in place, when the chunks after it are free. */
 bool arena_grow_chunks(arena_t *a, uint8_t *base, size_t n, size_t want, size_t block_size)
 {
     if (a->dedicated)
@@ -524,6 +531,9 @@ static uint8_t *dedicated_grow(arena_t *a, chunk_t *desc, size_t want)
     return dst;
 }
 
+/* Resizes a dedicated mapping (one large block's, desc) to want chunks, in place or moved
+ * by mremap (no copy), advised for block_size, its registry entries with it. Returns its
+ * base, or NULL (ENOMEM) with the block untouched. */
 uint8_t *arena_resize_dedicated(arena_t *a, chunk_t *desc, size_t want, size_t block_size)
 {
     pthread_mutex_lock(&arena_lock);
@@ -565,6 +575,7 @@ uint8_t *arena_resize_dedicated(arena_t *a, chunk_t *desc, size_t want, size_t b
     return base;
 }
 
+/* Gives a large block's run the advice its (new) size calls for. */
 void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)
 {
     pthread_mutex_lock(&arena_lock);
@@ -636,6 +647,9 @@ static void free_chunks_now(arena_t *a, uint8_t *base, size_t n, bool resident)
     pthread_mutex_unlock(&arena_lock);
 }
 
+/* The same, purged now instead of after purge_delay (what an exited thread left: no thread
+ * of the process is working in it, so keeping it resident for reuse only spreads the next
+ * owner's pages over memory that is resident already). */
 void arena_free_chunks_purged(arena_t *a, uint8_t *base, size_t n)
 {
     if (a->dedicated || policy_in_force.purge_delay_ms < 0)
@@ -644,6 +658,8 @@ void arena_free_chunks_purged(arena_t *a, uint8_t *base, size_t n)
         free_chunks_now(a, base, n, true);
 }
 
+/* The same for chunks that read as zero (the caller never wrote them, or purged them with
+ * DONTNEED: an empty extent chunk whose run was purged): not waiting, not purged again. */
 void arena_free_chunks_clean(arena_t *a, uint8_t *base, size_t n)
 {
     if (a->dedicated)
@@ -736,6 +752,8 @@ static void purge_locked(uint32_t now, bool force, bool unmap)
 
 /* ---- what the purger (purger.c) drives ---------------------------------------------- */
 
+/* Purges the free chunks whose purge_delay has passed and the arenas idle as long, and
+ * returns when the next is due (0: none). */
 uint32_t arena_purge_due(uint32_t now)
 {
     pthread_mutex_lock(&arena_lock);
@@ -746,6 +764,7 @@ uint32_t arena_purge_due(uint32_t now)
     return next;
 }
 
+/* Purges every free chunk now (thpalloc_purge, malloc_trim); returns the bytes. */
 size_t arena_purge_chunks(bool force)
 {
     pthread_mutex_lock(&arena_lock);
@@ -756,17 +775,7 @@ size_t arena_purge_chunks(bool force)
     return (size_t)(after - before);
 }
 
-void arena_fork_prepare(void)
+void arena_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&arena_lock);
-}
-
-void arena_fork_parent(void)
-{
-    pthread_mutex_unlock(&arena_lock);
-}
-
-void arena_fork_child(void)
-{
-    pthread_mutex_init(&arena_lock, NULL);
+    fork_mutex(&arena_lock, phase);
 }

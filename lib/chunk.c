@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <sched.h>
 
+/* Gives a chunk back to the arena once every slot is free (claims dirty slots first). */
 void chunk_release(chunk_t *c)
 {
     /* Claim every dirty slot (the purger must not touch this memory once the arena may hand
@@ -205,6 +206,8 @@ static page_t *kept_page_steal(heap_t *heap, unsigned cls)
     return NULL;
 }
 
+/* One of the heap's first chunks for class cls has a free slot: chunk_page_new needs no new
+ * chunk. */
 bool chunk_slot_available(heap_t *heap, unsigned cls)
 {
     unsigned looked = 0;
@@ -370,10 +373,9 @@ page_t *chunk_page_new(heap_t *heap, unsigned cls)
                    (sc_block_size(cls) <= SMALL_PAGE_SIZE / 4 || !heap->medium_in_small)) {
             /* A first page of a medium class in a small chunk (16 KiB), so that a few
              * blocks of 1.6-4.5 KiB do not cost the heap a second chunk: one for each class
-             * up to 4 KiB (four classes: perl's idle footprint -4 KiB), and one for all
-             * those above. Not one for each of those: pages of every medium class there
-             * pinned the small chunks of threads that use them all (xchange's peak: 61 ->
-             * 65 MiB). */
+             * up to 4 KiB (four classes), and one for all those above. Not one for each of
+             * those: pages of every medium class there pinned the small chunks of threads
+             * that use them all. */
             if (sc_block_size(cls) > SMALL_PAGE_SIZE / 4)
                 heap->medium_in_small = true;
             kind = CHUNK_SMALL;
@@ -427,7 +429,8 @@ static size_t page_resident_bound(const chunk_t *c, const page_t *page)
     return carved < psize ? carved : psize;
 }
 
-/* Gives an empty page back to its chunk, and the chunk to the arena when it is empty. */
+/* Gives an empty page back to its chunk, and the chunk to the arena when it is empty (true
+ * then). */
 bool chunk_page_free(heap_t *heap, page_t *page)
 {
     chunk_t *c = page->chunk;

@@ -4,4 +4,6 @@
 #include "internal.h"
 
 _Atomic uint64_t stat_reserved, stat_huge_advised, stat_purged, stat_purge_pending, stat_committed;
+/* The unused parts of live large blocks' padded tails that keep a huge page until
+ * purge_delay passes (arena.c, under its lock): waiting too, for purge-signal's count. */
 _Atomic uint64_t stat_pages_dirty, stat_tail_padded;

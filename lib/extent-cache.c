@@ -16,7 +16,9 @@
 
 #include <string.h>
 
-/* Set by thread.c, the heaps' lives, when a second heap is made. */
+/* Set by thread.c, the heaps' lives, when a second heap is made, never cleared: until then
+ * the process has one thread that allocates, and its extents bypass the thread cache. It
+ * lives here, below the heaps' lives in the layers. */
 _Atomic int heap_second_made;
 
 #define CACHE_LEN_MAX 16 /* granules: blocks up to 64 KiB */
@@ -53,6 +55,8 @@ static void *cache_take(heap_t *heap, unsigned len)
     return NULL;
 }
 
+/* Gives a heap's cached extents back to the shared runs (its owner, or the purger holding
+ * it): at thread exit and when the purger reclaims an idle heap. */
 void extent_cache_flush(heap_t *heap)
 {
     if (!heap->ext_cache_n)
@@ -62,7 +66,11 @@ void extent_cache_flush(heap_t *heap)
     cache_bytes_set(heap, 0);
 }
 
-/* Eras of purge_delay, counted by the owner's looks: a block that came in two eras ago has
+/* The owner, outside its handshake, now and then from malloc's slow path (every
+ * EXT_CACHE_LOOK_OPS slow_ops): blocks that have sat in its cache for a whole purge_delay go
+ * back to the shared runs, so that a thread that stays busy does not hold what it freed from
+ * the others and from the purge (an idle one's cache the purger flushes, reclaim.c).
+ * Eras of purge_delay, counted by the owner's looks: a block that came in two eras ago has
  * sat a whole purge_delay (at most two) and goes to the runs, which purge it after one more.
  * No clock on the paths that fill and take from the cache. */
 void extent_cache_age(heap_t *heap)
@@ -101,6 +109,8 @@ void extent_cache_age(heap_t *heap)
     heap_leave(heap);
 }
 
+/* An extent from the calling thread's cache, or from the shared runs (a thread without a
+ * heap goes there directly). */
 void *extent_malloc_cached(size_t size, size_t align, bool zero)
 {
     unsigned len = (unsigned)((size + ((size_t)1 << EXT_GRANULE_SHIFT) - 1) >> EXT_GRANULE_SHIFT);
@@ -123,9 +133,8 @@ void extent_free_cached(chunk_t *c, void *p)
     heap_t *heap = cache_heap();
     /* The cache spares threads the extent lock and one another; a process that has only
      * ever had one allocating thread frees into the shared runs, where its requests of
-     * other lengths reuse the memory: python3's idle Private_Dirty -52 KiB (its start-up
-     * freed 96 KiB of extents into the cache and then took new ones), instructions the
-     * same (callgrind: realloc -1.1 %, python3 +0.1 %). */
+     * other lengths reuse the memory (a start-up that freed extents into the cache then
+     * took new ones, leaving the cached ones resident), at no cost in instructions. */
     unsigned max =
         heap && atomic_load_explicit(&heap_second_made, memory_order_relaxed) ? CACHE_LEN_MAX : 0;
     unsigned len = extent_cache_in(c, p, max); /* checked, and marked cached up to max */

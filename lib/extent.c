@@ -961,21 +961,11 @@ size_t extents_purge(uint32_t now, bool force, uint32_t *next)
 
 /* ---- statistics and fork ------------------------------------------------------------- */
 
-void extent_fork_prepare(void)
-{
-    pthread_mutex_lock(&extent_lock);
-}
-
-void extent_fork_parent(void)
-{
-    pthread_mutex_unlock(&extent_lock);
-}
-
 /* The child has no purger: a run it held out at the fork is freed again (not known zero). */
-void extent_fork_child(void)
+void extent_fork(enum fork_phase phase)
 {
-    pthread_mutex_init(&extent_lock, NULL);
-    if (!purging)
+    fork_mutex(&extent_lock, phase);
+    if (phase != FORK_CHILD || !purging)
         return;
     purging = 0;
     for (chunk_t *c = ext_chunks.first; c; c = c->next) {

@@ -19,7 +19,7 @@ heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
 /* Trim a page kept empty (the extents' trim, extent.c): with no purger thread, nothing
- * would purge it if the process went idle now (python3 slept with 20 KiB of them). A
+ * would purge it if the process went idle now. A
  * sub-page shares its OS pages, and is left alone, as the reclaimer leaves it. A class whose
  * trimmed page is refilled (page_ready) is a class in use: its kept pages stay resident from
  * then on, so the trims cost a heap at most a refault per class.
@@ -85,7 +85,9 @@ void heap_forget_kept(heap_t *heap)
             heap->queues[cls].first->kept_quiet = false;
 }
 
-/* Other threads freed into full pages: bring those pages back to their queues. */
+/* Other threads freed into full pages: bring those pages back to their queues, their frees
+ * collected. may_free: empty ones go (the owner); else they stay for the caller to reset
+ * (the purger, holding the heap by its claim: no chunk may go back to the arena there). */
 void heap_rescue_full(heap_t *heap, bool may_free)
 {
     atomic_store_explicit(&heap->full_has_xfree, 0, memory_order_seq_cst);
@@ -188,7 +190,7 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
         }
         /* A chunk an exited thread left only when this heap's own chunks are full: adopting
          * one per class spread a new thread's pages over every abandoned chunk, none of
-         * which could empty (larson's peak: 14 chunks live for 4 lineages). */
+         * which could empty. */
         if (adopted >= 4 || chunk_slot_available(heap, cls) || !abandoned_adopt_one(heap)) {
             page = chunk_page_new(heap, cls);
             if (page)
@@ -242,9 +244,9 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
  * other threads freed into it or into a full page). When the page has nothing to collect or
  * carve and the next page of its queue has blocks of its own, this does what heap_find_page
  * would (the dry page to the full list, the next one to allocate from) without the general
- * path's looks; else it changes nothing and the slow path decides. Called inside the fast
- * path's handshake (busy set, claimed seen clear), which it ends. */
-void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size)
+ * path's looks; else it changes nothing and returns NULL, and the slow path decides. Called
+ * inside the fast path's handshake (busy set, claimed seen clear), which it ends. */
+void *heap_malloc_dry(heap_t *heap, page_t *page)
 {
     page_t *next = page->next;
     /* page_empty and heap_empty have no next page: nothing is written to them */
@@ -272,11 +274,10 @@ void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size)
     LIB_ASSERT(direct_slot_is(heap, next->block_size, next));
     block_t *b = page_pop(next);
     heap_leave(heap);
-    safe_point();
     return b;
 slow:
     heap_leave(heap);
-    return malloc_slow_small(heap, size);
+    return NULL;
 }
 
 /* p, a block's start, lies in a hole or beyond the carved blocks (a page the reclaimer
@@ -288,6 +289,10 @@ static inline __attribute__((always_inline)) bool block_freed(const page_t *page
                (size_t)__atomic_load_n(&page->capacity, __ATOMIC_RELAXED) * page->block_size;
 }
 
+/* realloc's check that p (block b of page, b == p unless memalign moved p) is live, as
+ * free's: aborts when b is in a hole, beyond the carved blocks, or on the lists of the
+ * caller's own page; false when it carries its free key on another heap's page (only the
+ * move, whose free applies free's rules, may follow), else true. */
 bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
 {
     if (unlikely(block_freed(page, b)))
@@ -334,14 +339,15 @@ static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t 
         heap_page_retire(heap, page);
 }
 
-void heap_free_full(heap_t *heap, page_t *page, void *p, const void *caller)
+/* The owner's free of p into its full page (fast_owner_full said so, outside the
+ * handshake): heap_free_slow's checks and work for that case, without its other looks. */
+void heap_free_full(heap_t *heap, page_t *page, void *p)
 {
     heap_enter(heap);
     /* read again inside the handshake: the purger may have changed the page since */
     if (unlikely(page->flags != PAGE_IN_FULL)) {
         heap_leave(heap);
         heap_free_slow(page->chunk, page, p);
-        safe_point_free(caller);
         return;
     }
     /* heap_free_slow's checks that the page's flags leave: no aligned blocks, no holes, not
@@ -352,9 +358,10 @@ void heap_free_full(heap_t *heap, page_t *page, void *p, const void *caller)
         lib_fatal("free(): double free detected", p);
     free_own(heap, page, p);
     heap_leave(heap);
-    safe_point_free(caller);
 }
 
+/* free of a block of a small-object chunk off the fast path: the owner's (full page,
+ * aligned blocks), a remote free, an abandoned chunk taken over, or a bad pointer. */
 void heap_free_slow(chunk_t *c, page_t *page, void *p)
 {
     if (unlikely(c->kind == CHUNK_FREE))
@@ -390,7 +397,9 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
     free_push_remote(page, b, owner);
 }
 
-void heap_free_remote(page_t *page, void *p, heap_t *owner, const void *caller)
+/* Another thread's free of p into page, which owner owns with no flag but PAGE_IN_FULL
+ * (fast_owner said so). */
+void heap_free_remote(page_t *page, void *p, heap_t *owner)
 {
     /* heap_free_slow's checks that a page another heap owns with no flag but PAGE_IN_FULL
      * still needs (the holes read as there, atomically: the purger may have made some) */
@@ -399,7 +408,6 @@ void heap_free_remote(page_t *page, void *p, heap_t *owner, const void *caller)
     if (unlikely(block_freed(page, p)))
         lib_fatal("free(): double free detected", p);
     free_push_remote(page, p, owner);
-    safe_point_free(caller);
 }
 
 /* ---- the owner's side of the reclaim handshake (reclaim.c is the purger's)
@@ -420,6 +428,7 @@ void heap_wait_unclaimed(heap_t *heap)
     }
 }
 
+/* The purger holds this heap: wait until it lets go (reclaim.c). */
 void heap_wait_reclaim(heap_t *heap)
 {
     for (;;) {

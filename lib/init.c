@@ -22,45 +22,38 @@ static pthread_t init_thread;
 static bool dormant;
 bool passthrough;
 
-/* Lock order: purge passes, late, heaps, abandoned, extents, arena, purge signal, ranges,
- * meta (the order they nest in). */
+/* The lock order of the whole library, in one place: the order the locks nest in, outermost
+ * first. prepare takes them in this order; the parent releases and the child makes them anew
+ * in the reverse order. */
+static void (*const fork_hooks[])(enum fork_phase) = {
+    purger_fork,       /* purger.c's pass lock: no purge pass is cut off by fork */
+    reclaim_fork,      /* reclaim_lock: no heap claim held across fork */
+    thread_fork,       /* the late heap's lock, then the heaps lock */
+    abandon_fork,      /* the abandoned chunks */
+    extent_fork,       /* the extents */
+    arena_fork,        /* the arena */
+    purge_signal_fork, /* the purge signal (after the arena's: the arena notes under it) */
+    policy_fork,       /* the introspection ranges */
+    meta_fork,         /* the descriptor pool */
+};
+#define FORK_HOOKS (sizeof fork_hooks / sizeof fork_hooks[0])
+
 static void fork_prepare(void)
 {
-    purger_fork_prepare();
-    reclaim_fork_prepare();
-    thread_fork_prepare();
-    abandon_fork_prepare();
-    extent_fork_prepare();
-    arena_fork_prepare();
-    purge_signal_fork_prepare();
-    policy_fork_prepare();
-    meta_fork_prepare();
+    for (size_t i = 0; i < FORK_HOOKS; i++)
+        fork_hooks[i](FORK_PREPARE);
 }
 
 static void fork_parent(void)
 {
-    meta_fork_parent();
-    policy_fork_parent();
-    purge_signal_fork_parent();
-    arena_fork_parent();
-    extent_fork_parent();
-    abandon_fork_parent();
-    thread_fork_parent();
-    reclaim_fork_parent();
-    purger_fork_parent();
+    for (size_t i = FORK_HOOKS; i-- > 0;)
+        fork_hooks[i](FORK_PARENT);
 }
 
 static void fork_child(void)
 {
-    meta_fork_child();
-    policy_fork_child();
-    purge_signal_fork_child();
-    arena_fork_child();
-    extent_fork_child();
-    abandon_fork_child();
-    thread_fork_child();
-    reclaim_fork_child();
-    purger_fork_child();
+    for (size_t i = FORK_HOOKS; i-- > 0;)
+        fork_hooks[i](FORK_CHILD);
 }
 
 /* Who answers a call to malloc? Our references to malloc resolve to the process's malloc
@@ -126,8 +119,15 @@ void lib_init(void)
     atomic_store_explicit(&init_state, INIT_DONE, memory_order_release);
 }
 
+/* Set once init is done and the process is not in pass-through: what lib_passthrough reads
+ * inline, so that every extent and large block does not pay a call. */
 _Atomic bool lib_ready_native;
 
+/* True when the kernel's page size is not OS_PAGE_SIZE (64 KiB pages on ppc64el, 16 KiB on
+ * loong64 or some arm64 kernels): every purge here would round to the kernel's page and
+ * could drop live data, so the process runs on glibc's malloc instead (pass-through):
+ * new blocks come from glibc, and frees and reallocs of them go back to it as for any
+ * pointer that is not ours. */
 bool lib_passthrough_init(void)
 {
     lib_init();
@@ -145,6 +145,8 @@ void *passthrough_alloc(size_t size, size_t align, bool zero)
     return zero ? __libc_calloc(1, size) : __libc_malloc(size);
 }
 
+/* glibc's own definition of an API function we also define (dlsym RTLD_NEXT; only in
+ * pass-through, never on an allocation path), or NULL. */
 void *passthrough_next(const char *name)
 {
     return dlsym(RTLD_NEXT, name);

@@ -18,8 +18,8 @@ static uint8_t *bump, *bump_end;
  * descriptor's pages, not the segment's 256 KiB. Freed ones are recycled first. The
  * descriptors start at their mapping's first byte, the first segment's header being in
  * .bss: the first descriptor's sub-pages, header and first 15 pages share one OS page, its
- * second split slot's first 15 sub-pages another (with extent.c's short descriptors:
- * idle16 -40 KiB, docs/benchmarks.md). */
+ * second split slot's first 15 sub-pages another (with extent.c's short descriptors, an idle
+ * process's descriptors fit the fewest pages). */
 typedef struct desc_segment {
     struct desc_segment *next;
     _Atomic size_t count;
@@ -114,6 +114,7 @@ void chunk_desc_free(chunk_t *c)
     pthread_mutex_unlock(&meta_lock);
 }
 
+/* Calls fn for every chunk descriptor ever made (statistics walk; racy by design). */
 void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg)
 {
     for (desc_segment_t *s = atomic_load_explicit(&desc_segments, memory_order_acquire); s;
@@ -122,17 +123,7 @@ void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg)
             fn(&s->descs[i].c, arg);
 }
 
-void meta_fork_prepare(void)
+void meta_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&meta_lock);
-}
-
-void meta_fork_parent(void)
-{
-    pthread_mutex_unlock(&meta_lock);
-}
-
-void meta_fork_child(void)
-{
-    pthread_mutex_init(&meta_lock, NULL);
+    fork_mutex(&meta_lock, phase);
 }

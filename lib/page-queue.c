@@ -32,7 +32,7 @@ void page_queue_push_back(page_queue_t *q, page_t *p)
 
 /* The direct slots of each class, [lo, hi] by (size + 15) / 16, as constants: the slow
  * paths call direct_update on every page that fills or comes back, and working the bounds
- * out of sc_block_size there was a third of its cost (callgrind, churn). */
+ * out of sc_block_size there cost more than the update itself. */
 #define SC_BS(c) ((c) <= 8 ? (size_t)(c) << 4 : (size_t)(8 + ((c)-9) % 8 + 1) << (4 + ((c)-9) / 8))
 #define DIRECT_HI(c) (SC_BS(c) <= DIRECT_MAX ? SC_BS(c) >> 4 : 0)
 #define DIRECT_LO(c) ((c) == 1 ? 0 : DIRECT_HI((c)-1) + 1)
@@ -78,6 +78,7 @@ void page_unlink(heap_t *heap, page_t *page)
     }
 }
 
+/* Takes a page off the full list (the caller puts it back in its queue). */
 void page_unfull(heap_t *heap, page_t *page)
 {
     page_queue_remove(&heap->full, page);
@@ -103,8 +104,8 @@ bool page_to_full(heap_t *heap, page_t *page)
 }
 
 /* The slow paths' share of a full page's round trip (the page runs dry, a free brings it
- * back), in one call each way, without the general functions' looks: a fifth of churn's
- * instructions outside the fast paths went to it. */
+ * back), in one call each way, without the general functions' looks: in a churning heap it
+ * is the most frequent slow path. */
 bool page_to_full_first(heap_t *heap, page_t *page)
 {
     page_queue_t *q = &heap->queues[page->cls];

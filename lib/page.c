@@ -52,6 +52,7 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
     page_setup(page, c, c->base + ((size_t)idx << c->page_shift), page_size_of(c), cls);
 }
 
+/* The same for sub-page j of c (chunk_sub). */
 void sub_page_init(page_t *page, chunk_t *c, unsigned j, unsigned cls)
 {
     unsigned s = j / SUB_PAGES;
@@ -196,6 +197,8 @@ void page_refill_holes(heap_t *heap, page_t *page)
     page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_HAS_HOLES);
 }
 
+/* A freed-looking block is freed (or reallocated) again: abort with msg if it really is on
+ * the page's free lists. The owner's, or the abandoned lock holder's. */
 void free_check_double(page_t *page, void *p, const char *msg)
 {
     /* Bounded walks: a list that already holds a block twice has a cycle. Other threads'
@@ -216,12 +219,15 @@ void free_check_double(page_t *page, void *p, const char *msg)
     /* Not on the page's lists: user data that happened to look like a key. */
 }
 
+/* malloc popped a block without the free key: a double free or a write after free. */
 void malloc_corrupt(page_t *page, void *b)
 {
     (void)page;
     lib_fatal("malloc(): free block corrupted (double free or write after free)", b);
 }
 
+/* The same, for the malloc fast path's tail call: a noreturn function is called, not jumped
+ * to, and the call made the fast path set up a stack frame. */
 void *malloc_corrupt_tail(page_t *page, void *b)
 {
     malloc_corrupt(page, b);
@@ -234,6 +240,9 @@ void *block_start(page_t *page, void *p)
     return page->start + off - off % page->block_size;
 }
 
+/* In a page with aligned blocks: the start of the block p names (p is a block's start that
+ * memalign did not move, or the pointer memalign handed out, as its mark says), or NULL when
+ * p names none (an interior pointer). Reads the first word of p's block. */
 void *block_named(page_t *page, void *p)
 {
     uint8_t *s = block_start(page, p);

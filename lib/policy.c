@@ -98,6 +98,7 @@ void policy_say_passthrough(size_t pagesize)
     os_write_stderr(" bytes, not 4096: every allocation goes to glibc's malloc\n");
 }
 
+/* Resolves the policy on the first chunk-level event (never at process start). */
 void policy_ensure_loaded(void)
 {
     if (likely(atomic_load_explicit(&load_state, memory_order_acquire) == 2))
@@ -141,6 +142,7 @@ void introspect_set_active(bool active)
     introspect_state.active = active ? 1 : 0;
 }
 
+/* introspect_set_active(true) was called. */
 bool introspect_in_charge(void)
 {
     return introspect_state.active == 1;
@@ -198,19 +200,9 @@ void introspect_remove_range(void *base)
     pthread_mutex_unlock(&ranges_lock);
 }
 
-void policy_fork_prepare(void)
+void policy_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&ranges_lock);
-}
-
-void policy_fork_parent(void)
-{
-    pthread_mutex_unlock(&ranges_lock);
-}
-
-void policy_fork_child(void)
-{
-    pthread_mutex_init(&ranges_lock, NULL);
+    fork_mutex(&ranges_lock, phase);
 }
 
 /* ---- thpalloc_policy() ------------------------------------------------------------------ */

@@ -56,6 +56,8 @@ static void want_purger_locked(void)
     }
 }
 
+/* A storm of frees (extent.c's trims, one after the other): ask for the purger thread now,
+ * whatever waits, unless creating it has failed before. */
 void purge_want_thread(void)
 {
     pthread_mutex_lock(&signal_lock);
@@ -69,6 +71,8 @@ void purge_want_thread(void)
     pthread_mutex_unlock(&signal_lock);
 }
 
+/* The arena has free chunks or a padded tail waiting (arena lock held: the arena's lock
+ * comes before purge-signal's). */
 void purge_note_chunks(void)
 {
     pthread_mutex_lock(&signal_lock);
@@ -80,12 +84,15 @@ void purge_note_chunks(void)
     pthread_mutex_unlock(&signal_lock);
 }
 
+/* A heap the purger reclaimed is busy again: it has to be looked at after purge_delay. */
 void purge_note_active(void)
 {
     atomic_fetch_add_explicit(&purge_wakes, 1, memory_order_seq_cst);
     purge_note_dirty();
 }
 
+/* A page slot became dirty (or an extent run, an exited thread's page): wake the purger, or
+ * ask for one (purger_start_if_wanted), or arm the inline pass. */
 void purge_note_dirty(void)
 {
     /* A running purger that is not waiting will see the page when it next looks (the new
@@ -132,6 +139,9 @@ void purge_inline_count(heap_t *heap)
     atomic_compare_exchange_strong(&purger_wanted, &none, PURGER_WANT_INLINE);
 }
 
+/* Something waits for purge_delay in a process without the purger: from now on the
+ * allocator's heavier events count (purge_inline_tick), and one in 16 asks the next safe
+ * point to look (purger.c). */
 void purge_inline_arm(void)
 {
     /* A plain load first: a loop that empties and refills a page comes here every time. The
@@ -147,11 +157,13 @@ void purge_inline_arm(void)
         atomic_store(&purge_inline_armed, 0);
 }
 
+/* Whether the purger thread runs or has been asked for: no inline pass then. */
 bool purger_thread_started(void)
 {
     return __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST);
 }
 
+/* The thread could not be created: ask again once twice as much waits. */
 void purger_thread_not_started(void)
 {
     pthread_mutex_lock(&signal_lock);
@@ -163,6 +175,8 @@ void purger_thread_not_started(void)
     purge_inline_arm(); /* meanwhile the process's own calls purge */
 }
 
+/* The purger's sleep: the count of wake-ups (read before a pass), then a sleep until due,
+ * or, with due 0, until a free chunk, a dirty page or a wake-up arrives after that count. */
 uint32_t purge_wakes_seen(void)
 {
     return atomic_load_explicit(&purge_wakes, memory_order_seq_cst);
@@ -194,19 +208,11 @@ void purge_wait_for_work(uint32_t due, uint32_t wakes)
         ;
 }
 
-void purge_signal_fork_prepare(void)
+void purge_signal_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&signal_lock);
-}
-
-void purge_signal_fork_parent(void)
-{
-    pthread_mutex_unlock(&signal_lock);
-}
-
-void purge_signal_fork_child(void)
-{
-    pthread_mutex_init(&signal_lock, NULL);
+    fork_mutex(&signal_lock, phase);
+    if (phase != FORK_CHILD)
+        return;
     /* The purger thread does not exist in the child: a later free starts a new one. */
     pthread_cond_init(&purger_cond, NULL);
     purger_started = purger_waiting = false;

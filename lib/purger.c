@@ -136,6 +136,11 @@ static void purger_start(void)
         purger_thread_not_started();
 }
 
+/* Starts the background purger when one was asked for, or purges inline what is due. Only
+ * at a safe point: the top of a malloc or the end of a free, where no heap list is being
+ * walked and no lock is held (pthread_create allocates). caller: the return address of
+ * the free that got here (NULL from a malloc): a free the dynamic loader makes leaves the
+ * thread to the next call. */
 void purger_start_if_wanted(const void *caller)
 {
     int look = PURGER_WANT_INLINE;
@@ -161,6 +166,8 @@ void purger_start_if_wanted(const void *caller)
         purger_start();
 }
 
+/* Gives back everything free now, whatever purge_delay says (thpalloc_purge,
+ * malloc_trim): free chunks, dirty page slots, the inside of every heap. Returns bytes. */
 size_t purge_all(bool force)
 {
     uint32_t next;
@@ -175,17 +182,10 @@ size_t purge_all(bool force)
     return bytes;
 }
 
-void purger_fork_prepare(void)
+/* Every purge pass (the thread's, an inline one, purge_all) holds the pass lock, and
+ * fork waits for it: a pass cut off by fork would leave the child pages marked PURGING and
+ * abandoned chunks taken out, with no thread to finish them. */
+void purger_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&pass_lock);
-}
-
-void purger_fork_parent(void)
-{
-    pthread_mutex_unlock(&pass_lock);
-}
-
-void purger_fork_child(void)
-{
-    pthread_mutex_init(&pass_lock, NULL);
+    fork_mutex(&pass_lock, phase);
 }

@@ -248,6 +248,10 @@ static bool barrier_ready(void)
     return barrier_state > 0;
 }
 
+/* The purger gives back the free memory inside the pages of heaps
+ * that have been idle for purge_delay (all heaps with force): empty pages a heap keeps
+ * for its next allocation, and the OS pages inside free blocks of 8 KiB and more. Returns
+ * the bytes purged and sets *next to when it wants to look again (0: not until woken). */
 size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
 {
     *next = 0;
@@ -434,6 +438,9 @@ static void release_emptied(heap_t *h)
     }
 }
 
+/* For a heap about to take a chunk from the arena (chunk_new_prepare): what other threads'
+ * frees emptied in heaps outside the allocator goes back first (whole chunks to the arena,
+ * pages to their chunks, purged). Nothing while the process has one heap. */
 void reclaim_emptied_chunks(heap_t *self)
 {
     if (thread_heap_count() < 2 || policy_in_force.thp.mode == THP_MODE_ALWAYS ||
@@ -484,6 +491,9 @@ static bool reclaim_one_abandoned(chunk_t *c, enum os_purge how, size_t *bytes)
     return true;
 }
 
+/* The same for the chunks of exited threads that nobody adopted within purge_delay: empty
+ * pages freed (the chunk with the last, purged at once), the free OS pages of the others
+ * (holes), dirty slots purged. */
 size_t reclaim_abandoned(uint32_t now, bool force, uint32_t *next)
 {
     /* mode always: small chunks are huge pages, which a 4 KiB purge would split */
@@ -508,18 +518,9 @@ size_t reclaim_abandoned(uint32_t now, bool force, uint32_t *next)
 }
 
 /* No claim may be held across fork: the child has no purger to release it. */
-void reclaim_fork_prepare(void)
+void reclaim_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&reclaim_lock);
-}
-
-void reclaim_fork_parent(void)
-{
-    pthread_mutex_unlock(&reclaim_lock);
-}
-
-void reclaim_fork_child(void)
-{
-    pthread_mutex_init(&reclaim_lock, NULL);
-    barrier_state = 0; /* the child is a new mm: register again (registering twice is fine) */
+    fork_mutex(&reclaim_lock, phase);
+    if (phase == FORK_CHILD)
+        barrier_state = 0; /* the child is a new mm: register again (registering twice is fine) */
 }

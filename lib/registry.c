@@ -7,10 +7,23 @@
  * a CAS. */
 #include "internal.h"
 
+/* Root entries are offsets from registry_empty_leaf (a leaf of NULLs in .bss, never
+ * written), so that a lookup has no NULL test for a missing leaf: 0 means "empty". */
 _Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
 chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
+/* The root entry of one region, the first one the two-level table gets (what lies outside
+ * the first arena: another arena, a block with a mapping of its own), kept in .data among
+ * the globals every process writes: the root is indexed by the address's top bits and mmap
+ * puts arenas near the top, so their entry was a page of its own that such a process
+ * wrote. Its region goes from REG_REGION_NONE to that region once, and that region's entry
+ * is here, never in the root. And the first arena's chunks apart, in a leaf of their own
+ * (registry_claim_hot): most processes have that one arena, so a lookup there is a
+ * subtraction, a comparison and a load, and no leaf of the two-level table is written for
+ * it. */
 struct registry_hot registry_hot = {.region = REG_REGION_NONE};
 
+/* Makes [base, base + nchunks chunks) the first arena's range, once (the arena lock held);
+ * false when claimed already or there is no memory for its leaf. */
 bool registry_claim_hot(uint8_t *base, size_t nchunks)
 {
     if (atomic_load_explicit(&registry_hot.span, memory_order_relaxed))

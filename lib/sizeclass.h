@@ -6,8 +6,7 @@
  * 64 KiB page, n = 15 .. 8 (4368, 4672, 5040, 5456, 5952, 6544, 7280, 8192): a page leaves
  * at most 128 B unused (the 16 B above: 7281 B takes 8192, 12.51 % more), and a page with a
  * small header (4096 + 8 from sqlite's allocator, 4096 + 272 for its page cache entries)
- * takes 4368 B, not 4608. sqlite3's peak RSS on the benchmark's inserts: 75.7 -> 72.7 MiB
- * (glibc 70.7). */
+ * takes 4368 B, not 4608: such page-sized records are common (databases' pages). */
 #ifndef THPALLOC_SIZECLASS_H
 #define THPALLOC_SIZECLASS_H
 

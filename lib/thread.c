@@ -22,6 +22,7 @@ static heap_t *late_heap;
 static pthread_key_t heap_key;
 static bool heap_key_ok; /* false when the process ran out of keys: heaps then outlive threads */
 
+/* The thread-exit key (init, once; no allocation). */
 void thread_key_init(void)
 {
     /* Does not allocate: glibc keeps the first keys in static storage. */
@@ -59,6 +60,7 @@ static heap_t *heap_new(void)
     return heap;
 }
 
+/* The calling thread's new heap (tl_heap, and the exit destructor armed). */
 heap_t *thread_heap_create(void)
 {
     heap_t *heap = heap_new();
@@ -82,6 +84,8 @@ void *thread_late_malloc(size_t size, bool zero)
     return p;
 }
 
+/* Marks a page of the calling thread's heap (or of the shared late heap, for a thread past
+ * its exit destructor) as holding aligned blocks, inside the reclaim handshake. */
 void thread_page_set_aligned(page_t *page)
 {
     heap_t *heap = tl_heap;
@@ -121,6 +125,7 @@ void thread_heap_exit(void *arg)
     pthread_mutex_unlock(&heaps_lock);
 }
 
+/* Calls fn for every heap in use, under the heaps lock (fn must not allocate). */
 void thread_foreach_heap(void (*fn)(heap_t *heap, void *arg), void *arg)
 {
     pthread_mutex_lock(&heaps_lock);
@@ -138,25 +143,19 @@ size_t thread_heap_count(void)
     return n;
 }
 
-void thread_fork_prepare(void)
+/* The late lock before the heaps lock (the order they nest in); released in reverse. */
+void thread_fork(enum fork_phase phase)
 {
-    pthread_mutex_lock(&late_lock);
-    pthread_mutex_lock(&heaps_lock);
-}
-
-void thread_fork_parent(void)
-{
-    pthread_mutex_unlock(&heaps_lock);
-    pthread_mutex_unlock(&late_lock);
-}
-
-void thread_fork_child(void)
-{
+    if (phase == FORK_PREPARE)
+        fork_mutex(&late_lock, phase);
+    fork_mutex(&heaps_lock, phase);
+    if (phase != FORK_PREPARE)
+        fork_mutex(&late_lock, phase);
+    if (phase != FORK_CHILD)
+        return;
     /* The other threads' heaps stay as they were: they may have been mid-update when the
      * parent forked, so the child neither adopts nor frees them (their memory is lost to
      * the child only; fork is mostly followed by exec). */
-    pthread_mutex_init(&heaps_lock, NULL);
-    pthread_mutex_init(&late_lock, NULL);
     /* Nor does the purger reclaim them: mark them reclaimed with nothing new since (their
      * owners are gone, so that stays true), instead of claiming them forever, or working
      * on one that was mid-update. */

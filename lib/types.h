@@ -139,8 +139,9 @@ typedef struct arena arena_t;
  * partition the first `capacity` blocks; capacity <= reserved. */
 typedef struct page {
     /* First cache line: what the fast paths read. */
-    /* The owning heap while the page takes the fast free path (owned, flags == 0), else
-     * NULL: free compares it with its own heap, one load for ownership and flags. */
+    /* The owning heap while the page takes the fast free path (owned, flags == 0), the
+     * owner + 1 when PAGE_IN_FULL is its only flag (fast_owner_full), else NULL: free
+     * compares it with its own heap, one load for ownership and flags. */
     _Atomic(heap_t *) fast_owner;
     block_t *free;       /* the owner allocates from here */
     block_t *local_free; /* the owner's frees; becomes `free` when that runs dry */
@@ -207,7 +208,7 @@ enum page_state {
 
 /* fast_owner of an owned page whose only flag is PAGE_IN_FULL: the owner + 1 (never a heap's
  * address), so that the owner's free into it goes to heap_free_full, not the general slow
- * path (a sixth of churn's and private's frees; every other thread's compare fails). */
+ * path (every other thread's compare fails). */
 static inline heap_t *fast_owner_full(const heap_t *owner)
 {
     return (heap_t *)((uintptr_t)owner + 1);
@@ -415,7 +416,7 @@ struct policy {
 /* 64 KiB: half glibc's trim threshold for the top of its heap, the one free memory glibc
  * gives back at free. */
 #define TRIM_THRESHOLD_DEFAULT ((size_t)64 << 10)
-/* 8: python3's start-up trims 2 to 4 runs and goes idle */
+/* 8: room for the few trims a program's start-up makes before it goes idle */
 #define TRIM_BURST_DEFAULT 8u
 
 /* ---- heap: one per thread ----------------------------------------------------------- */

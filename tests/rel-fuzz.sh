@@ -1,6 +1,6 @@
 #!/bin/sh
 # rel-fuzz: the libFuzzer harnesses of tests/fuzz/, built here with clang:
-#   fuzz-config  the policy parser and resolver (lib/config.c, config-keys.c, thp.c, os.c
+#   fuzz-config  the policy parser and resolver (lib/config*.c, thp.c, os.c
 #                + libinih.a) under -fsanitize=fuzzer,address,undefined;
 #   fuzz-alloc   the allocator API driven by a byte stream, against a private build of
 #                the lib/ sources as libthpalloc.so.1 with -fsanitize=fuzzer-no-link,undefined
@@ -34,7 +34,7 @@ crashdir=$TESTS_BUILDDIR/fuzz-crashes
 
 "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     $defs -I"$btop/lib" -I"$top/lib" "$fz/fuzz-config.c" "$top/lib/config.c" \
-    "$top/lib/config-keys.c" "$top/lib/thp.c" "$top/lib/os.c" "$inih" \
+    "$top/lib/config-parse.c" "$top/lib/config-open.c" "$top/lib/config-keys.c" "$top/lib/thp.c" "$top/lib/os.c" "$inih" \
     -o "$tap_tmp/fuzz-config" >"$tap_tmp/cc1" 2>&1
 check "fuzz-config builds (clang -fsanitize=fuzzer,address,undefined)" test -x "$tap_tmp/fuzz-config"
 test -s "$tap_tmp/cc1" && diag "$(head -n 10 "$tap_tmp/cc1")"

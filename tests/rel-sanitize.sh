@@ -1,7 +1,7 @@
 #!/bin/sh
 # rel-sanitize: the parser, the tests' C programs and the allocator under the sanitizers.
 #  1. ASan + UBSan (gcc -fsanitize=address,undefined -fno-sanitize-recover=all): the policy
-#     code (lib/config.c, config-keys.c, thp.c, os.c) with the unit tests that drive it
+#     code (lib/config*.c, thp.c, os.c) with the unit tests that drive it
 #     (unit-config, unit-thp, unit-sizeclass) pass; the stress and reliability programs run
 #     clean under glibc's malloc with ASan watching the programs themselves (stress-threads
 #     soak and prodcons, rel-threads cycles, rel-misuse's control case).
@@ -58,7 +58,8 @@ runs() {
 }
 
 # 1. ASan + UBSan
-build unit-config "$top/tests/unit-config.c" "$top/lib/config.c" "$top/lib/config-keys.c" \
+build unit-config "$top/tests/unit-config.c" "$top/lib/config.c" "$top/lib/config-parse.c" \
+    "$top/lib/config-open.c" "$top/lib/config-keys.c" \
     "$top/lib/thp.c" "$top/lib/os.c" "$inih"
 build unit-thp "$top/tests/unit-thp.c" "$top/lib/thp.c" "$top/lib/os.c"
 build unit-sizeclass "$top/tests/unit-sizeclass.c"

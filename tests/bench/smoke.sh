@@ -65,6 +65,20 @@ for w in js.get("footprint", []):
             and c["median"].get("private_dirty_kib") is not None
         why = "" if ok else " # " + "; ".join(c["errors"])[:200]
         lines.append((ok, "%s / %s%s" % (w["name"], a, why)))
+# summary.md (docs/benchmarks.md embeds it): a row for every workload of the main tables,
+# glibc's column first
+import os
+try:
+    with open(os.path.join(os.path.dirname(path), "summary.md")) as f:
+        summary = f.read().splitlines()
+except OSError:
+    summary = []
+rows = set(l.split("|")[1].strip() for l in summary if l.startswith("| "))
+want = [w["name"] for w in js["workloads"] if w["in_main_tables"]]
+missing = [n for n in want if n not in rows]
+lines.append(("| workload | glibc | thpalloc |" in "\n".join(summary) and not missing,
+              "summary.md: glibc first, a row for each of %d workloads%s" % (
+                  len(want), " # missing: " + ", ".join(missing) if missing else "")))
 print("1..%d" % len(lines))
 for i, (ok, text) in enumerate(lines, 1):
     print("%s %d - %s" % ("ok" if ok else "not ok", i, text))

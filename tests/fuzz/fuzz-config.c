@@ -1,4 +1,4 @@
-/* fuzz-config: libFuzzer harness for the policy: the ini parser (inih over lib/config.c)
+/* fuzz-config: libFuzzer harness for the policy: the ini parser (inih over lib/config-parse.c)
  * and the whole resolution (files, sections, environment, secure mode, cgroup unit).
  *
  * Input layout: the bytes up to the first NUL are a configuration file (written to a
@@ -15,7 +15,7 @@
  * and non-empty, and an identical second resolution gives identical settings.
  *
  * Build (tests/rel-fuzz.sh): clang -fsanitize=fuzzer,address,undefined -Ilib
- *   tests/fuzz/fuzz-config.c lib/config.c lib/thp.c lib/os.c libinih.a */
+ *   tests/fuzz/fuzz-config.c lib/config*.c lib/thp.c lib/os.c libinih.a */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
