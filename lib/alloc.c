@@ -91,16 +91,30 @@ static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p, const void *ca
     safe_point_free(caller);
 }
 
-/* The fast path's page ran dry (inside its handshake): the next page when it is ready. */
+/* The fast path's page ran dry (inside its handshake, which heap_malloc_dry ends): the
+ * next page when it is ready. */
 static NOINLINE void *malloc_dry(heap_t *heap, page_t *page, size_t size)
 {
     void *b = heap_malloc_dry(heap, page);
-    heap_leave(heap);
     if (likely(b)) {
         safe_point();
         return b;
     }
     return malloc_slow(heap, size, false);
+}
+
+/* The owner frees into its full page (fast_owner_full). */
+static NOINLINE void free_full(heap_t *heap, page_t *page, void *p, const void *caller)
+{
+    heap_free_full(heap, page, p);
+    safe_point_free(caller);
+}
+
+/* Another thread's free into an owned page (heap_free_remote). */
+static NOINLINE void free_remote(page_t *page, void *p, heap_t *owner, const void *caller)
+{
+    heap_free_remote(page, p, owner);
+    safe_point_free(caller);
 }
 
 /* The owner freed its page's last block on the fast path. */
@@ -113,47 +127,64 @@ static NOINLINE void free_retire(heap_t *heap, page_t *page, const void *caller)
 
 /* ---- the fast paths ------------------------------------------------------------------ */
 
+/* A block from page, the class's first (or page_empty), inside the handshake. */
+static inline __attribute__((always_inline)) void *malloc_page(heap_t *heap, page_t *page,
+                                                               size_t size)
+{
+    block_t *b = page->free;
+    if (unlikely(!b)) {
+        /* The owner's frees become the free list here, as page_ready does, unless
+         * another thread freed into this page or a full one of the heap: the slow
+         * path collects those, so that pages can empty. With 16 KiB pages a quarter
+         * of churn's slow mallocs were this. page_empty and a reset page have neither
+         * list.
+         * Counted and marked as the slow path does: the busy heap's rules and kept
+         * pages' ages run on slow_ops, heap_page_retire keeps only pages allocated from. */
+        b = page->local_free;
+        if (b && likely(!atomic_load_explicit(&page->xthread_free, memory_order_relaxed) &&
+                        !atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))) {
+            page->local_free = NULL;
+            page->alloc_seen = true;
+            heap->slow_ops++;
+        } else {
+            return malloc_dry(heap, page, size); /* the next page, if ready */
+        }
+    }
+    if (unlikely(block_outside(page, b) || b->key != block_key(b)))
+        return malloc_corrupt_tail(page, b);
+    page->free = block_next(b);
+    page->used++;
+    b->key = 0;
+    heap_leave(heap);
+    return b;
+}
+
+/* heap_enter, with the wait left to the slow path (a call here would make the fast path
+ * save registers). */
+static inline __attribute__((always_inline)) bool malloc_enter(heap_t *heap)
+{
+    atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (likely(!atomic_load_explicit(&heap->claimed, memory_order_acquire)))
+        return true;
+    heap_leave(heap);
+    return false;
+}
+
 static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
 {
     heap_t *heap = tl_heap;
     if (likely(size <= DIRECT_MAX)) {
-        /* heap_enter, with the wait left to the slow path (a call here would make the
-         * fast path save registers) */
-        atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
-        atomic_signal_fence(memory_order_seq_cst);
-        if (likely(!atomic_load_explicit(&heap->claimed, memory_order_acquire))) {
-            page_t *page = heap->direct[(size + 15) >> 4];
-            block_t *b = page->free;
-            if (unlikely(!b)) {
-                /* The owner's frees become the free list here, as page_ready does, unless
-                 * another thread freed into this page or a full one of the heap: the slow
-                 * path collects those, so that pages can empty. With 16 KiB pages a quarter
-                 * of churn's slow mallocs were this. page_empty and a reset page have neither
-                 * list.
-                 * Counted and marked as the slow path does: the busy heap's rules and kept
-                 * pages' ages run on slow_ops, heap_page_retire keeps only pages allocated from. */
-                b = page->local_free;
-                if (b &&
-                    likely(!atomic_load_explicit(&page->xthread_free, memory_order_relaxed) &&
-                           !atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))) {
-                    page->local_free = NULL;
-                    page->alloc_seen = true;
-                    heap->slow_ops++;
-                } else {
-                    return malloc_dry(heap, page, size); /* the next page, if ready */
-                }
-            }
-            if (likely(b)) {
-                if (unlikely(block_outside(page, b) || b->key != block_key(b)))
-                    malloc_corrupt(page, b);
-                page->free = block_next(b);
-                page->used++;
-                b->key = 0;
-                heap_leave(heap);
-                return b;
-            }
+        if (likely(malloc_enter(heap)))
+            return malloc_page(heap, heap->direct[(size + 15) >> 4], size);
+    } else if (likely(size <= SMALL_MAX)) {
+        /* The class's queue: a direct slot per 16 B up to 8 KiB would cost every thread
+         * 3.5 KiB more, and the slow path costs several times the fast one. */
+        if (likely(malloc_enter(heap))) {
+            page_t *page = heap->queues[sc_mid_class[((size + 15) >> 4) - SC_MID_FIRST]].first;
+            LIB_ASSERT(!page || page->cls == sc_class_of(size));
+            return malloc_page(heap, page ? page : &page_empty, size);
         }
-        heap_leave(heap);
     }
     return malloc_slow(heap, size, false);
 }
@@ -186,6 +217,15 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
             block_set_next(b, page->local_free);
             page->local_free = b;
             if (unlikely(--page->used == 0)) {
+                if (likely(page->kept_quiet)) {
+                    /* all heap_page_retire would do: a loop of malloc/free of one block
+                     * empties the page on every free */
+                    LIB_ASSERT(page_alone(&heap->queues[page->cls], page) && page->alloc_seen &&
+                               !page->is_sub);
+                    page->kept_at = ++heap->slow_ops;
+                    heap_leave(heap);
+                    return;
+                }
                 free_retire(heap, page, __builtin_return_address(0));
                 return;
             }
@@ -193,9 +233,21 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
             return;
         }
         heap_leave(heap);
+    } else {
+        heap_t *fo = atomic_load_explicit(&page->fast_owner, memory_order_relaxed);
+        if (fo == fast_owner_full(heap)) {
+            free_full(heap, page, p, __builtin_return_address(0));
+            return;
+        }
+        /* another heap's page (its own or full): a remote free, without free_slow's looks */
+        heap_t *owner = (heap_t *)((uintptr_t)fo & ~(uintptr_t)1);
+        if (fo && owner != heap) {
+            free_remote(page, p, owner, __builtin_return_address(0));
+            return;
+        }
     }
-    /* remote, full page, aligned blocks, or a bad pointer; the return address is free's
-     * (or realloc's): free_inline is always inlined into the API function */
+    /* remote, aligned blocks, holes, a bad pointer; the return address is free's (or
+     * realloc's): free_inline is always inlined into the API function */
     free_slow(c, page, p, __builtin_return_address(0));
 }
 

@@ -22,18 +22,24 @@ __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empt
  * would purge it if the process went idle now. A
  * sub-page shares its OS pages, and is left alone, as the reclaimer leaves it. A class whose
  * trimmed page is refilled (page_ready) is a class in use: its kept pages stay resident from
- * then on, so the trims cost a heap at most a refault per class. */
-static void page_trim_kept(heap_t *heap, page_t *page)
+ * then on, so the trims cost a heap at most a refault per class.
+ * Returns true when the page is not trimmed for a reason that lasts: the policy, a refault,
+ * the purger thread (it stops only in a fork's child, thread_fork_child, or when it could
+ * not start, and is tried again then). */
+static bool page_trim_kept(heap_t *heap, page_t *page)
 {
-    if (page->is_sub || !policy_in_force.trim_threshold || policy_in_force.purge_delay_ms < 0 ||
+    if (page->is_sub)
+        return false; /* counted on every retire (sub_keeps) */
+    if (!policy_in_force.trim_threshold || policy_in_force.purge_delay_ms < 0 ||
         policy_in_force.thp.mode == THP_MODE_ALWAYS ||
         (heap->trim_refaulted & ((uint64_t)1 << page->cls)) || purger_thread_started())
-        return;
+        return true;
     size_t bytes = page_reset_empty(heap, page->chunk, page, policy_in_force.purge);
     if (bytes) {
         page_set_flags(page, heap, (uint8_t)(page->flags | PAGE_TRIMMED));
         atomic_fetch_add_explicit(&stat_purged, bytes, memory_order_relaxed); /* as reclaim's */
     }
+    return false;
 }
 
 /* The owner freed the last block of a page. The page is kept when it is all its class has,
@@ -53,7 +59,8 @@ void heap_page_retire(heap_t *heap, page_t *page)
             LIB_ASSERT(page->is_sub == page_is_sub(page));
             page->kept_at = heap->slow_ops;
             if (likely(!page->is_sub) || !heap_is_busy(heap) || ++page->sub_keeps < SUB_KEEPS_MAX) {
-                page_trim_kept(heap, page);
+                /* The next retire would do just the count above: free_inline does it. */
+                page->kept_quiet = page_trim_kept(heap, page);
                 return;
             }
             /* Every free into a sub-page takes the slow path (its slot's descriptor is a
@@ -67,6 +74,15 @@ void heap_page_retire(heap_t *heap, page_t *page)
     }
     page_unlink(heap, page);
     chunk_page_free(heap, page);
+}
+
+/* A fork's child has no purger thread: its kept pages are trimmed at their next retire
+ * again (page_trim_kept), so none may skip it. */
+void heap_forget_kept(heap_t *heap)
+{
+    for (unsigned cls = 1; cls < SMALL_CLASSES; cls++)
+        if (heap->queues[cls].first)
+            heap->queues[cls].first->kept_quiet = false;
 }
 
 /* Other threads freed into full pages: bring those pages back to their queues, their frees
@@ -228,24 +244,23 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
  * other threads freed into it or into a full page). When the page has nothing to collect or
  * carve and the next page of its queue has blocks of its own, this does what heap_find_page
  * would (the dry page to the full list, the next one to allocate from) without the general
- * path's looks; else it changes nothing and returns NULL, and the slow path decides. Inside
- * the fast path's handshake (busy set, claimed seen clear). */
+ * path's looks; else it changes nothing and returns NULL, and the slow path decides. Called
+ * inside the fast path's handshake (busy set, claimed seen clear), which it ends. */
 void *heap_malloc_dry(heap_t *heap, page_t *page)
 {
     page_t *next = page->next;
     /* page_empty and heap_empty have no next page: nothing is written to them */
     if (!next || page_may_ready(page) || heap->reclaimed ||
         atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))
-        return NULL;
+        goto slow;
     /* the next page ready as it is: page_ready's first case, nothing to collect or carve */
     if (atomic_load_explicit(&next->xthread_free, memory_order_relaxed) ||
         (next->flags & PAGE_RESET) || (!next->free && !next->local_free))
-        return NULL;
+        goto slow;
     if (extent_cache_look_due(heap))
-        return NULL; /* malloc_slow looks */
-    LIB_ASSERT(heap->queues[page->cls].first == page);
-    if (!page_to_full(heap, page))
-        return NULL; /* a remote free arrived just now: the slow path collects it */
+        goto slow; /* malloc_slow looks */
+    if (!page_to_full_first(heap, page))
+        goto slow; /* a remote free arrived just now: the slow path collects it */
     heap->slow_ops++;
     if (!next->free) {
         next->free = next->local_free;
@@ -255,9 +270,14 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
     page_check(next);
 #endif
     next->alloc_seen = true;
-    direct_update(heap, page->cls);
-    LIB_ASSERT(heap->queues[page->cls].first == next);
-    return page_pop(next);
+    LIB_ASSERT(heap->queues[next->cls].first == next);
+    LIB_ASSERT(direct_slot_is(heap, next->block_size, next));
+    block_t *b = page_pop(next);
+    heap_leave(heap);
+    return b;
+slow:
+    heap_leave(heap);
+    return NULL;
 }
 
 /* p, a block's start, lies in a hole or beyond the carved blocks (a page the reclaimer
@@ -288,6 +308,58 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
     return true;
 }
 
+/* Another thread's free of block b (checked) into page: pushed on its xthread_free; the
+ * owner, if any, told when the page is on its full list. */
+static inline __attribute__((always_inline)) void free_push_remote(page_t *page, block_t *b,
+                                                                   heap_t *owner)
+{
+    b->key = block_key(b);
+    block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+    do {
+        block_set_next(b, head);
+    } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &head, b,
+                                                    memory_order_seq_cst, memory_order_relaxed));
+    if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner)
+        atomic_store_explicit(&owner->full_has_xfree, 1, memory_order_relaxed);
+}
+
+/* The owner's free of block b (checked) into its page: the key, the local list, a full
+ * page back to its queue, the last block's retire. Inside the handshake. */
+static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t *page, block_t *b)
+{
+    heap->slow_ops++;
+    if (unlikely(b->key == block_key(b)))
+        free_check_double(page, b, "free(): double free detected");
+    b->key = block_key(b);
+    block_set_next(b, page->local_free);
+    page->local_free = b;
+    if (page->flags & PAGE_IN_FULL)
+        page_requeue(heap, page);
+    if (--page->used == 0)
+        heap_page_retire(heap, page);
+}
+
+/* The owner's free of p into its full page (fast_owner_full said so, outside the
+ * handshake): heap_free_slow's checks and work for that case, without its other looks. */
+void heap_free_full(heap_t *heap, page_t *page, void *p)
+{
+    heap_enter(heap);
+    /* read again inside the handshake: the purger may have changed the page since */
+    if (unlikely(page->flags != PAGE_IN_FULL)) {
+        heap_leave(heap);
+        heap_free_slow(page->chunk, page, p);
+        return;
+    }
+    /* heap_free_slow's checks that the page's flags leave: no aligned blocks, no holes, not
+     * reset (its blocks are all carved: block_freed's capacity look stays) */
+    if (unlikely(block_misaligned(page, p)))
+        lib_fatal("free(): invalid pointer", p);
+    if (unlikely(block_freed(page, p)))
+        lib_fatal("free(): double free detected", p);
+    free_own(heap, page, p);
+    heap_leave(heap);
+}
+
 /* free of a block of a small-object chunk off the fast path: the owner's (full page,
  * aligned blocks), a remote free, an abandoned chunk taken over, or a bad pointer. */
 void heap_free_slow(chunk_t *c, page_t *page, void *p)
@@ -315,35 +387,27 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
     heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
     if (owner == heap) { /* never heap_empty or heap_exited: they own no chunk */
         heap_enter(heap);
-        heap->slow_ops++;
-        /* Our own page, but full or with aligned blocks. */
-        if (unlikely(b->key == block_key(b)))
-            free_check_double(page, p, "free(): double free detected");
-        b->key = block_key(b);
-        block_set_next(b, page->local_free);
-        page->local_free = b;
-        if (page->flags & PAGE_IN_FULL) {
-            page_unfull(heap, page);
-            page_queue_push_back(&heap->queues[page->cls], page);
-            if (heap->queues[page->cls].first == page)
-                direct_update(heap, page->cls); /* the queue was empty */
-        }
-        if (--page->used == 0)
-            heap_page_retire(heap, page);
+        free_own(heap, page, b); /* our own page, but full or with aligned blocks */
         heap_leave(heap);
         return;
     }
     if (!owner && atomic_load_explicit(&c->abandoned, memory_order_relaxed) &&
         abandoned_free(c, page, b))
         return;
-    b->key = block_key(b);
-    block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
-    do {
-        block_set_next(b, head);
-    } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &head, b,
-                                                    memory_order_seq_cst, memory_order_relaxed));
-    if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner)
-        atomic_store_explicit(&owner->full_has_xfree, 1, memory_order_relaxed);
+    free_push_remote(page, b, owner);
+}
+
+/* Another thread's free of p into page, which owner owns with no flag but PAGE_IN_FULL
+ * (fast_owner said so). */
+void heap_free_remote(page_t *page, void *p, heap_t *owner)
+{
+    /* heap_free_slow's checks that a page another heap owns with no flag but PAGE_IN_FULL
+     * still needs (the holes read as there, atomically: the purger may have made some) */
+    if (unlikely(block_misaligned(page, p)))
+        lib_fatal("free(): invalid pointer", p);
+    if (unlikely(block_freed(page, p)))
+        lib_fatal("free(): double free detected", p);
+    free_push_remote(page, p, owner);
 }
 
 /* ---- the owner's side of the reclaim handshake (reclaim.c is the purger's)

@@ -191,6 +191,7 @@ HIDDEN void *block_start(page_t *page, void *p);
 HIDDEN void *block_named(page_t *page, void *p);
 HIDDEN void free_check_double(page_t *page, void *p, const char *msg);
 HIDDEN void malloc_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
+HIDDEN void *malloc_corrupt_tail(page_t *page, void *b) __attribute__((cold));
 /* Purges DIRTY page slots of live chunks older than purge_delay (all when force); returns
  * the bytes purged and sets *next to the time the next one is due (0: none). */
 HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
@@ -223,6 +224,8 @@ HIDDEN void direct_update(heap_t *heap, unsigned cls);
 HIDDEN void page_unlink(heap_t *heap, page_t *page);
 HIDDEN void page_unfull(heap_t *heap, page_t *page);
 HIDDEN bool page_to_full(heap_t *heap, page_t *page);
+HIDDEN bool page_to_full_first(heap_t *heap, page_t *page);
+HIDDEN void page_requeue(heap_t *heap, page_t *page);
 
 /* ---- chunk.c: pages from the heap's chunks, chunks from the arena ----------------------- */
 extern HIDDEN void (*chunk_new_prepare)(heap_t *heap);
@@ -293,9 +296,12 @@ extern HIDDEN __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))
 HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
 HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page);
 HIDDEN void heap_free_slow(chunk_t *c, page_t *page, void *p);
+HIDDEN void heap_free_full(heap_t *heap, page_t *page, void *p);
+HIDDEN void heap_free_remote(page_t *page, void *p, heap_t *owner);
 HIDDEN bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p);
 HIDDEN void heap_rescue_full(heap_t *heap, bool may_free);
 HIDDEN void heap_page_retire(heap_t *heap, page_t *page);
+HIDDEN void heap_forget_kept(heap_t *heap);
 HIDDEN void heap_wait_reclaim(heap_t *heap);
 HIDDEN void heap_wait_unclaimed(heap_t *heap);
 

@@ -39,6 +39,7 @@ static void page_setup(page_t *page, chunk_t *c, uint8_t *start, size_t psize, u
     page->is_sub = false;
     page->sub_keeps = 0;
     page->kept_at = 0;
+    page->kept_quiet = false;
     page->tail_resident = false;
     page->div_check = UINT64_MAX / page->block_size + 1;
     page->span = page->reserved * page->block_size;
@@ -223,6 +224,13 @@ void malloc_corrupt(page_t *page, void *b)
 {
     (void)page;
     lib_fatal("malloc(): free block corrupted (double free or write after free)", b);
+}
+
+/* The same, for the malloc fast path's tail call: a noreturn function is called, not jumped
+ * to, and the call made the fast path set up a stack frame. */
+void *malloc_corrupt_tail(page_t *page, void *b)
+{
+    malloc_corrupt(page, b);
 }
 
 /* The block that contains p (p may be an aligned interior pointer). */

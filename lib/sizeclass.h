@@ -43,6 +43,29 @@ static inline unsigned sc_class_of(size_t size)
     return 8u + (b - 7u) * 8u + sub + 1u;
 }
 
+/* The classes of sizes DIRECT_MAX + 1 .. 8 KiB by (size + 15) / 16 - 65, as constants
+ * (sc_class_of's arithmetic, two divisions above 4 KiB): the malloc fast path's. A class
+ * serves every size up to its block size, a multiple of 16, so sizes that round up to the
+ * same multiple of 16 have one class. */
+#define SC_MID_FIRST 65 /* (1025 + 15) / 16 */
+#define SC_MID_SLOTS (8192 / 16 - SC_MID_FIRST + 1)
+#define SC_MID_N_(s)                                                                               \
+    ((SC_PAGE_FIT_BYTES / (s)) -                                                                   \
+     (((SC_PAGE_FIT_BYTES / (SC_PAGE_FIT_BYTES / (s))) & ~(size_t)15) < (s)))
+#define SC_MID_B_(s) ((s)-1 < 2048 ? 10u : (s)-1 < 4096 ? 11u : 12u)
+#define SC_MID_OF_(s)                                                                              \
+    ((s) > 4096                                                                                    \
+         ? SC_PAGE_FIT_FIRST + 15u - (unsigned)SC_MID_N_(s)                                        \
+         : 8u + (SC_MID_B_(s) - 7u) * 8u + (unsigned)((((s)-1) >> (SC_MID_B_(s) - 3)) & 7u) + 1u)
+#define SC_MID_X1_(i) (uint8_t) SC_MID_OF_(((size_t)(i) + SC_MID_FIRST) * 16),
+#define SC_MID_X4_(i) SC_MID_X1_(i) SC_MID_X1_((i) + 1) SC_MID_X1_((i) + 2) SC_MID_X1_((i) + 3)
+#define SC_MID_X16_(i) SC_MID_X4_(i) SC_MID_X4_((i) + 4) SC_MID_X4_((i) + 8) SC_MID_X4_((i) + 12)
+#define SC_MID_X64_(i)                                                                             \
+    SC_MID_X16_(i) SC_MID_X16_((i) + 16) SC_MID_X16_((i) + 32) SC_MID_X16_((i) + 48)
+static const uint8_t sc_mid_class[SC_MID_SLOTS] = {SC_MID_X64_(0) SC_MID_X64_(64) SC_MID_X64_(
+    128) SC_MID_X64_(192) SC_MID_X64_(256) SC_MID_X64_(320) SC_MID_X64_(384)};
+_Static_assert(SC_MID_SLOTS == 448, "sc_mid_class lists 7 * 64 sizes");
+
 static inline size_t sc_block_size(unsigned cls)
 {
     if (cls <= 8)

@@ -165,4 +165,5 @@ void thread_fork(enum fork_phase phase)
             h->reclaimed_ops = h->slow_ops;
         }
     }
+    heap_forget_kept(tl_heap); /* the sentinels have empty queues: nothing written */
 }

@@ -139,8 +139,9 @@ typedef struct arena arena_t;
  * partition the first `capacity` blocks; capacity <= reserved. */
 typedef struct page {
     /* First cache line: what the fast paths read. */
-    /* The owning heap while the page takes the fast free path (owned, flags == 0), else
-     * NULL: free compares it with its own heap, one load for ownership and flags. */
+    /* The owning heap while the page takes the fast free path (owned, flags == 0), the
+     * owner + 1 when PAGE_IN_FULL is its only flag (fast_owner_full), else NULL: free
+     * compares it with its own heap, one load for ownership and flags. */
     _Atomic(heap_t *) fast_owner;
     block_t *free;       /* the owner allocates from here */
     block_t *local_free; /* the owner's frees; becomes `free` when that runs dry */
@@ -154,6 +155,11 @@ typedef struct page {
     _Atomic uint8_t in_use; /* enum page_state */
     uint8_t cls;
     _Atomic uint8_t in_full; /* on the heap's full list (see page-queue.c) */
+    /* Owner-only: the last heap_page_retire kept the page empty, alone in its queue, with
+     * nothing to trim then or later (page_trim_kept's reasons that last), and no queue
+     * change since (page-queue.c clears it): the fast free that empties it again only
+     * counts, as that retire would (free_inline). */
+    bool kept_quiet;
     /* Second cache line: the slow paths'. */
     uint32_t capacity;
     uint32_t reserved;
@@ -200,11 +206,20 @@ enum page_state {
 #define PAGE_SPLIT 16      /* a split slot's marker: its blocks are its sub-pages' */
 #define PAGE_TRIMMED 32    /* reset by its owner's trim (heap_page_retire): refilled, a refault */
 
+/* fast_owner of an owned page whose only flag is PAGE_IN_FULL: the owner + 1 (never a heap's
+ * address), so that the owner's free into it goes to heap_free_full, not the general slow
+ * path (every other thread's compare fails). */
+static inline heap_t *fast_owner_full(const heap_t *owner)
+{
+    return (heap_t *)((uintptr_t)owner + 1);
+}
+
 /* Sets the owner-only flags and, with them, whether frees take the fast path. */
 static inline void page_set_flags(page_t *page, heap_t *owner, uint8_t flags)
 {
     page->flags = flags;
-    atomic_store_explicit(&page->fast_owner, flags ? NULL : owner, memory_order_relaxed);
+    heap_t *fast = !flags ? owner : flags == PAGE_IN_FULL && owner ? fast_owner_full(owner) : NULL;
+    atomic_store_explicit(&page->fast_owner, fast, memory_order_relaxed);
 }
 
 /* true when p is not the start of a block of page (an interior or stray pointer): one

@@ -43,6 +43,13 @@
  *                    flipped (what an attacker can do without the secret), so that it leads
  *                    16 bytes off the start of the block freed before it; then malloc(48)
  *                    until that address comes back or 2000 calls
+ *   full-remote-double  p = the 2049th of 4096 malloc(48) (its page full), freed by another
+ *                    thread (on the page's list of remote frees), then free(p) by the owner
+ *                    (the owner's free into its full page, heap_free_full)
+ *   remote-double    the same p freed twice by the other thread; then the owner mallocs 48
+ *                    bytes until it collects the page's remote frees (up to 20000 calls)
+ *   mid-double       p, q = malloc(2000); free(p), free(q), free(p); then malloc(2000)
+ *                    three times (a class above 1 KiB: the fast path pops by the class table)
  *   ok               no misuse at all (the control: must exit 0)
  *
  * Before the misuse the program prints "ptr=0x%016lx" (the pointer handed to free/realloc,
@@ -416,6 +423,64 @@ static int remote_redirect(void)
     return allocate_until_target();
 }
 
+/* Blocks of 48 bytes that fill pages: the middle one's page is on the full list. */
+enum { FULL_N = 4096 };
+static char *full_blk[FULL_N];
+static char *fill_pages(void)
+{
+    for (int i = 0; i < FULL_N; i++)
+        if (!(full_blk[i] = malloc(48)))
+            return NULL;
+    return full_blk[FULL_N / 2];
+}
+
+static void *free_twice(void *p)
+{
+    free(p);
+    free(launder(p));
+    return NULL;
+}
+
+static int full_remote_double(int owner_frees)
+{
+    char *b = fill_pages();
+    if (!b)
+        return 2;
+    announce(b);
+    pthread_t t;
+    if (pthread_create(&t, NULL, owner_frees ? free_it : free_twice, b) || pthread_join(t, NULL))
+        return 2;
+    if (owner_frees) {
+        free(launder(b));
+        look_for_duplicates(48);
+        return 3;
+    }
+    for (int i = 0; i < 20000; i++)
+        if (!malloc(48))
+            return 2;
+    printf("misuse went undetected\n");
+    fflush(stdout);
+    return 3;
+}
+
+static int mid_double(void)
+{
+    char *p = malloc(2000), *q = malloc(2000);
+    if (!p || !q)
+        return 2;
+    announce(p);
+    free(p);
+    free(q);
+    free(launder(p));
+    void *a = malloc(2000), *b = malloc(2000), *c = malloc(2000);
+    if (a && a == c)
+        printf("silent corruption: malloc(2000) returned %p twice (%p between)\n", a, b);
+    else
+        printf("misuse went undetected\n");
+    fflush(stdout);
+    return 3;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -473,6 +538,12 @@ int main(int argc, char **argv)
         return remote_redirect();
     if (!strcmp(c, "partial-link"))
         return partial_link();
+    if (!strcmp(c, "full-remote-double"))
+        return full_remote_double(1);
+    if (!strcmp(c, "remote-double"))
+        return full_remote_double(0);
+    if (!strcmp(c, "mid-double"))
+        return mid_double();
     if (!strcmp(c, "ok")) {
         char *p = malloc(48), *q = malloc(4 * MiB);
         if (!p || !q)

@@ -2,7 +2,7 @@
  * (lib/reclaim.c), for tests/rel-reclaim.sh. Residency is read from the kernel with
  * mincore(2), OS page by OS page, so every check is exact.
  *
- *   rel-reclaim kept|holes|inside|busy|fork|background|nobarrier|hole-double-free|loop|
+ *   rel-reclaim kept|holes|inside|busy|fork|kept-fork|background|nobarrier|hole-double-free|loop|
  *               recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse|cache-age
  *
  * A worker thread allocates on command and otherwise waits on a condition variable (no
@@ -1261,6 +1261,54 @@ static void test_dirty_count(void)
     worker_stop();
 }
 
+/* A page kept empty while the purger thread runs is not trimmed at its retire (the purger
+ * reclaims it once the thread is idle), and a loop of malloc/free then keeps it without the
+ * retire (kept_quiet, alloc.c); a fork's child has no purger thread, so there the next
+ * retire trims it (heap.c, page_trim_kept; thread.c, heap_forget_kept). */
+static void *kf_blocks[400000];
+static void test_kept_fork(void)
+{
+    /* 40 MB freed waits for its purge: the purger thread starts at a free's safe point */
+    size_t n = sizeof kf_blocks / sizeof kf_blocks[0];
+    for (size_t i = 0; i < n; i++)
+        kf_blocks[i] = malloc(100);
+    for (size_t i = 0; i < n; i++)
+        free(kf_blocks[i]);
+    free(malloc(100 << 10));
+    struct timespec ts = {0, 200 * 1000000L};
+    nanosleep(&ts, NULL);
+    unsigned char *p = NULL;
+    for (int i = 0; i < 1000; i++) {
+        p = malloc(SMALL);
+        p[0] = (unsigned char)i;
+        free(p);
+    }
+    int threads = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Threads:", 8))
+            threads = atoi(line + 8);
+    if (f)
+        fclose(f);
+    report(threads >= 2, "the purger thread runs (%d threads)", threads);
+    report(resident(p) == 1, "the parent's kept page stays resident at its last free");
+    pid_t pid = fork();
+    if (pid == 0) {
+        unsigned char *q = malloc(SMALL);
+        q[0] = 1;
+        free(q);
+        /* the same 16 KiB page (a class of 48 B has one here) */
+        _exit(((uintptr_t)q ^ (uintptr_t)p) >= 16384 ? 2 : resident(p) == 0 ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    report(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "in the child, without a purger thread, the free that empties the kept "
+           "page again trims it (child exit %d: 1 resident, 2 another page)",
+           WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1283,6 +1331,8 @@ int main(int argc, char **argv)
         test_busy();
     else if (!strcmp(what, "fork"))
         test_fork();
+    else if (!strcmp(what, "kept-fork"))
+        test_kept_fork();
     else if (!strcmp(what, "background"))
         test_background();
     else if (!strcmp(what, "nobarrier"))

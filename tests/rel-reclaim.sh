@@ -24,8 +24,8 @@
 
 prog=$TESTS_BUILDDIR/rel-reclaim
 test -x "$prog" || bail "$prog not built"
-for what in kept holes inside busy fork recycle nobarrier loop remote split emptied reuse \
-    extent-reuse dirty-count; do
+for what in kept holes inside busy fork kept-fork recycle nobarrier loop remote split emptied \
+    reuse extent-reuse dirty-count; do
     relay "$what" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" "$what"
 done
 relay background 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" background

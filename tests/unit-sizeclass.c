@@ -47,5 +47,17 @@ int main(void)
     tap_ok(sc_block_size(sc_class_of(4369)) == 4672, "4369 B -> 4672 B");
     tap_ok(sc_block_size(sc_class_of(8192)) == 8192 && sc_block_size(sc_class_of(8193)) == 9216,
            "8 KiB -> 8 KiB, 8 KiB + 1 -> 9 KiB");
+    /* the malloc fast path's table for 1 KiB + 1 .. 8 KiB (sizeclass.h, sc_mid_class) */
+    int mid = 1;
+    size_t mid_bad = 0;
+    for (size_t size = 1025; size <= 8192; size++)
+        if (sc_mid_class[((size + 15) >> 4) - SC_MID_FIRST] != sc_class_of(size) && mid) {
+            mid = 0;
+            mid_bad = size;
+        }
+    tap_ok(mid,
+           "the fast path's class table agrees with sc_class_of from 1025 B to 8 KiB "
+           "(first wrong: %zu)",
+           mid_bad);
     return tap_done();
 }
