@@ -56,6 +56,7 @@ struct extent_map {
     _Alignas(page_t) uint8_t desc[CHUNK_DESC_SHORT];
     chunk_t *chunk;               /* the chunk while the map is in use (desc), else NULL */
     struct extent_map *next_free; /* recycled maps */
+    struct ext_shard *shard;      /* the shard that made it, for good (extent.c) */
     uint32_t used;                /* granules handed out */
     /* Bit g: granule g is in a free run and held data since its last purge (may be
      * resident). Placed, not only counted per run: a freed block merged with a purged run
@@ -78,8 +79,8 @@ static inline struct extent_map *map_of_node(struct ext_free *n)
 
 /* ---- tags -------------------------------------------------------------------------- */
 
-/* Written under extent_lock; read without it only for a block the caller holds (its head
- * changes only when that block is freed or resized), hence relaxed atomics. */
+/* Written under the shard's lock (extent.c); read without it only for a block the caller holds (its
+ * head changes only when that block is freed or resized), hence relaxed atomics. */
 static inline uint16_t tag_get(const struct extent_map *m, unsigned g)
 {
     return __atomic_load_n(&m->tag[g], __ATOMIC_RELAXED);

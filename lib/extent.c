@@ -7,17 +7,19 @@
  * touched (glibc's and jemalloc's coalescing instead of 24 segregated classes per thread,
  * each holding pages of its own). Free runs go back to the kernel after purge_delay
  * (extents_purge, from the purger); a chunk that empties goes back to the arena once
- * purged (or when a heap needs a chunk), but one spare.
+ * purged (or when a heap needs a chunk), but one spare a shard.
  *
- * The chunk's map (extent-map.h) holds the boundary tags and the dirty bits, outside the
- * memory. Everything here is under extent_lock; only the purger drops it, around the
- * madvise of a run it has taken out (tagged BUSY, so that no neighbour merges with it and
- * no free accepts it). */
+ * The chunks are split into shards (struct ext_shard), each with its own lock, bins and
+ * chunks; a chunk's map (extent-map.h) holds the boundary tags and the dirty bits, outside
+ * the memory, and its shard. Everything here is under the lock of the shard concerned;
+ * only the purger drops it, around the madvise of a run it has taken out (tagged BUSY, so
+ * that no neighbour merges with it and no free accepts it). */
 #include "extent-map.h"
 #include "internal.h"
 #include "list.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #define TRIM_COST_CALL 4u   /* a madvise costs about as much as 4 page faults */
@@ -29,34 +31,99 @@
  * PURGER_MIN_PENDING). */
 #define TRIM_STORM_MAX 4096u
 
-static pthread_mutex_t extent_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
-/* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps its
- * last node in its first node's prev), stored longest first (bin_of) after the globals
- * above. A small process's runs, short blocks and the rest of its chunk, touch two pages
- * of them, not three (python3 idle: -4 KiB); aligned to a page, the globals took a page of
- * their own (perl +4 KiB). */
-static struct ext_free *bins[GRANULES];
-static uint64_t binmap[(GRANULES + 64) / 64];
-static uint64_t pendmap[(GRANULES + 64) / 64]; /* bins whose first run is pending */
-static chunk_queue_t ext_chunks;               /* every extent chunk (list through next/prev) */
-static chunk_t *spare;                         /* an empty chunk kept for the next request */
-static _Atomic int empty_kept; /* some empty chunk besides the spare is kept, resident */
-static struct extent_map *maps_free;
-static size_t pending_granules; /* dirty granules of free runs, waiting for purge_delay */
-/* Trim (block_free_locked): policy_in_force.trim_threshold, doubled trim_shift times by the
- * refaults (trim_taken); past a chunk, none. */
-static unsigned trim_shift;
-static unsigned trim_cost;      /* of the refaults since trim_window_at */
-static uint32_t trim_window_at; /* ms clock */
-/* The trims made since trim_calls_at (within a purge_delay; one more once a storm started),
- * and the pending granules at which a storm's next batch goes (trim_batch). */
-static unsigned trim_calls;
-static uint32_t trim_calls_at;
-static size_t trim_batch_at;
-static size_t trim_batched; /* granules the batches purged since trim_calls_at, less those taken */
+/* A shard: its own lock, bins and chunks. One process-wide shard was one lock for every
+ * thread's extents: 4 threads of mixed sizes (mixed) waited 0.67 s for it in a 0.97 s run,
+ * 36632 of 1.39 million takes contended. Once a second heap is made, a request takes from
+ * the shard of the CPU it runs on (a thread that runs meets the others only when it was
+ * moved, or frees a block another CPU's shard holds); until then every request takes from
+ * shard0, and a single-threaded process lays out its extents as with one shard. A chunk
+ * stays in the shard that made it, and so does its map, recycled there (maps_free): a
+ * map's shard never changes, and a free finds its lock without one. */
+#define EXT_SHARDS 8
+#define MAP_WORDS ((GRANULES + 64) / 64)
+
+struct ext_shard {
+    pthread_mutex_t lock; /* shard0's is shard0_lock (shard_lock) */
+    chunk_queue_t chunks; /* every extent chunk of the shard (list through next/prev) */
+    chunk_t *spare;       /* an empty chunk kept for the next request */
+    struct extent_map *maps_free;
+    size_t pending_granules; /* dirty granules of free runs, waiting for purge_delay */
+    /* Trim (block_free_locked): policy_in_force.trim_threshold, doubled trim_shift times by
+     * the refaults (trim_taken); past a chunk, none. */
+    unsigned trim_shift;
+    unsigned trim_cost;      /* of the refaults since trim_window_at */
+    uint32_t trim_window_at; /* ms clock */
+    /* The trims made since trim_calls_at (within a purge_delay; one more once a storm
+     * started), and the pending granules at which a storm's next batch goes (trim_batch). */
+    unsigned trim_calls;
+    uint32_t trim_calls_at;
+    size_t trim_batch_at;
+    size_t trim_batched; /* granules the batches purged since trim_calls_at, less those taken */
+    unsigned purging;    /* runs the purger holds out (BUSY) right now */
+    uint64_t binmap[MAP_WORDS];
+    uint64_t pendmap[MAP_WORDS]; /* bins whose first run is pending */
+    /* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps
+     * its last node in its first node's prev), stored longest first (bin_of) after the
+     * fields above. A small process's runs, short blocks and the rest of its chunk, touch
+     * two pages of them, not three (python3 idle: -4 KiB). */
+    struct ext_free *bins[GRANULES];
+};
+
+/* shard0 in .bss, its lock apart in .data (an initialised shard0, 4 KiB of .data, cost the
+ * smallest process a written page more: rel-footprint); shard_lock finds it. */
+static struct ext_shard shard0;
+static pthread_mutex_t shard0_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+/* shards[i] for i > 0, made when a request first runs on a CPU of that index (meta memory,
+ * never freed); NULL in .bss, so that a single-threaded process writes none of it. */
+static struct ext_shard *_Atomic shards[EXT_SHARDS];
+static pthread_mutex_t shards_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int empty_kept;        /* some empty chunk besides a spare is kept, resident */
 static _Atomic bool trim_want_thread; /* a storm asks for the purger (note_pending) */
-static unsigned purging;              /* runs the purger holds out (BUSY) right now */
 _Atomic uint64_t stat_extent_used;    /* bytes handed out (statistics) */
+/* Set by thread.c, the heaps' lives, when a second heap is made, never cleared: until then
+ * the process has one thread that allocates, its extents bypass the thread cache
+ * (extent-cache.c) and take from shard0. It lives here, below the heaps' lives and the
+ * cache in the layers. */
+_Atomic int heap_second_made;
+
+static inline pthread_mutex_t *shard_lock(struct ext_shard *s)
+{
+    return s == &shard0 ? &shard0_lock : &s->lock;
+}
+
+/* Shard i, or NULL when no request has run on such a CPU yet. */
+static inline struct ext_shard *shard_at(unsigned i)
+{
+    return i == 0 ? &shard0 : atomic_load_explicit(&shards[i], memory_order_acquire);
+}
+
+/* Shard i, made now if it is not yet; shard0 when there is no memory for it. */
+static struct ext_shard *shard_make(unsigned i)
+{
+    pthread_mutex_lock(&shards_lock);
+    struct ext_shard *s = atomic_load_explicit(&shards[i], memory_order_relaxed);
+    if (!s) {
+        s = meta_alloc(sizeof *s); /* zero: fresh meta memory */
+        if (s) {
+            pthread_mutex_t init = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+            s->lock = init;
+            atomic_store_explicit(&shards[i], s, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&shards_lock);
+    return s ? s : &shard0;
+}
+
+/* The shard a request takes from: shard0 until a second heap is made, then its CPU's. */
+static struct ext_shard *shard_here(void)
+{
+    if (!atomic_load_explicit(&heap_second_made, memory_order_relaxed))
+        return &shard0;
+    int cpu = sched_getcpu(); /* a load from the rseq area where the kernel has it */
+    unsigned i = cpu > 0 ? (unsigned)cpu % EXT_SHARDS : 0;
+    struct ext_shard *s = shard_at(i);
+    return likely(s) ? s : shard_make(i);
+}
 
 static bool purge_enabled(void)
 {
@@ -64,9 +131,9 @@ static bool purge_enabled(void)
     return policy_in_force.purge_delay_ms >= 0 && policy_in_force.thp.mode != THP_MODE_ALWAYS;
 }
 
-static void pending_add(long granules)
+static void pending_add(struct ext_shard *s, long granules)
 {
-    pending_granules = (size_t)((long)pending_granules + granules);
+    s->pending_granules = (size_t)((long)s->pending_granules + granules);
     if (granules > 0)
         atomic_fetch_add_explicit(&stat_pages_dirty, (uint64_t)granules << GRANULE_SHIFT,
                                   memory_order_relaxed);
@@ -77,21 +144,21 @@ static void pending_add(long granules)
 
 /* ---- bins ------------------------------------------------------------------------ */
 
-static inline struct ext_free **bin_of(unsigned len)
+static inline struct ext_free **bin_of(struct ext_shard *s, unsigned len)
 {
-    return &bins[GRANULES - len];
+    return &s->bins[GRANULES - len];
 }
 
-static void pendmap_update(unsigned len)
+static void pendmap_update(struct ext_shard *s, unsigned len)
 {
-    const struct ext_free *f = *bin_of(len);
+    const struct ext_free *f = *bin_of(s, len);
     uint64_t bit = (uint64_t)1 << (len % 64);
-    pendmap[len / 64] = f && f->dirty ? pendmap[len / 64] | bit : pendmap[len / 64] & ~bit;
+    s->pendmap[len / 64] = f && f->dirty ? s->pendmap[len / 64] | bit : s->pendmap[len / 64] & ~bit;
 }
 
-static void bin_insert(struct ext_free *n)
+static void bin_insert(struct ext_shard *s, struct ext_free *n)
 {
-    struct ext_free **b = bin_of(n->len), *f = *b;
+    struct ext_free **b = bin_of(s, n->len), *f = *b;
     if (!f) {
         n->next = NULL;
         n->prev = n;
@@ -107,13 +174,13 @@ static void bin_insert(struct ext_free *n)
         f->prev->next = n;
         f->prev = n;
     }
-    binmap[n->len / 64] |= (uint64_t)1 << (n->len % 64);
-    pendmap_update(n->len);
+    s->binmap[n->len / 64] |= (uint64_t)1 << (n->len % 64);
+    pendmap_update(s, n->len);
 }
 
-static void bin_remove(struct ext_free *n)
+static void bin_remove(struct ext_shard *s, struct ext_free *n)
 {
-    struct ext_free **b = bin_of(n->len), *f = *b;
+    struct ext_free **b = bin_of(s, n->len), *f = *b;
     LIB_ASSERT(f && !f->prev->next); /* f's prev is the bin's last node */
     if (n == f)
         *b = n->next;
@@ -125,8 +192,8 @@ static void bin_remove(struct ext_free *n)
         f->prev = n->prev; /* n was the last */
     n->next = n->prev = NULL;
     if (!*b)
-        binmap[n->len / 64] &= ~((uint64_t)1 << (n->len % 64));
-    pendmap_update(n->len);
+        s->binmap[n->len / 64] &= ~((uint64_t)1 << (n->len % 64));
+    pendmap_update(s, n->len);
 }
 
 /* The smallest bin of at least len granules that map marks, or 0. */
@@ -137,7 +204,7 @@ static unsigned map_find(const uint64_t *map, unsigned len)
     for (;;) {
         if (bits)
             return w * 64 + (unsigned)__builtin_ctzll(bits);
-        if (++w >= sizeof binmap / sizeof binmap[0])
+        if (++w >= MAP_WORDS)
             return 0;
         bits = map[w];
     }
@@ -146,7 +213,7 @@ static unsigned map_find(const uint64_t *map, unsigned len)
 /* The largest bin of at least len granules that map marks, or 0. */
 static unsigned map_find_top(const uint64_t *map, unsigned len)
 {
-    for (unsigned w = sizeof binmap / sizeof binmap[0]; w-- > len / 64;) {
+    for (unsigned w = MAP_WORDS; w-- > len / 64;) {
         uint64_t bits = map[w];
         if (w == len / 64)
             bits &= ~(uint64_t)0 << (len % 64);
@@ -160,11 +227,11 @@ static unsigned map_find_top(const uint64_t *map, unsigned len)
  * of that length is resident and a longer one is (reuse before touching fresh memory:
  * thread churn's extents touched every granule of their chunks over a second of batches,
  * 4.1 -> 6.8 MiB, for as much handed out). 0: none. */
-static unsigned bin_find(unsigned len)
+static unsigned bin_find(struct ext_shard *s, unsigned len)
 {
-    unsigned k = map_find(binmap, len);
-    if (k && !(*bin_of(k))->dirty) {
-        unsigned r = map_find(pendmap, k);
+    unsigned k = map_find(s->binmap, len);
+    if (k && !(*bin_of(s, k))->dirty) {
+        unsigned r = map_find(s->pendmap, k);
         if (r)
             k = r;
     }
@@ -199,11 +266,11 @@ static void map_check(const struct extent_map *m)
     LIB_ASSERT(g == GRANULES && used == m->used);
 }
 
-/* pending_granules is the free runs' dirty granules, over every map. */
-static void pending_check(void)
+/* The shard's pending_granules is its free runs' dirty granules, over its maps. */
+static void pending_check(struct ext_shard *s)
 {
     size_t dirty = 0;
-    for (chunk_t *c = ext_chunks.first; c; c = c->next) {
+    for (chunk_t *c = s->chunks.first; c; c = c->next) {
         const struct extent_map *m = map_of(c);
         for (unsigned g = 0, len; g < GRANULES; g += len) {
             uint16_t t = tag_get(m, g);
@@ -214,26 +281,26 @@ static void pending_check(void)
                 dirty += m->node[g].dirty;
         }
     }
-    LIB_ASSERT(dirty == pending_granules);
+    LIB_ASSERT(dirty == s->pending_granules);
 }
-#define MAP_CHECK(m) (map_check(m), pending_check())
+#define MAP_CHECK(m) (map_check(m), pending_check((m)->shard))
 #else
 #define MAP_CHECK(m) ((void)0)
 #endif
 
 /* ---- chunks ------------------------------------------------------------------------ */
 
-/* A new extent chunk: one free run of the whole chunk. extent_lock held. */
-static chunk_t *chunk_add(void)
+/* A new extent chunk of s: one free run of the whole chunk. s->lock held. */
+static chunk_t *chunk_add(struct ext_shard *s)
 {
     arena_t *arena;
     bool zero;
     uint8_t *base = arena_alloc_chunks(1, CHUNK_SIZE, THP_USE_SMALL, CHUNK_SIZE, &arena, &zero);
     if (!base)
         return NULL;
-    struct extent_map *m = maps_free;
+    struct extent_map *m = s->maps_free;
     if (m)
-        maps_free = m->next_free;
+        s->maps_free = m->next_free;
     else
         m = meta_alloc(sizeof *m); /* zero: fresh meta memory */
     if (!m) {
@@ -257,13 +324,14 @@ static chunk_t *chunk_add(void)
     m->chunk = c;
     m->used = 0;
     m->next_free = NULL;
+    m->shard = s; /* already, for a map of s->maps_free */
     if (!registry_set(base, 1, c)) {
         registry_set(base, 1, registry_unused(arena));
         arena_free_chunks(arena, base, 1);
         c->kind = CHUNK_FREE;
         m->chunk = NULL;
-        m->next_free = maps_free;
-        maps_free = m;
+        m->next_free = s->maps_free;
+        s->maps_free = m;
         errno = ENOMEM;
         return NULL;
     }
@@ -276,10 +344,10 @@ static chunk_t *chunk_add(void)
     n->trimmed = false;
     /* resident, it has waited since the arena got it: the rest of purge_delay */
     n->freed_at = n->dirty ? arena_freed_at(arena, base) : now_ms();
-    pending_add(n->dirty);
+    pending_add(s, n->dirty);
     tags_set(m, 0, GRANULES, TAG_FREE);
-    bin_insert(n);
-    DLIST_PUSH_BACK(&ext_chunks, c);
+    bin_insert(s, n);
+    DLIST_PUSH_BACK(&s->chunks, c);
     return c;
 }
 
@@ -288,18 +356,19 @@ static chunk_t *chunk_add(void)
  * purge_pending that were not resident, and was purged twice. Any other (resident: a heap
  * needs a chunk; or written where nothing purges extents: purge_delay never, mode always;
  * or purged with MADV_FREE, whose old contents may come back) waits there for purge_delay,
- * and is never handed out as zero. extent_lock held; its one free run is in its bin. */
+ * and is never handed out as zero. The shard's lock held; its one free run is in its bin. */
 static void chunk_drop(chunk_t *c)
 {
     struct extent_map *m = map_of(c);
+    struct ext_shard *s = m->shard;
     struct ext_free *n = &m->node[0];
     LIB_ASSERT(m->used == 0 && n->len == GRANULES);
-    bin_remove(n);
-    pending_add(-(long)n->dirty);
+    bin_remove(s, n);
+    pending_add(s, -(long)n->dirty);
     bool clean = !n->dirty && n->zero;
     dirty_mark(m, 0, GRANULES, false);
     tags_clear(m, 0, GRANULES);
-    DLIST_REMOVE(&ext_chunks, c);
+    DLIST_REMOVE(&s->chunks, c);
     registry_set(c->base, 1, registry_unused(c->arena));
     if (clean)
         arena_free_chunks_clean(c->arena, c->base, 1);
@@ -309,8 +378,8 @@ static void chunk_drop(chunk_t *c)
      * descriptor stays an extent chunk's, page_shift and pages[0] included */
     c->kind = CHUNK_FREE;
     m->chunk = NULL;
-    m->next_free = maps_free;
-    maps_free = m;
+    m->next_free = s->maps_free;
+    s->maps_free = m;
 }
 
 /* ---- runs -------------------------------------------------------------------------- */
@@ -333,7 +402,7 @@ struct merge {
 static void absorb(struct extent_map *m, unsigned first, unsigned len, struct merge *g)
 {
     struct ext_free *x = &m->node[first];
-    bin_remove(x);
+    bin_remove(m->shard, x);
     tags_clear(m, first, len);
     if (first < g->start)
         g->start = first;
@@ -352,7 +421,7 @@ static void absorb(struct extent_map *m, unsigned first, unsigned len, struct me
 
 /* Makes [first, first+len) of m a free run, merged with free neighbours. dirty: it all held
  * data (to be purged after purge_delay), else its dirty bits stay as they are; zero: it
- * reads as zero. Returns the merged run, and in *held its dirty granules. extent_lock
+ * reads as zero. Returns the merged run, and in *held its dirty granules. The shard's lock
  * held. */
 static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsigned len,
                                      unsigned own, bool zero, bool trimmed, uint32_t freed_at,
@@ -385,6 +454,7 @@ static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsig
         if ((t & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE))
             absorb(m, first + len, t & TAG_LEN, &g);
     }
+    struct ext_shard *s = m->shard;
     struct ext_free *n = &m->node[g.start];
     n->index = g.start & 0x3ff;
     n->len = g.total & TAG_LEN;
@@ -392,9 +462,9 @@ static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsig
     n->zero = g.zero;
     n->trimmed = g.trimmed && !g.dirty; /* a resident part joined: taken, it may be that */
     n->freed_at = g.freed_at;
-    pending_add((long)g.dirty - (long)g.was_dirty);
+    pending_add(s, (long)g.dirty - (long)g.was_dirty);
     tags_set(m, g.start, g.total, TAG_FREE);
-    bin_insert(n);
+    bin_insert(s, n);
     if (held)
         *held = g.dirty;
     return n;
@@ -412,20 +482,20 @@ static struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned 
  * madvise. A process may pay TRIM_COST_MAX of that per purge_delay (a start-up reuses what
  * it frees for a while, then goes idle with the rest); past that it trims only runs twice as
  * long, until none. */
-static void trim_taken(uint32_t trimmed_at, unsigned len)
+static void trim_taken(struct ext_shard *s, uint32_t trimmed_at, unsigned len)
 {
     long delay = policy_in_force.purge_delay_ms;
     uint32_t now = now_ms();
     if (clock_passed(now, trimmed_at, delay))
         return;
-    if (clock_passed(now, trim_window_at, delay)) {
-        trim_window_at = now;
-        trim_cost = 0;
+    if (clock_passed(now, s->trim_window_at, delay)) {
+        s->trim_window_at = now;
+        s->trim_cost = 0;
     }
-    trim_cost += TRIM_COST_CALL + len;
-    if (trim_cost > TRIM_COST_MAX) {
-        trim_shift++;
-        trim_cost = 0;
+    s->trim_cost += TRIM_COST_CALL + len;
+    if (s->trim_cost > TRIM_COST_MAX) {
+        s->trim_shift++;
+        s->trim_cost = 0;
     }
 }
 
@@ -440,20 +510,20 @@ static void trim_taken(uint32_t trimmed_at, unsigned len)
  * spare or waits as a chunk (chunk_maybe_drop); trimmed, it went back to the arena at once,
  * and the next block took it back as a new chunk, whose runs carry no trim (rel-reclaim
  * loop: a 2 MiB madvise per malloc/free pair). */
-static bool trim_due(const struct ext_free *n, unsigned held)
+static bool trim_due(const struct ext_shard *s, const struct ext_free *n, unsigned held)
 {
     size_t min = policy_in_force.trim_threshold;
-    return min && held && n->len < GRANULES && trim_shift <= CHUNK_SHIFT &&
-           ((size_t)n->len << GRANULE_SHIFT) >= min << trim_shift && !purger_thread_started();
+    return min && held && n->len < GRANULES && s->trim_shift <= CHUNK_SHIFT &&
+           ((size_t)n->len << GRANULE_SHIFT) >= min << s->trim_shift && !purger_thread_started();
 }
 
 /* Granules a storm's batch waits for: TRIM_BATCH, doubled with the trim's length by the
  * refaults (trim_taken), as a process that takes back what it freed should pay for fewer
  * madvise calls (the realloc workload: 113 calls before the batches, 246 with a fixed
  * one). */
-static size_t trim_batch_len(void)
+static size_t trim_batch_len(struct ext_shard *s)
 {
-    return (size_t)TRIM_BATCH << (trim_shift < 16 ? trim_shift : 16);
+    return (size_t)TRIM_BATCH << (s->trim_shift < 16 ? s->trim_shift : 16);
 }
 
 /* Whether the trim that is due now goes at once: the first trim_burst of a purge_delay do
@@ -462,30 +532,31 @@ static size_t trim_batch_len(void)
  * One madvise a freed block was a syscall storm: a list drained by a server, 8 KiB nodes
  * freed one after the other next to the runs trimmed before them, made 123 madvise calls
  * a MiB freed (listdrain). */
-static bool trim_now(void)
+static bool trim_now(struct ext_shard *s)
 {
     uint32_t now = now_ms();
     unsigned burst = policy_in_force.trim_burst;
-    if (clock_passed(now, trim_calls_at, policy_in_force.purge_delay_ms)) {
-        trim_calls_at = now;
-        trim_calls = 0;
-        trim_batched = 0;
+    if (clock_passed(now, s->trim_calls_at, policy_in_force.purge_delay_ms)) {
+        s->trim_calls_at = now;
+        s->trim_calls = 0;
+        s->trim_batched = 0;
     }
-    if (trim_calls < burst) {
-        trim_calls++;
+    if (s->trim_calls < burst) {
+        s->trim_calls++;
         return true;
     }
-    if (trim_calls == burst) { /* the storm starts */
-        trim_calls++;
-        trim_batch_at = pending_granules + trim_batch_len();
+    if (s->trim_calls == burst) { /* the storm starts */
+        s->trim_calls++;
+        s->trim_batch_at = s->pending_granules + trim_batch_len(s);
     }
     return false;
 }
 
 /* Whether trims are made at all now (trim_due without the run). */
-static bool trim_due_any(void)
+static bool trim_due_any(struct ext_shard *s)
 {
-    return policy_in_force.trim_threshold && trim_shift <= CHUNK_SHIFT && !purger_thread_started();
+    return policy_in_force.trim_threshold && s->trim_shift <= CHUNK_SHIFT &&
+           !purger_thread_started();
 }
 
 /* Takes granules [first, first+len) out of the free run n (first at or after n's start),
@@ -493,20 +564,21 @@ static bool trim_due_any(void)
  * part reads as zero. */
 static bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
 {
+    struct ext_shard *s = m->shard;
     unsigned start = n->index, total = n->len;
     unsigned dirty = n->dirty;
     bool zero = n->zero, trimmed = n->trimmed;
     uint32_t at = n->freed_at;
-    bin_remove(n);
+    bin_remove(s, n);
     tags_clear(m, start, total);
-    pending_add(-(long)dirty);
+    pending_add(s, -(long)dirty);
     if (trimmed)
-        trim_taken(at, len); /* once a trim: the rest of the run is not flagged again */
+        trim_taken(s, at, len); /* once a trim: the rest of the run is not flagged again */
     /* A storm whose memory is taken again as it goes (thread churn) is no reason for the
      * purger: its batches kept the peak down (threadchurn-25: 13.3 MiB, 16.0 with the
      * thread); one that only frees (a drained list) is. */
-    if (trim_batched)
-        trim_batched = trim_batched > len ? trim_batched - len : 0;
+    if (s->trim_batched)
+        s->trim_batched = s->trim_batched > len ? s->trim_batched - len : 0;
     /* the parts before and after: free runs of their own (no free neighbour: n had none).
      * Their dirty granules by difference, counting only the part taken and the part before
      * (usually none): counting the rest, most of a chunk, cost 8 words on every split. */
@@ -524,8 +596,8 @@ static bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, u
                      NULL);
     tags_set(m, first, len, 0);
     m->used += len;
-    if (m->chunk == spare)
-        spare = NULL;
+    if (m->chunk == s->spare)
+        s->spare = NULL;
     atomic_fetch_add_explicit(&stat_extent_used, (uint64_t)len << GRANULE_SHIFT,
                               memory_order_relaxed);
     return zero;
@@ -545,11 +617,12 @@ static bool chunk_is_empty(const struct extent_map *m)
  * a fresh chunk (thread churn: 8 to 16 MiB of extents faulted in for 6 MiB resident). */
 static void chunk_maybe_drop(struct extent_map *m)
 {
+    struct ext_shard *s = m->shard;
     if (!chunk_is_empty(m))
         return;
-    if (!spare) {
-        spare = m->chunk;
-    } else if (spare != m->chunk) {
+    if (!s->spare) {
+        s->spare = m->chunk;
+    } else if (s->spare != m->chunk) {
         if (m->node[0].dirty)
             atomic_store_explicit(&empty_kept, 1, memory_order_relaxed);
         else
@@ -565,19 +638,24 @@ void extents_release_empty(void)
 {
     if (!atomic_load_explicit(&empty_kept, memory_order_relaxed))
         return;
-    pthread_mutex_lock(&extent_lock);
-    bool kept = false;
-    chunk_t *cn;
-    for (chunk_t *c = ext_chunks.first; c; c = cn) {
-        cn = c->next;
-        if (c == spare || !chunk_is_empty(map_of(c)))
+    bool kept = false; /* one in the process, whichever shard holds it */
+    for (unsigned i = 0; i < EXT_SHARDS; i++) {
+        struct ext_shard *s = shard_at(i);
+        if (!s)
             continue;
-        if (kept)
-            chunk_drop(c);
-        kept = true;
+        pthread_mutex_lock(shard_lock(s));
+        chunk_t *cn;
+        for (chunk_t *c = s->chunks.first; c; c = cn) {
+            cn = c->next;
+            if (c == s->spare || !chunk_is_empty(map_of(c)))
+                continue;
+            if (kept)
+                chunk_drop(c);
+            kept = true;
+        }
+        pthread_mutex_unlock(shard_lock(s));
     }
     atomic_store_explicit(&empty_kept, 0, memory_order_relaxed); /* the one kept: not again */
-    pthread_mutex_unlock(&extent_lock);
 }
 
 static bool run_purge(struct extent_map *m, struct ext_free *n, bool trim, size_t *purged);
@@ -592,20 +670,20 @@ static void run_purge_now(struct extent_map *m, struct ext_free *n, bool trim);
  * TRIM_STORM_MAX more than was taken again since, the storm asks for the purger thread. What a
  * process leaves waiting when it goes idle in the middle of a storm is below a batch (with 1 MiB, a
  * process that freed 8 MiB of 12000-byte blocks kept 13 % of them: policy-purge). */
-static void trim_batch(void)
+static void trim_batch(struct ext_shard *s)
 {
-    if (trim_batch_at > pending_granules + trim_batch_len())
-        trim_batch_at = pending_granules + trim_batch_len(); /* reused meanwhile */
-    if (pending_granules < trim_batch_at)
+    if (s->trim_batch_at > s->pending_granules + trim_batch_len(s))
+        s->trim_batch_at = s->pending_granules + trim_batch_len(s); /* reused meanwhile */
+    if (s->pending_granules < s->trim_batch_at)
         return;
-    size_t min = (policy_in_force.trim_threshold << trim_shift) >> GRANULE_SHIFT;
+    size_t min = (policy_in_force.trim_threshold << s->trim_shift) >> GRANULE_SHIFT;
     unsigned len = min > GRANULES ? 0 : min ? (unsigned)min : 1;
-    size_t batch = 0, want = trim_batch_len();
+    size_t batch = 0, want = trim_batch_len(s);
     for (unsigned i = 0; len && batch < want && i < TRIM_BATCH_RUNS; i++) {
-        unsigned k = map_find_top(pendmap, len);
+        unsigned k = map_find_top(s->pendmap, len);
         if (!k)
             break;
-        struct ext_free *n = *bin_of(k);
+        struct ext_free *n = *bin_of(s, k);
         struct extent_map *m = map_of_node(n);
         size_t purged = 0;
         bool done = run_purge(m, n, true, &purged);
@@ -614,16 +692,16 @@ static void trim_batch(void)
         if (!done)
             break; /* refused: the delayed purge tries again */
     }
-    trim_batched += batch;
-    trim_batch_at = pending_granules + trim_batch_len();
+    s->trim_batched += batch;
+    s->trim_batch_at = s->pending_granules + trim_batch_len(s);
     /* A storm that goes on: what it frees is taken again by its next phase, purged and
      * faulted in again for nothing (listdrain: 0.71 s against 0.36 s without, as many page
      * faults as MiB freed); the purger waits purge_delay instead. */
-    if (trim_batched >= TRIM_STORM_MAX)
+    if (s->trim_batched >= TRIM_STORM_MAX)
         atomic_store_explicit(&trim_want_thread, true, memory_order_relaxed);
 }
 
-/* After a free that left memory waiting (extent_lock released). */
+/* After a free that left memory waiting (the shard's lock released). */
 static void note_pending(void)
 {
     if (unlikely(atomic_load_explicit(&trim_want_thread, memory_order_relaxed))) {
@@ -640,19 +718,47 @@ static inline unsigned granules_of(size_t size)
     return (unsigned)((size + GRANULE - 1) >> GRANULE_SHIFT);
 }
 
-/* A run of len granules (plus what align needs) taken out of the bins, or NULL. Returns with
- * extent_lock held. */
-static void *run_alloc_locked(unsigned len, size_t align, bool *is_zero)
+/* No run of *sp fits want granules: the bin of another shard's that does, before a new
+ * chunk, with that shard's lock held and *sp set to it; else *sp's again, locked (0: none
+ * there either). Every shard's runs are reused before the process grows: with nothing but
+ * its own, a shard took new chunks while another's freed runs waited, and mixed peaked at
+ * 172 MiB against 133 with one shard. Shards are locked one at a time, never two. */
+static unsigned bin_find_other(struct ext_shard **sp, unsigned want)
+{
+    struct ext_shard *s = *sp;
+    pthread_mutex_unlock(shard_lock(s));
+    for (unsigned i = 0; i < EXT_SHARDS; i++) {
+        struct ext_shard *o = shard_at(i);
+        if (!o || o == s)
+            continue;
+        pthread_mutex_lock(shard_lock(o));
+        unsigned k = bin_find(o, want);
+        if (k) {
+            *sp = o;
+            return k;
+        }
+        pthread_mutex_unlock(shard_lock(o));
+    }
+    pthread_mutex_lock(shard_lock(s));
+    return bin_find(s, want); /* it may have freed some meanwhile */
+}
+
+/* A run of len granules (plus what align needs) taken out of *sp's bins, or another shard's
+ * (then *sp is that shard), or NULL. Returns with (*sp)->lock held. */
+static void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero)
 {
     unsigned slack = align > GRANULE ? (unsigned)(align >> GRANULE_SHIFT) - 1 : 0;
-    pthread_mutex_lock(&extent_lock);
-    unsigned k = bin_find(len + slack);
+    struct ext_shard *s = *sp;
+    pthread_mutex_lock(shard_lock(s));
+    unsigned k = bin_find(s, len + slack);
+    if (!k && atomic_load_explicit(&heap_second_made, memory_order_relaxed))
+        k = bin_find_other(sp, len + slack), s = *sp;
     if (!k) {
-        if (!chunk_add())
+        if (!chunk_add(s))
             return NULL;
         k = GRANULES;
     }
-    struct ext_free *n = *bin_of(k);
+    struct ext_free *n = *bin_of(s, k);
     struct extent_map *m = map_of_node(n);
     unsigned first = n->index;
     if (slack) {
@@ -701,22 +807,23 @@ void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
 
 /* What becomes of the merged free run n that a free or a shrink left (held granules of it
  * resident): purged now with purge_delay 0 or when the trim is due, else it waits, and a
- * chunk that emptied goes (chunk_maybe_drop). extent_lock held. */
+ * chunk that emptied goes (chunk_maybe_drop). The shard's lock held. */
 static void run_freed(struct extent_map *m, struct ext_free *n, bool pend, unsigned held)
 {
-    MAP_CHECK(m); /* before the map may go back with its chunk */
+    struct ext_shard *s = m->shard; /* the map's for good, even once it went back */
+    MAP_CHECK(m);                   /* before the map may go back with its chunk */
     if (pend && policy_in_force.purge_delay_ms == 0)
         run_purge_now(m, n, false);
-    else if (pend && trim_due(n, held) && trim_now())
+    else if (pend && trim_due(s, n, held) && trim_now(s))
         run_purge_now(m, n, true);
     else {
         chunk_maybe_drop(m);
-        if (pend && trim_calls > policy_in_force.trim_burst && trim_due_any())
-            trim_batch();
+        if (pend && s->trim_calls > policy_in_force.trim_burst && trim_due_any(s))
+            trim_batch(s);
     }
 }
 
-/* Frees the block of len granules at granule g of m. extent_lock held. Returns whether it
+/* Frees the block of len granules at granule g of m. The shard's lock held. Returns whether it
  * left memory to purge. */
 static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
 {
@@ -734,9 +841,10 @@ static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, ui
 void *extent_alloc(size_t size, size_t align, bool zero)
 {
     LIB_ASSERT(size <= SC_MAX_SIZE && align <= CHUNK_SIZE / 2);
-    bool is_zero;
-    void *p = run_alloc_locked(granules_of(size ? size : 1), align, &is_zero);
-    pthread_mutex_unlock(&extent_lock);
+    bool is_zero = false;
+    struct ext_shard *s = shard_here();
+    void *p = run_alloc_locked(&s, granules_of(size ? size : 1), align, &is_zero);
+    pthread_mutex_unlock(shard_lock(s));
     if (p && zero && !is_zero)
         memset(p, 0, size);
     return p;
@@ -759,16 +867,17 @@ static bool head_claim(struct extent_map *m, unsigned g, uint16_t t)
 
 void extent_free(chunk_t *c, void *p)
 {
-    pthread_mutex_lock(&extent_lock);
-    int g = block_granule(c, p);
     struct extent_map *m = map_of(c);
+    struct ext_shard *s = m->shard;
+    pthread_mutex_lock(shard_lock(s));
+    int g = block_granule(c, p);
     uint16_t t = g < 0 ? 0 : tag_get(m, (unsigned)g);
     if (unlikely(g < 0 || !head_claim(m, (unsigned)g, t))) {
-        pthread_mutex_unlock(&extent_lock);
+        pthread_mutex_unlock(shard_lock(s));
         extent_bad_pointer(c, p, "free(): invalid pointer");
     }
     bool pend = block_free_locked(m, (unsigned)g, t & TAG_LEN, now_ms());
-    pthread_mutex_unlock(&extent_lock);
+    pthread_mutex_unlock(shard_lock(s));
     if (pend)
         note_pending();
 }
@@ -790,21 +899,31 @@ unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max)
 void extent_free_many(void *const *blocks, unsigned n)
 {
     bool pend = false;
-    pthread_mutex_lock(&extent_lock);
+    struct ext_shard *held = NULL; /* the lock held: consecutive blocks of a shard share it */
     uint32_t now = now_ms();
     for (unsigned i = 0; i < n; i++) {
         chunk_t *c = registry_lookup(blocks[i]);
         /* Always checked (a bound that keeps the map's index in range, not a debug
-         * invariant): every block must still be a cached block of an extent chunk. */
+         * invariant): every block must still be a cached block of an extent chunk; under
+         * the lock of the map's shard, which a chunk's kind changes under. */
+        struct ext_shard *s = c && c->kind == CHUNK_EXTENT ? map_of(c)->shard : held;
+        if (s != held) {
+            if (held)
+                pthread_mutex_unlock(shard_lock(held));
+            pthread_mutex_lock(shard_lock(s));
+            held = s;
+        }
         int g = c && c->kind == CHUNK_EXTENT ? block_granule_in(c, blocks[i], TAG_CACHED) : -1;
         if (unlikely(g < 0)) {
-            pthread_mutex_unlock(&extent_lock);
+            if (held)
+                pthread_mutex_unlock(shard_lock(held));
             lib_fatal("free(): double free detected", blocks[i]);
         }
         struct extent_map *m = map_of(c);
         pend |= block_free_locked(m, (unsigned)g, tag_get(m, (unsigned)g) & TAG_LEN, now);
     }
-    pthread_mutex_unlock(&extent_lock);
+    if (held)
+        pthread_mutex_unlock(shard_lock(held));
     if (pend)
         note_pending();
 }
@@ -841,10 +960,11 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
     if (want == len)
         return true; /* no lock: the block is the caller's */
     bool ok = true, pend = false;
-    pthread_mutex_lock(&extent_lock);
+    struct ext_shard *s = m->shard;
+    pthread_mutex_lock(shard_lock(s));
     /* The head stays 0 until it is rewritten: a free racing with this realloc fails. */
     if (unlikely(!head_claim(m, g, t))) { /* freed by another thread since the check */
-        pthread_mutex_unlock(&extent_lock);
+        pthread_mutex_unlock(shard_lock(s));
         extent_bad_pointer(c, p, "realloc(): invalid pointer");
     }
     if (want < len) {
@@ -876,7 +996,7 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
         }
     }
     MAP_CHECK(m);
-    pthread_mutex_unlock(&extent_lock);
+    pthread_mutex_unlock(shard_lock(s));
     if (pend)
         note_pending();
     return ok;
@@ -885,20 +1005,21 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
 /* ---- purging ------------------------------------------------------------------------- */
 
 /* Takes the free run n out (BUSY), purges it without the lock, and frees it again as clean.
- * extent_lock held on entry and on return; the chunk stays (the BUSY run is not free). */
+ * The shard's lock held on entry and on return; the chunk stays (the BUSY run is not free). */
 static bool run_purge(struct extent_map *m, struct ext_free *n, bool trim, size_t *purged)
 {
+    struct ext_shard *s = m->shard;
     unsigned first = n->index, len = n->len, dirty = n->dirty;
-    bin_remove(n);
-    pending_add(-(long)dirty);
+    bin_remove(s, n);
+    pending_add(s, -(long)dirty);
     tags_set(m, first, len, TAG_BUSY);
-    purging++;
-    pthread_mutex_unlock(&extent_lock);
+    s->purging++;
+    pthread_mutex_unlock(shard_lock(s));
     enum os_purge how = policy_in_force.purge;
     bool done = os_purge(m->chunk->base + ((size_t)first << GRANULE_SHIFT),
                          (size_t)len << GRANULE_SHIFT, how);
-    pthread_mutex_lock(&extent_lock);
-    purging--;
+    pthread_mutex_lock(shard_lock(s));
+    s->purging--;
     tags_clear(m, first, len);
     if (done) { /* what may have been resident went back */
         atomic_fetch_add_explicit(&stat_purged, (uint64_t)dirty << GRANULE_SHIFT,
@@ -919,18 +1040,18 @@ static void run_purge_now(struct extent_map *m, struct ext_free *n, bool trim)
     chunk_maybe_drop(m);
 }
 
-size_t extents_purge(uint32_t now, bool force, uint32_t *next)
+/* One shard's pass (extents_purge); *next as there, for its runs. */
+static size_t shard_purge(struct ext_shard *s, uint32_t now, bool force, uint32_t *next)
 {
     long delay = policy_in_force.purge_delay_ms;
     size_t purged = 0;
-    *next = 0;
-    pthread_mutex_lock(&extent_lock);
-    if (!pending_granules || (delay < 0 && !force)) {
-        pthread_mutex_unlock(&extent_lock);
+    pthread_mutex_lock(shard_lock(s));
+    if (!s->pending_granules || (delay < 0 && !force)) {
+        pthread_mutex_unlock(shard_lock(s));
         return 0;
     }
     chunk_t *cn;
-    for (chunk_t *c = ext_chunks.first; c; c = cn) {
+    for (chunk_t *c = s->chunks.first; c; c = cn) {
         struct extent_map *m = map_of(c);
         for (unsigned g = 0; g < GRANULES;) {
             uint16_t t = tag_get(m, g);
@@ -955,20 +1076,31 @@ size_t extents_purge(uint32_t now, bool force, uint32_t *next)
         cn = c->next;
         chunk_maybe_drop(m);
     }
-    pthread_mutex_unlock(&extent_lock);
+    pthread_mutex_unlock(shard_lock(s));
+    return purged;
+}
+
+size_t extents_purge(uint32_t now, bool force, uint32_t *next)
+{
+    size_t purged = 0;
+    *next = 0;
+    for (unsigned i = 0; i < EXT_SHARDS; i++) {
+        struct ext_shard *s = shard_at(i);
+        if (s)
+            purged += shard_purge(s, now, force, next);
+    }
     return purged;
 }
 
 /* ---- statistics and fork ------------------------------------------------------------- */
 
-/* The child has no purger: a run it held out at the fork is freed again (not known zero). */
-void extent_fork(enum fork_phase phase)
+static void shard_fork(struct ext_shard *s, enum fork_phase phase)
 {
-    fork_mutex(&extent_lock, phase);
-    if (phase != FORK_CHILD || !purging)
+    fork_mutex(shard_lock(s), phase);
+    if (phase != FORK_CHILD || !s->purging)
         return;
-    purging = 0;
-    for (chunk_t *c = ext_chunks.first; c; c = c->next) {
+    s->purging = 0;
+    for (chunk_t *c = s->chunks.first; c; c = c->next) {
         struct extent_map *m = map_of(c);
         for (unsigned g = 0; g < GRANULES;) {
             uint16_t t = tag_get(m, g);
@@ -983,5 +1115,26 @@ void extent_fork(enum fork_phase phase)
             }
             g += len;
         }
+    }
+}
+
+/* The shards' locks in index order (shards_lock first: no shard is made meanwhile). The
+ * child has no purger: a run it held out at the fork is freed again (not known zero). */
+void extent_fork(enum fork_phase phase)
+{
+    if (phase == FORK_PARENT) {
+        for (unsigned i = EXT_SHARDS; i-- > 0;) {
+            struct ext_shard *s = shard_at(i);
+            if (s)
+                pthread_mutex_unlock(shard_lock(s));
+        }
+        pthread_mutex_unlock(&shards_lock);
+        return;
+    }
+    fork_mutex(&shards_lock, phase);
+    for (unsigned i = 0; i < EXT_SHARDS; i++) {
+        struct ext_shard *s = shard_at(i);
+        if (s)
+            shard_fork(s, phase);
     }
 }

@@ -243,6 +243,8 @@ static inline chunk_queue_t *heap_chunks(heap_t *heap, const chunk_t *c)
  * by all threads ---------------------------------------------------------------------------- */
 #define EXT_GRANULE_SHIFT 12
 extern HIDDEN _Atomic uint64_t stat_extent_used;
+/* Set by thread.c when a second heap is made, never cleared (extent.c says why). */
+extern HIDDEN _Atomic int heap_second_made;
 /* align: a power of two up to CHUNK_SIZE / 2 (blocks are 4 KiB-aligned anyway). */
 HIDDEN void *extent_alloc(size_t size, size_t align, bool zero);
 HIDDEN void extent_free(chunk_t *c, void *p);
@@ -317,7 +319,6 @@ static inline void heap_leave(heap_t *heap)
 /* ---- extent-cache.c: a thread's cache in front of the extents --------------------------- */
 /* The owner looks at its cache's age every EXT_CACHE_LOOK_OPS slow_ops (extent_cache_age). */
 #define EXT_CACHE_LOOK_OPS 256
-extern HIDDEN _Atomic int heap_second_made;
 HIDDEN void *extent_malloc_cached(size_t size, size_t align, bool zero);
 HIDDEN void extent_free_cached(chunk_t *c, void *p);
 HIDDEN void extent_cache_flush(heap_t *heap);

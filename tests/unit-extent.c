@@ -12,6 +12,7 @@
 #include "internal.h"
 #include "tap.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +184,80 @@ static bool random_run(unsigned ops, unsigned *resizes_in_place)
         slot[i].p = NULL;
     }
     return true;
+}
+
+static cpu_set_t cpus_allowed; /* at the start of test_shards */
+
+/* Runs the caller on the n-th CPU it was allowed; false when there is none. */
+static bool run_on(int n)
+{
+    cpu_set_t one;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (CPU_ISSET(cpu, &cpus_allowed) && n-- == 0) {
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            return sched_setaffinity(0, sizeof one, &one) == 0 && sched_getcpu() == cpu;
+        }
+    }
+    return false;
+}
+
+static const void *shard_of(const void *p)
+{
+    return map_of(chunk_of(p))->shard;
+}
+
+/* Once a second heap is made, a request takes from its CPU's shard (chunks of its own), a
+ * shard with no fit takes another's free run before a new chunk, a block goes back to its
+ * chunk's shard whichever CPU frees it, and the purge reaches every shard. */
+static void test_shards(void)
+{
+    sched_getaffinity(0, sizeof cpus_allowed, &cpus_allowed);
+    if (!run_on(0) || !run_on(1)) {
+        tap_ok(1, "# SKIP shards: fewer than two CPUs to run on");
+        sched_setaffinity(0, sizeof cpus_allowed, &cpus_allowed);
+        return;
+    }
+    uint64_t used0 = atomic_load(&stat_extent_used);
+    atomic_store(&heap_second_made, 1);
+    run_on(0);
+    uint8_t *a = extent_alloc(64 * KIB, G, false), *big[64];
+    free_it(extent_alloc(1024 * KIB, G, false)); /* a free run of 1 MiB in a's shard */
+    run_on(1);
+    int nb = 0;
+    do
+        big[nb] = extent_alloc(1024 * KIB, G, false);
+    while (big[nb] && shard_of(big[nb++]) == shard_of(a) && nb < 64);
+    tap_ok(nb >= 2 && shard_of(big[0]) == shard_of(a) && shard_of(big[nb - 1]) != shard_of(a),
+           "shards: the other CPU's requests took the first shard's free runs first, then a "
+           "chunk of their own (%d blocks of 1 MiB)",
+           nb);
+    uint8_t *b = extent_alloc(64 * KIB, G, false);
+    run_on(0);
+    uint8_t *a2 = extent_alloc(64 * KIB, G, false);
+    tap_ok(b && a2 && shard_of(b) == shard_of(big[nb - 1]) && shard_of(a2) == shard_of(a) &&
+               chunk_of(b) != chunk_of(a2),
+           "shards: on each CPU a request takes from its own shard (%p, %p)", (void *)a2,
+           (void *)b);
+    memset(b, 1, 64 * KIB);
+    free_it(b); /* on CPU 0: into CPU 1's shard, merged with the rest of its chunk */
+    run_on(1);
+    uint8_t *b2 = extent_alloc(64 * KIB, G, false);
+    tap_ok(b2 == b, "shards: a block freed on another CPU went back to its own shard (%p, %p)",
+           (void *)b2, (void *)b);
+    free_it(b2);
+    free_it(a2);
+    free_it(a);
+    for (int i = 0; i < nb; i++)
+        free_it(big[i]);
+    uint32_t next;
+    extents_purge(now_ms(), true, &next);
+    tap_ok(resident(b, 64 * KIB) == 0 && resident(a, 64 * KIB) == 0 &&
+               atomic_load(&stat_extent_used) == used0,
+           "shards: everything freed, the purge reached every shard (%zu, %zu bytes resident)",
+           resident(a, 64 * KIB), resident(b, 64 * KIB));
+    atomic_store(&heap_second_made, 0);
+    sched_setaffinity(0, sizeof cpus_allowed, &cpus_allowed);
 }
 
 int main(void)
@@ -649,5 +724,6 @@ int main(void)
     policy_in_force.purge_delay_ms = 1000;
     policy_in_force.trim_burst = 1000;
     policy_in_force.trim_threshold = 0;
+    test_shards();
     return tap_done();
 }
