@@ -111,9 +111,8 @@ static inline void extent_cache_out(const chunk_t *c, const void *p)
 }
 
 /* The dirty bits of [first, first+len), len >= 1: the words w to we, the first masked by
- * *lo, the last by *hi (one word: both). A run of a few hundred granules is a first word, a
- * last one and whole ones between, with no mask worked out for each (callgrind, mixed: the
- * masks were 26 of a 1 MiB block's ~700 instructions). */
+ * *lo, the last by *hi (one word: both): whole words between, with no mask worked out for
+ * each, as a long run's count and marking are on every request and free. */
 static inline void dirty_span(unsigned first, unsigned len, unsigned *w, unsigned *we, uint64_t *lo,
                               uint64_t *hi)
 {

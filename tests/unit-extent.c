@@ -1,13 +1,12 @@
-/* unit-extent: the extents (lib/extent.c) over the real arena, registry and meta layers,
- * with a stand-in for the policy: blocks of 4 KiB granules with boundary tags, best fit (a
- * resident run before a purged one that fits better, from its resident end), a freed block
- * merged with its free neighbours at once, blocks grown into the free run after
- * them and shrunk in place, alignment up to half a chunk, zeroed blocks on request, free
- * runs purged after purge_delay (residency read from the kernel with mincore), empty chunks
- * kept while resident and back to the arena once purged or asked for (but one spare), bad
- * pointers refused; built with THPALLOC_DEBUG, so that
- * every operation also checks the map's invariants (runs tile the chunk, no two free runs
- * touch, the counts add up), over a random run checked against a shadow model. */
+/* unit-extent: the extents (lib/extent.c, extent-run.c, extent-purge.c) over the real arena,
+ * registry and meta layers, with a stand-in for the policy: blocks of 4 KiB granules with boundary
+ * tags, best fit (a resident run before a purged one that fits better, from its resident end), a
+ * freed block merged with its free neighbours at once, blocks grown into the free run after them
+ * and shrunk in place, alignment up to half a chunk, zeroed blocks on request, free runs purged
+ * after purge_delay (residency read from the kernel with mincore), empty chunks kept while resident
+ * and back to the arena once purged or asked for (but one spare), bad pointers refused; built with
+ * THPALLOC_DEBUG, so that every operation also checks the map's invariants (runs tile the chunk, no
+ * two free runs touch, the counts add up), over a random run checked against a shadow model. */
 #include "extent-map.h"
 #include "internal.h"
 #include "tap.h"
