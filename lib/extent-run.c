@@ -47,11 +47,12 @@ struct ext_shard *shard_make(unsigned i)
 
 /* ---- bins ------------------------------------------------------------------------ */
 
-static void pendmap_update(struct ext_shard *s, unsigned len)
+/* The pendmap's bit of a bin says whether its first run is pending: set when a bin's first
+ * run changes, and only then (a run that goes behind the first changes nothing). */
+static void pendmap_set(struct ext_shard *s, unsigned len, bool pending)
 {
-    const struct ext_free *f = *bin_of(s, len);
     uint64_t bit = (uint64_t)1 << (len % 64);
-    s->pendmap[len / 64] = f && f->dirty ? s->pendmap[len / 64] | bit : s->pendmap[len / 64] & ~bit;
+    s->pendmap[len / 64] = pending ? s->pendmap[len / 64] | bit : s->pendmap[len / 64] & ~bit;
 }
 
 static void bin_insert(struct ext_shard *s, struct ext_free *n)
@@ -61,19 +62,20 @@ static void bin_insert(struct ext_shard *s, struct ext_free *n)
         n->next = NULL;
         n->prev = n;
         *b = n;
+        s->binmap[n->len / 64] |= (uint64_t)1 << (n->len % 64);
+        pendmap_set(s, n->len, n->dirty != 0);
     } else if (n->dirty) { /* resident first: reuse before touching purged memory */
         n->next = f;
         n->prev = f->prev;
         f->prev = n;
         *b = n;
+        pendmap_set(s, n->len, true);
     } else {
         n->prev = f->prev;
         n->next = NULL;
         f->prev->next = n;
         f->prev = n;
     }
-    s->binmap[n->len / 64] |= (uint64_t)1 << (n->len % 64);
-    pendmap_update(s, n->len);
 }
 
 void bin_remove(struct ext_shard *s, struct ext_free *n)
@@ -91,7 +93,8 @@ void bin_remove(struct ext_shard *s, struct ext_free *n)
     n->next = n->prev = NULL;
     if (!*b)
         s->binmap[n->len / 64] &= ~((uint64_t)1 << (n->len % 64));
-    pendmap_update(s, n->len);
+    if (n == f)
+        pendmap_set(s, n->len, *b && (*b)->dirty);
 }
 
 /* The smallest bin of at least len granules that map marks, or 0. */
@@ -350,12 +353,15 @@ static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsig
     }
     struct ext_shard *s = m->shard;
     struct ext_free *n = &m->node[g.start];
-    n->index = g.start & 0x3ff;
-    n->len = g.total & TAG_LEN;
-    n->dirty = g.dirty & TAG_LEN;
-    n->zero = g.zero;
-    n->trimmed = g.trimmed && !g.dirty; /* a resident part joined: taken, it may be that */
-    n->freed_at = g.freed_at;
+    /* one store of the packed fields, not one read-modify-write each */
+    *n = (struct ext_free){
+        .freed_at = g.freed_at,
+        .len = g.total & TAG_LEN,
+        .index = g.start & 0x3ff,
+        .dirty = g.dirty & TAG_LEN,
+        .zero = g.zero,
+        .trimmed = g.trimmed && !g.dirty, /* a resident part joined: taken, it may be that */
+    };
     pending_add(s, (long)g.dirty - (long)g.was_dirty);
     tags_set(m, g.start, g.total, TAG_FREE);
     bin_insert(s, n);
