@@ -51,8 +51,9 @@ struct ext_shard *shard_make(unsigned i)
  * run changes, and only then (a run that goes behind the first changes nothing). */
 static void pendmap_set(struct ext_shard *s, unsigned len, bool pending)
 {
-    uint64_t bit = (uint64_t)1 << (len % 64);
-    s->pendmap[len / 64] = pending ? s->pendmap[len / 64] | bit : s->pendmap[len / 64] & ~bit;
+    uint64_t bit = (uint64_t)1 << (len % 64), w = s->pendmap[len / 64];
+    /* atomic: other shards' requests peek at it without the lock (better_shard) */
+    __atomic_store_n(&s->pendmap[len / 64], pending ? w | bit : w & ~bit, __ATOMIC_RELAXED);
 }
 
 static void bin_insert(struct ext_shard *s, struct ext_free *n)
@@ -507,6 +508,35 @@ void extents_release_empty(void)
  * another shard's fresh run before a new chunk; else *sp's again, locked. A shard that
  * took fresh memory while another's freed runs waited grew the process's peak. Shards are
  * locked one at a time, never two. */
+/* Another shard whose pending (resident) runs hold a better fit for want granules than bin
+ * k of s (0: none fits there), peeked at without its lock (a hint: taken, it is looked for
+ * again under the lock); or NULL. Best fit across the shards: with each shard's alone, a
+ * request split a long resident run of its own while a run of its length waited in the
+ * other's, and the long runs that later requests needed were gone (xchange's peak). */
+static struct ext_shard *better_shard(const struct ext_shard *s, unsigned want, unsigned k)
+{
+    struct ext_shard *best = NULL;
+    for (unsigned i = 0; i < EXT_SHARDS && k != want; i++) {
+        struct ext_shard *o = shard_at(i);
+        if (!o || o == s)
+            continue;
+        for (unsigned w = want / 64; w < MAP_WORDS && w * 64 < k; w++) {
+            uint64_t bits = __atomic_load_n(&o->pendmap[w], __ATOMIC_RELAXED);
+            if (w == want / 64)
+                bits &= ~(uint64_t)0 << (want % 64);
+            if (bits) {
+                unsigned ko = w * 64 + (unsigned)__builtin_ctzll(bits);
+                if (ko < k) {
+                    best = o;
+                    k = ko;
+                }
+                break;
+            }
+        }
+    }
+    return best;
+}
+
 static unsigned bin_find_other(struct ext_shard **sp, unsigned want, unsigned k)
 {
     struct ext_shard *s = *sp;
@@ -535,9 +565,24 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
     struct ext_shard *s = *sp;
     pthread_mutex_lock(shard_lock(s));
     unsigned k = bin_find(s, len + slack);
-    if ((!k || !(*bin_of(s, k))->dirty) &&
-        atomic_load_explicit(&heap_second_made, memory_order_relaxed))
-        k = bin_find_other(sp, len + slack, k), s = *sp;
+    if (atomic_load_explicit(&heap_second_made, memory_order_relaxed)) {
+        struct ext_shard *o;
+        if (!k || !(*bin_of(s, k))->dirty) {
+            k = bin_find_other(sp, len + slack, k), s = *sp;
+        } else if (k >= 2 * (len + slack) && (o = better_shard(s, len + slack, k))) {
+            shard_unlock(s);
+            pthread_mutex_lock(shard_lock(o));
+            unsigned ko = bin_find(o, len + slack);
+            if (ko && (*bin_of(o, ko))->dirty) {
+                *sp = s = o;
+                k = ko;
+            } else { /* gone meanwhile: s's again */
+                shard_unlock(o);
+                pthread_mutex_lock(shard_lock(s));
+                k = bin_find(s, len + slack);
+            }
+        }
+    }
     if (!k) {
         if (!chunk_add(s))
             return NULL;

@@ -244,7 +244,24 @@ static void test_shards(void)
     uint8_t *b2 = extent_alloc(64 * KIB, G, false);
     tap_ok(b2 == b, "shards: a block freed on another CPU went back to its own shard (%p, %p)",
            (void *)b2, (void *)b);
-    free_it(b2);
+    /* CPU 0's shard: a resident run of 16 KiB between two blocks */
+    run_on(0);
+    uint8_t *y = extent_alloc(256 * KIB, G, false), *z1 = extent_alloc(16 * KIB, G, false);
+    uint8_t *z = extent_alloc(16 * KIB, G, false), *w = extent_alloc(8 * KIB, G, false);
+    memset(y, 1, 256 * KIB);
+    memset(z, 1, 16 * KIB);
+    free_it(y);
+    free_it(z);
+    run_on(1);
+    free_it(b2); /* CPU 1's shard: a long resident run, b2's granules and the fresh rest */
+    uint8_t *z2 = extent_alloc(16 * KIB, G, false);
+    tap_ok(shard_of(z2) == shard_of(z) && shard_of(z2) != shard_of(b),
+           "shards: a request whose shard has only a long resident run takes another shard's "
+           "shorter one (%p, in CPU 0's shard with %p)",
+           (void *)z2, (void *)z);
+    free_it(z2);
+    free_it(z1);
+    free_it(w);
     free_it(a2);
     free_it(a);
     for (int i = 0; i < nb; i++)
