@@ -16,11 +16,6 @@
 
 #include <string.h>
 
-/* Set by thread.c, the heaps' lives, when a second heap is made, never cleared: until then
- * the process has one thread that allocates, and its extents bypass the thread cache. It
- * lives here, below the heaps' lives in the layers. */
-_Atomic int heap_second_made;
-
 #define CACHE_LEN_MAX 16 /* granules: blocks up to 64 KiB */
 #define CACHE_BYTES ((size_t)128 << 10)
 

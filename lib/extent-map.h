@@ -56,6 +56,7 @@ struct extent_map {
     _Alignas(page_t) uint8_t desc[CHUNK_DESC_SHORT];
     chunk_t *chunk;               /* the chunk while the map is in use (desc), else NULL */
     struct extent_map *next_free; /* recycled maps */
+    struct ext_shard *shard;      /* the shard that made it, for good (extent.c) */
     uint32_t used;                /* granules handed out */
     /* Bit g: granule g is in a free run and held data since its last purge (may be
      * resident). Placed, not only counted per run: a freed block merged with a purged run
@@ -78,8 +79,8 @@ static inline struct extent_map *map_of_node(struct ext_free *n)
 
 /* ---- tags -------------------------------------------------------------------------- */
 
-/* Written under extent_lock; read without it only for a block the caller holds (its head
- * changes only when that block is freed or resized), hence relaxed atomics. */
+/* Written under the shard's lock (extent.c); read without it only for a block the caller holds (its
+ * head changes only when that block is freed or resized), hence relaxed atomics. */
 static inline uint16_t tag_get(const struct extent_map *m, unsigned g)
 {
     return __atomic_load_n(&m->tag[g], __ATOMIC_RELAXED);
@@ -109,20 +110,32 @@ static inline void extent_cache_out(const chunk_t *c, const void *p)
     __atomic_store_n(&m->tag[g], (uint16_t)(tag_get(m, g) & ~TAG_CACHED), __ATOMIC_RELAXED);
 }
 
-/* The dirty bits of [first, first+len): the mask of its part in word g / 64 (k granules). */
-static inline uint64_t dirty_mask(unsigned g, unsigned end, unsigned *k)
+/* The dirty bits of [first, first+len), len >= 1: the words w to we, the first masked by
+ * *lo, the last by *hi (one word: both): whole words between, with no mask worked out for
+ * each, as a long run's count and marking are on every request and free. */
+static inline void dirty_span(unsigned first, unsigned len, unsigned *w, unsigned *we, uint64_t *lo,
+                              uint64_t *hi)
 {
-    unsigned b = g % 64;
-    *k = end - g < 64 - b ? end - g : 64 - b;
-    return (*k == 64 ? ~(uint64_t)0 : ((uint64_t)1 << *k) - 1) << b;
+    unsigned last = first + len - 1;
+    *w = first / 64;
+    *we = last / 64;
+    *lo = ~(uint64_t)0 << (first % 64);
+    *hi = ~(uint64_t)0 >> (63 - last % 64);
 }
 
 static inline void dirty_mark(struct extent_map *m, unsigned first, unsigned len, bool on)
 {
-    for (unsigned g = first, k; g < first + len; g += k) {
-        uint64_t mask = dirty_mask(g, first + len, &k);
-        m->dirty[g / 64] = on ? m->dirty[g / 64] | mask : m->dirty[g / 64] & ~mask;
-    }
+    unsigned w, we;
+    uint64_t lo, hi;
+    dirty_span(first, len, &w, &we, &lo, &hi);
+    if (w == we)
+        lo &= hi;
+    m->dirty[w] = on ? m->dirty[w] | lo : m->dirty[w] & ~lo;
+    if (w == we)
+        return;
+    for (unsigned i = w + 1; i < we; i++)
+        m->dirty[i] = on ? ~(uint64_t)0 : 0;
+    m->dirty[we] = on ? m->dirty[we] | hi : m->dirty[we] & ~hi;
 }
 
 /* The bits set in x. __builtin_popcountll is a call into libgcc without -mpopcnt (the
@@ -139,13 +152,20 @@ static inline unsigned bits_set(uint64_t x)
 
 static inline unsigned dirty_count(const struct extent_map *m, unsigned first, unsigned len)
 {
-    unsigned n = 0;
-    for (unsigned g = first, k; g < first + len; g += k) {
-        uint64_t w = m->dirty[g / 64] & dirty_mask(g, first + len, &k);
-        if (w)
-            n += bits_set(w);
-    }
-    return n;
+    unsigned w, we;
+    uint64_t lo, hi;
+    dirty_span(first, len, &w, &we, &lo, &hi);
+    if (w == we)
+        lo &= hi;
+    uint64_t x = m->dirty[w] & lo;
+    unsigned n = x ? bits_set(x) : 0;
+    if (w == we)
+        return n;
+    for (unsigned i = w + 1; i < we; i++)
+        if (m->dirty[i])
+            n += m->dirty[i] == ~(uint64_t)0 ? 64 : bits_set(m->dirty[i]);
+    x = m->dirty[we] & hi;
+    return n + (x ? bits_set(x) : 0);
 }
 
 #endif

@@ -242,10 +242,24 @@ static inline chunk_queue_t *heap_chunks(heap_t *heap, const chunk_t *c)
     return &heap->chunks[c->kind == CHUNK_MEDIUM];
 }
 
-/* ---- extent.c: blocks above SMALL_MAX up to SC_MAX_SIZE in runs of 4 KiB granules, shared
- * by all threads ---------------------------------------------------------------------------- */
+/* ---- extent-run.c: the extents' shards, bins, chunks and runs --------------------------- */
 #define EXT_GRANULE_SHIFT 12
 extern HIDDEN _Atomic uint64_t stat_extent_used;
+/* Set by thread.c when a second heap is made, never cleared (extent-run.c says why). */
+extern HIDDEN _Atomic int heap_second_made;
+/* Empty extent chunks kept resident go back to the arena, for a caller about to take a chunk
+ * from it (a heap's new chunk, a large block): reused there before a fresh one is touched.
+ * All but one besides the spare. */
+HIDDEN void extents_release_empty(void);
+HIDDEN void extent_fork(enum fork_phase phase);
+
+/* ---- extent-purge.c: free extent runs back to the kernel -------------------------------- */
+/* The purger's: free runs resident for purge_delay (all with force) go back to the kernel;
+ * *next is when the next one is due (0: none). */
+HIDDEN size_t extents_purge(uint32_t now, bool force, uint32_t *next);
+
+/* ---- extent.c: blocks above SMALL_MAX up to SC_MAX_SIZE in runs of 4 KiB granules, shared
+ * by all threads ---------------------------------------------------------------------------- */
 /* align: a power of two up to CHUNK_SIZE / 2 (blocks are 4 KiB-aligned anyway). */
 HIDDEN void *extent_alloc(size_t size, size_t align, bool zero);
 HIDDEN void extent_free(chunk_t *c, void *p);
@@ -268,14 +282,6 @@ HIDDEN size_t extent_usable_size(chunk_t *c, void *p, const char *invalid);
 /* Grows or shrinks the block in place; false when the run after it is not free and long
  * enough (the caller moves it). */
 HIDDEN bool extent_resize(chunk_t *c, void *p, size_t size);
-/* The purger's: free runs resident for purge_delay (all with force) go back to the kernel;
- * *next is when the next one is due (0: none). */
-HIDDEN size_t extents_purge(uint32_t now, bool force, uint32_t *next);
-/* Empty extent chunks kept resident go back to the arena, for a caller about to take a chunk
- * from it (a heap's new chunk, a large block): reused there before a fresh one is touched.
- * All but one besides the spare. */
-HIDDEN void extents_release_empty(void);
-HIDDEN void extent_fork(enum fork_phase phase);
 
 /* ---- large.c: blocks with chunks of their own ------------------------------------------- */
 HIDDEN void *large_alloc(size_t size, size_t align, bool zero);
@@ -323,7 +329,6 @@ static inline void heap_leave(heap_t *heap)
 /* ---- extent-cache.c: a thread's cache in front of the extents --------------------------- */
 /* The owner looks at its cache's age every EXT_CACHE_LOOK_OPS slow_ops (extent_cache_age). */
 #define EXT_CACHE_LOOK_OPS 256
-extern HIDDEN _Atomic int heap_second_made;
 HIDDEN void *extent_malloc_cached(size_t size, size_t align, bool zero);
 HIDDEN void extent_free_cached(chunk_t *c, void *p);
 HIDDEN void extent_cache_flush(heap_t *heap);

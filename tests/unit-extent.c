@@ -1,17 +1,17 @@
-/* unit-extent: the extents (lib/extent.c) over the real arena, registry and meta layers,
- * with a stand-in for the policy: blocks of 4 KiB granules with boundary tags, best fit (a
- * resident run before a purged one that fits better, from its resident end), a freed block
- * merged with its free neighbours at once, blocks grown into the free run after
- * them and shrunk in place, alignment up to half a chunk, zeroed blocks on request, free
- * runs purged after purge_delay (residency read from the kernel with mincore), empty chunks
- * kept while resident and back to the arena once purged or asked for (but one spare), bad
- * pointers refused; built with THPALLOC_DEBUG, so that
- * every operation also checks the map's invariants (runs tile the chunk, no two free runs
- * touch, the counts add up), over a random run checked against a shadow model. */
+/* unit-extent: the extents (lib/extent.c, extent-run.c, extent-purge.c) over the real arena,
+ * registry and meta layers, with a stand-in for the policy: blocks of 4 KiB granules with boundary
+ * tags, best fit (a resident run before a purged one that fits better, from its resident end), a
+ * freed block merged with its free neighbours at once, blocks grown into the free run after them
+ * and shrunk in place, alignment up to half a chunk, zeroed blocks on request, free runs purged
+ * after purge_delay (residency read from the kernel with mincore), empty chunks kept while resident
+ * and back to the arena once purged or asked for (but one spare), bad pointers refused; built with
+ * THPALLOC_DEBUG, so that every operation also checks the map's invariants (runs tile the chunk, no
+ * two free runs touch, the counts add up), over a random run checked against a shadow model. */
 #include "extent-map.h"
 #include "internal.h"
 #include "tap.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +183,97 @@ static bool random_run(unsigned ops, unsigned *resizes_in_place)
         slot[i].p = NULL;
     }
     return true;
+}
+
+static cpu_set_t cpus_allowed; /* at the start of test_shards */
+
+/* Runs the caller on the n-th CPU it was allowed; false when there is none. */
+static bool run_on(int n)
+{
+    cpu_set_t one;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (CPU_ISSET(cpu, &cpus_allowed) && n-- == 0) {
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            return sched_setaffinity(0, sizeof one, &one) == 0 && sched_getcpu() == cpu;
+        }
+    }
+    return false;
+}
+
+static const void *shard_of(const void *p)
+{
+    return map_of(chunk_of(p))->shard;
+}
+
+/* Once a second heap is made, a request takes from its CPU's shard (chunks of its own), a
+ * shard with no fit takes another's free run before a new chunk, a block goes back to its
+ * chunk's shard whichever CPU frees it, and the purge reaches every shard. */
+static void test_shards(void)
+{
+    sched_getaffinity(0, sizeof cpus_allowed, &cpus_allowed);
+    if (!run_on(0) || !run_on(1)) {
+        tap_ok(1, "# SKIP shards: fewer than two CPUs to run on");
+        sched_setaffinity(0, sizeof cpus_allowed, &cpus_allowed);
+        return;
+    }
+    uint64_t used0 = atomic_load(&stat_extent_used);
+    atomic_store(&heap_second_made, 1);
+    run_on(0);
+    uint8_t *a = extent_alloc(64 * KIB, G, false), *big[64];
+    free_it(extent_alloc(1024 * KIB, G, false)); /* a free run of 1 MiB in a's shard */
+    run_on(1);
+    int nb = 0;
+    do
+        big[nb] = extent_alloc(1024 * KIB, G, false);
+    while (big[nb] && shard_of(big[nb++]) == shard_of(a) && nb < 64);
+    tap_ok(nb >= 2 && shard_of(big[0]) == shard_of(a) && shard_of(big[nb - 1]) != shard_of(a),
+           "shards: the other CPU's requests took the first shard's free runs first, then a "
+           "chunk of their own (%d blocks of 1 MiB)",
+           nb);
+    uint8_t *b = extent_alloc(64 * KIB, G, false);
+    run_on(0);
+    uint8_t *a2 = extent_alloc(64 * KIB, G, false);
+    tap_ok(b && a2 && shard_of(b) == shard_of(big[nb - 1]) && shard_of(a2) == shard_of(a) &&
+               chunk_of(b) != chunk_of(a2),
+           "shards: on each CPU a request takes from its own shard (%p, %p)", (void *)a2,
+           (void *)b);
+    memset(b, 1, 64 * KIB);
+    free_it(b); /* on CPU 0: into CPU 1's shard, merged with the rest of its chunk */
+    run_on(1);
+    uint8_t *b2 = extent_alloc(64 * KIB, G, false);
+    tap_ok(b2 == b, "shards: a block freed on another CPU went back to its own shard (%p, %p)",
+           (void *)b2, (void *)b);
+    /* CPU 0's shard: a resident run of 16 KiB between two blocks */
+    run_on(0);
+    uint8_t *y = extent_alloc(256 * KIB, G, false), *z1 = extent_alloc(16 * KIB, G, false);
+    uint8_t *z = extent_alloc(16 * KIB, G, false), *w = extent_alloc(8 * KIB, G, false);
+    memset(y, 1, 256 * KIB);
+    memset(z, 1, 16 * KIB);
+    free_it(y);
+    free_it(z);
+    run_on(1);
+    free_it(b2); /* CPU 1's shard: a long resident run, b2's granules and the fresh rest */
+    uint8_t *z2 = extent_alloc(16 * KIB, G, false);
+    tap_ok(shard_of(z2) == shard_of(z) && shard_of(z2) != shard_of(b),
+           "shards: a request whose shard has only a long resident run takes another shard's "
+           "shorter one (%p, in CPU 0's shard with %p)",
+           (void *)z2, (void *)z);
+    free_it(z2);
+    free_it(z1);
+    free_it(w);
+    free_it(a2);
+    free_it(a);
+    for (int i = 0; i < nb; i++)
+        free_it(big[i]);
+    uint32_t next;
+    extents_purge(now_ms(), true, &next);
+    tap_ok(resident(b, 64 * KIB) == 0 && resident(a, 64 * KIB) == 0 &&
+               atomic_load(&stat_extent_used) == used0,
+           "shards: everything freed, the purge reached every shard (%zu, %zu bytes resident)",
+           resident(a, 64 * KIB), resident(b, 64 * KIB));
+    atomic_store(&heap_second_made, 0);
+    sched_setaffinity(0, sizeof cpus_allowed, &cpus_allowed);
 }
 
 int main(void)
@@ -649,5 +740,6 @@ int main(void)
     policy_in_force.purge_delay_ms = 1000;
     policy_in_force.trim_burst = 1000;
     policy_in_force.trim_threshold = 0;
+    test_shards();
     return tap_done();
 }

@@ -1,0 +1,143 @@
+/* extent-shard: what the extents' three files share (extent.c the blocks: malloc's side;
+ * extent-run.c the shards, their bins, chunks and runs; extent-purge.c the trims and the
+ * delayed purge, which give free runs back): a shard, the inline helpers every locked path
+ * takes, and the functions one file calls in another. Included by the three and by the
+ * unit test. */
+#ifndef THPALLOC_EXTENT_SHARD_H
+#define THPALLOC_EXTENT_SHARD_H
+
+#include "extent-map.h"
+#include "internal.h"
+
+#include <sched.h>
+
+/* A shard: its own lock, bins and chunks. With one lock for the process, threads that take
+ * and free extents at once waited for one another most of the time (docs/benchmarks-log.md,
+ * issue 37). Once a second heap is made, a request takes from
+ * the shard of the CPU it runs on (a thread that runs meets the others only when it was
+ * moved, or frees a block another CPU's shard holds); until then every request takes from
+ * shard0, and a single-threaded process lays out its extents as with one shard. A chunk
+ * stays in the shard that made it, and so does its map, recycled there (maps_free): a
+ * map's shard never changes, and a free finds its lock without one. */
+#define EXT_SHARDS 8
+#define MAP_WORDS ((GRANULES + 64) / 64)
+
+struct ext_shard {
+    pthread_mutex_t lock; /* shard0's is shard0_lock (shard_lock) */
+    chunk_queue_t chunks; /* every extent chunk of the shard (list through next/prev) */
+    chunk_t *spare;       /* an empty chunk kept for the next request */
+    struct extent_map *maps_free;
+    size_t pending_granules; /* dirty granules of free runs, waiting for purge_delay */
+    /* Trim (block_free_locked): policy_in_force.trim_threshold, doubled trim_shift times by
+     * the refaults (trim_taken); past a chunk, none. */
+    unsigned trim_shift;
+    unsigned trim_cost;      /* of the refaults since trim_window_at */
+    uint32_t trim_window_at; /* ms clock */
+    /* The trims made since trim_calls_at (within a purge_delay; one more once a storm
+     * started), and the pending granules at which a storm's next batch goes (trim_batch). */
+    unsigned trim_calls;
+    uint32_t trim_calls_at;
+    size_t trim_batch_at;
+    size_t trim_batched; /* granules the batches purged since trim_calls_at, less those taken */
+    unsigned purging;    /* runs the purger holds out (BUSY) right now */
+    /* Granules not yet added to stat_pages_dirty and stat_extent_used: one atomic each when
+     * the lock goes (shard_unlock), not one for each run a request splits or merges (the
+     * counters' line is every thread's). */
+    long stat_dirty, stat_used;
+    uint64_t binmap[MAP_WORDS];
+    uint64_t pendmap[MAP_WORDS]; /* bins whose first run is pending */
+    /* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps
+     * its last node in its first node's prev), stored longest first (bin_of) after the
+     * fields above. A small process's runs, short blocks and the rest of its chunk, touch
+     * two pages of them, not three (python3 idle: -4 KiB). */
+    struct ext_free *bins[GRANULES];
+};
+
+extern HIDDEN struct ext_shard shard0;
+extern HIDDEN pthread_mutex_t shard0_lock;
+extern HIDDEN struct ext_shard *_Atomic shards[EXT_SHARDS];
+
+static inline pthread_mutex_t *shard_lock(struct ext_shard *s)
+{
+    return s == &shard0 ? &shard0_lock : &s->lock;
+}
+
+/* Shard i, or NULL when no request has run on such a CPU yet. */
+static inline struct ext_shard *shard_at(unsigned i)
+{
+    return i == 0 ? &shard0 : atomic_load_explicit(&shards[i], memory_order_acquire);
+}
+
+/* Shard i, made now if it is not yet; shard0 when there is no memory for it. */
+HIDDEN struct ext_shard *shard_make(unsigned i);
+
+/* The shard a request takes from: shard0 until a second heap is made, then its CPU's. */
+static inline struct ext_shard *shard_here(void)
+{
+    if (!atomic_load_explicit(&heap_second_made, memory_order_relaxed))
+        return &shard0;
+    int cpu = sched_getcpu(); /* a load from the rseq area where the kernel has it */
+    unsigned i = cpu > 0 ? (unsigned)cpu % EXT_SHARDS : 0;
+    struct ext_shard *s = shard_at(i);
+    return likely(s) ? s : shard_make(i);
+}
+
+static inline bool purge_enabled(void)
+{
+    /* mode always: extent chunks are huge pages, which a 4 KiB purge would split */
+    return policy_in_force.purge_delay_ms >= 0 && policy_in_force.thp.mode != THP_MODE_ALWAYS;
+}
+
+static inline void pending_add(struct ext_shard *s, long granules)
+{
+    s->pending_granules = (size_t)((long)s->pending_granules + granules);
+    s->stat_dirty += granules;
+}
+
+static inline void stat_flush(_Atomic uint64_t *stat, long *granules)
+{
+    if (*granules > 0)
+        atomic_fetch_add_explicit(stat, (uint64_t)*granules << GRANULE_SHIFT, memory_order_relaxed);
+    else if (*granules < 0)
+        atomic_fetch_sub_explicit(stat, (uint64_t) - *granules << GRANULE_SHIFT,
+                                  memory_order_relaxed);
+    *granules = 0;
+}
+
+/* Every unlock of a shard: its counts reach the statistics first. */
+static inline void shard_unlock(struct ext_shard *s)
+{
+    stat_flush(&stat_pages_dirty, &s->stat_dirty);
+    stat_flush(&stat_extent_used, &s->stat_used);
+    pthread_mutex_unlock(shard_lock(s));
+}
+
+static inline struct ext_free **bin_of(struct ext_shard *s, unsigned len)
+{
+    return &s->bins[GRANULES - len];
+}
+
+/* ---- extent-run.c: the shards, their bins, chunks and runs ------------------------------ */
+HIDDEN void bin_remove(struct ext_shard *s, struct ext_free *n);
+HIDDEN unsigned map_find_top(const uint64_t *map, unsigned len);
+HIDDEN struct ext_free *run_free_held(struct extent_map *m, unsigned first, unsigned len,
+                                      bool dirty, bool zero, bool trimmed, uint32_t freed_at,
+                                      unsigned *held);
+HIDDEN struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, bool dirty,
+                                 bool zero, bool trimmed, uint32_t freed_at);
+HIDDEN bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len);
+HIDDEN void chunk_maybe_drop(struct extent_map *m);
+HIDDEN void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero);
+#ifdef THPALLOC_DEBUG
+HIDDEN void map_check(const struct extent_map *m);
+HIDDEN void pending_check(struct ext_shard *s);
+#define MAP_CHECK(m) (map_check(m), pending_check((m)->shard))
+#else
+#define MAP_CHECK(m) ((void)0)
+#endif
+
+/* ---- extent-purge.c: trims and the delayed purge ---------------------------------------- */
+HIDDEN void run_freed(struct extent_map *m, struct ext_free *n, bool pend, unsigned held);
+HIDDEN void note_pending(void);
+
+#endif
