@@ -129,6 +129,8 @@ HIDDEN size_t purge_all(bool force);
 /* Purges DIRTY page slots of live chunks older than purge_delay (all when force); returns
  * the bytes purged and sets *next to the time the next one is due (0: none). */
 HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
+/* The same for one chunk's slots (the chunk held: its owner's claim, or the purger's walk). */
+HIDDEN size_t page_slots_purge(chunk_t *c, uint32_t now, bool force, uint32_t *next);
 /* purge-signal.c: the notes that something waits for purge_delay, and the purger's sleep.
  * A page slot became dirty (or an extent run, an exited thread's page): wake the purger, or
  * ask for one (purger_start_if_wanted), or arm the inline pass. */
