@@ -18,28 +18,16 @@ heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
-/* The classes some heap refaulted after a trim (heap_t.trim_refaulted, gathered by
- * page_trim_kept): a thread that starts has not refaulted anything yet, and without this
- * each new thread of a process that creates them all day trimmed its first kept page of
- * every class it used once more (threadchurn: 1,055 madvise calls for 160 threads). */
-static _Atomic uint64_t trim_refaulted_any;
-
 /* Trim a page kept empty (the extents' trim, extent.c): with no purger thread, nothing
  * would purge it if the process went idle now (python3 slept with 20 KiB of them). A
  * sub-page shares its OS pages, and is left alone, as the reclaimer leaves it. A class whose
- * trimmed page is refilled (page_ready) is a class in use, in this heap and in the next
- * thread's: its kept pages stay resident from then on, so the trims cost the process at
- * most a refault per class. */
+ * trimmed page is refilled (page_ready) is a class in use: its kept pages stay resident from
+ * then on, so the trims cost a heap at most a refault per class. */
 static void page_trim_kept(heap_t *heap, page_t *page)
 {
-    uint64_t any = atomic_load_explicit(&trim_refaulted_any, memory_order_relaxed);
-    if (heap->trim_refaulted & ~any)
-        any = atomic_fetch_or_explicit(&trim_refaulted_any, heap->trim_refaulted,
-                                       memory_order_relaxed) |
-              heap->trim_refaulted;
     if (page->is_sub || !policy_in_force.trim_threshold || policy_in_force.purge_delay_ms < 0 ||
-        policy_in_force.thp.mode == THP_MODE_ALWAYS || (any & ((uint64_t)1 << page->cls)) ||
-        purger_thread_started())
+        policy_in_force.thp.mode == THP_MODE_ALWAYS ||
+        (heap->trim_refaulted & ((uint64_t)1 << page->cls)) || purger_thread_started())
         return;
     size_t bytes = page_reset_empty(heap, page->chunk, page, policy_in_force.purge);
     if (bytes) {

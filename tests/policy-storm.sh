@@ -35,16 +35,4 @@ kept=$(sed -n 's/^kept=//p' <<<"$out")
 calls=$(sed -n 's/.*other=\([0-9]*\).*/\1/p' "$tmp/out" 2>/dev/null)
 test -n "$kept" -a -n "$calls" && test "$calls" -le $((3 * kept))
 ok $? "emptied page slots of ${kept:-?} live chunks: ${calls:-?} madvise (at most 3 a chunk)"
-# Fresh threads that allocate, free and exit (tests/bench/threadchurn, 160 threads): a class
-# that some thread faulted in again after its kept page was trimmed is not trimmed in the
-# next thread either. Before, each new thread trimmed its first kept page of every class once
-# more (2,012 madvise calls, 12 a thread).
-rm -f "$tmp/out"
-out=$(timeout 120 env POLICY_SHIM_OUT="$tmp/out" LD_PRELOAD="$shim:$THPALLOC_LIB" \
-    "$TESTS_BUILDDIR/bench/threadchurn" 20 8 40000 1000)
-echo "# $out; madvise: $(cat "$tmp/out" 2>/dev/null)"
-threads=$(sed -n 's/.*threads_created=\([0-9]*\).*/\1/p' <<<"$out")
-calls=$(sed -n 's/.*other=\([0-9]*\).*/\1/p' "$tmp/out" 2>/dev/null)
-test -n "$threads" -a -n "$calls" && test "$calls" -le $((4 * threads))
-ok $? "${threads:-?} short-lived threads: ${calls:-?} madvise (at most 4 a thread)"
 echo "1..$n"
