@@ -444,7 +444,7 @@ static bool trim_due(const struct ext_free *n, unsigned held)
 {
     size_t min = policy_in_force.trim_threshold;
     return min && held && n->len < GRANULES && trim_shift <= CHUNK_SHIFT &&
-           ((size_t)n->len << GRANULE_SHIFT) >= min << trim_shift && !purger_thread_started();
+           ((size_t)n->len << GRANULE_SHIFT) >= min << trim_shift && purge_trim_now();
 }
 
 /* Granules a storm's batch waits for: TRIM_BATCH, doubled with the trim's length by the
@@ -485,7 +485,7 @@ static bool trim_now(void)
 /* Whether trims are made at all now (trim_due without the run). */
 static bool trim_due_any(void)
 {
-    return policy_in_force.trim_threshold && trim_shift <= CHUNK_SHIFT && !purger_thread_started();
+    return policy_in_force.trim_threshold && trim_shift <= CHUNK_SHIFT && purge_trim_now();
 }
 
 /* Takes granules [first, first+len) out of the free run n (first at or after n's start),

@@ -162,6 +162,10 @@ extern HIDDEN _Atomic int purge_inline_armed;
 HIDDEN void purge_inline_count(heap_t *heap);
 /* Whether the purger thread runs or has been asked for: no inline pass then. */
 HIDDEN bool purger_thread_started(void);
+/* Whether a free may trim now (extent.c): no purger thread, and the process is not faulting
+ * back what was given back a moment ago (purger.c). */
+HIDDEN bool purge_trim_now(void);
+extern HIDDEN _Atomic bool purge_refaulting;
 /* The thread could not be created: ask again once twice as much waits. */
 HIDDEN void purger_thread_not_started(void);
 /* The purger's sleep: the count of wake-ups (read before a pass), then a sleep until due,

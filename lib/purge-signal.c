@@ -147,6 +147,16 @@ void purge_inline_arm(void)
         atomic_store(&purge_inline_armed, 0);
 }
 
+/* Set while the process faults back what was given back a moment ago (purger.c's
+ * purge_lag): the trims at the frees wait for the delayed purge then. */
+_Atomic bool purge_refaulting;
+
+bool purge_trim_now(void)
+{
+    return !atomic_load_explicit(&purge_refaulting, memory_order_relaxed) &&
+           !purger_thread_started();
+}
+
 bool purger_thread_started(void)
 {
     return __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST);

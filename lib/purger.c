@@ -27,41 +27,58 @@ static uint32_t due_min(uint32_t a, uint32_t b)
 
 /* ---- a busy process keeps what it would fault in again ------------------------------
  * A purge pays twice when the process takes the memory back within the same phase: the
- * madvise, then a page fault per 4 KiB (clang -O2 on a large file: a third more faults than
- * glibc, from free page slots and extent runs purged after purge_delay and faulted in again
- * a moment later). Each pass compares the process's page faults since the last pass with
- * what that pass gave back: when it faulted in at least half as much, the dirty page slots
- * and extent runs wait twice as long (up to PURGE_LAG_MAX_SHIFT doublings); a pass that
- * finds the process quiet (under PURGE_QUIET_BYTES faulted) drops the wait at once, so an
- * idle process still gets its memory back one purge_delay after the frees, and a pass
- * that purged without being followed by faults halves it. */
+ * madvise, then a page fault per 4 KiB (clang -O2 on a large file: a fifth more faults than
+ * glibc, mostly from extent runs trimmed at their free and faulted in again a few hundred
+ * ms later). Every PURGE_LAG_SAMPLE_MS or more, a pass (or an inline look) reads the
+ * process's page faults and CPU time: when it faulted in at least half of what was given
+ * back lately (stat_purged: the trims at the frees and the passes' purges, halved every
+ * few samples), the dirty page slots and extent runs wait twice as long (up to
+ * PURGE_LAG_MAX_SHIFT doublings), and after PURGE_REFAULT_TRIMS or more the extents' trims
+ * at the frees (which stand in for a purger thread that is not there) wait for the delayed
+ * purge too. Both end at the first sample that finds the process sleeping (CPU time under
+ * an eighth of the time passed): an idle process gets its memory back one purge_delay
+ * after the frees, as before. (Asking for the purger thread instead ended the kept pages'
+ * trims too, heap.c: thread churn's peak +19 %.) */
 #define PURGE_LAG_MAX_SHIFT 2u
-#define PURGE_QUIET_BYTES ((uint64_t)256 << 10)
+#define PURGE_LAG_SAMPLE_MS 100u
+#define PURGE_REFAULT_MIN ((uint64_t)256 << 10)
+#define PURGE_REFAULT_TRIMS ((uint64_t)1 << 20)
 
-static uint64_t lag_faults; /* the process's minor faults at the last pass */
-static uint64_t lag_purged; /* bytes the last pass gave back */
-static unsigned lag_shift;  /* purge_delay << lag_shift for dirty slots and extent runs */
+static uint64_t lag_faults, lag_cpu_us; /* the process's minor faults and CPU at the sample */
+static uint64_t lag_purged;             /* stat_purged at the last sample */
+static uint64_t lag_recent;             /* given back lately, decaying */
+static uint32_t lag_at;                 /* ms clock of the last sample */
+static unsigned lag_shift; /* purge_delay << lag_shift for dirty slots and extent runs */
 
-static uint64_t minor_faults(void)
-{
-    struct rusage ru;
-    return getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_minflt : 0;
-}
-
-/* The extra wait of this pass (ms, pass lock held). */
-static uint32_t purge_lag(void)
+/* The extra wait of this pass (ms, pass lock held). A pass within PURGE_LAG_SAMPLE_MS of
+ * the last sample keeps its wait: too short a time to tell. */
+static uint32_t purge_lag(uint32_t now)
 {
     long delay = policy_in_force.purge_delay_ms;
-    uint64_t f = minor_faults();
-    uint64_t faulted = (f - lag_faults) * OS_PAGE_SIZE;
-    lag_faults = f;
-    if (delay <= 0 || faulted < PURGE_QUIET_BYTES)
+    uint32_t since = now - __atomic_load_n(&lag_at, __ATOMIC_RELAXED);
+    struct rusage ru;
+    if (delay <= 0 || since < PURGE_LAG_SAMPLE_MS || getrusage(RUSAGE_SELF, &ru) != 0)
+        return delay > 0 ? (uint32_t)(((1ul << lag_shift) - 1) * (unsigned long)delay) : 0;
+    uint64_t cpu = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+                   (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    uint64_t faulted = ((uint64_t)ru.ru_minflt - lag_faults) * OS_PAGE_SIZE;
+    uint64_t p = atomic_load_explicit(&stat_purged, memory_order_relaxed);
+    bool sleeping = (cpu - lag_cpu_us) * 8 < (uint64_t)since * 1000u;
+    lag_recent = lag_recent - lag_recent / 4 + (p - lag_purged);
+    lag_faults = (uint64_t)ru.ru_minflt;
+    lag_cpu_us = cpu;
+    lag_purged = p;
+    __atomic_store_n(&lag_at, now, __ATOMIC_RELAXED);
+    if (sleeping) {
         lag_shift = 0;
-    else if (lag_purged && faulted >= lag_purged / 2)
+        lag_recent = 0;
+        atomic_store_explicit(&purge_refaulting, false, memory_order_relaxed);
+    } else if (lag_recent >= PURGE_REFAULT_MIN && faulted >= lag_recent / 2) {
         lag_shift += lag_shift < PURGE_LAG_MAX_SHIFT;
-    else if (lag_purged)
-        lag_shift -= lag_shift > 0;
-    return delay > 0 ? (uint32_t)(((1ul << lag_shift) - 1) * (unsigned long)delay) : 0;
+        if (lag_recent >= PURGE_REFAULT_TRIMS)
+            atomic_store_explicit(&purge_refaulting, true, memory_order_relaxed);
+    }
+    return (uint32_t)(((1ul << lag_shift) - 1) * (unsigned long)delay);
 }
 
 /* What both the thread and the inline pass purge: free chunks, dirty page slots, free extent
@@ -70,13 +87,12 @@ static uint32_t purge_lag(void)
 static uint32_t purge_due(uint32_t now)
 {
     uint32_t due = arena_purge_due(now);
-    uint32_t lag = purge_lag();
-    lag_purged = 0;
+    uint32_t lag = purge_lag(now);
     if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed)) {
         uint32_t pages_next = 0, ext_next = 0;
         /* as if it were lag ms earlier: what waits, waits lag ms more */
-        lag_purged += pages_purge(now - lag, false, &pages_next);
-        lag_purged += extents_purge(now - lag, false, &ext_next);
+        pages_purge(now - lag, false, &pages_next);
+        extents_purge(now - lag, false, &ext_next);
         if (lag) {
             /* a busy process is looked at again soon: the wait ends when it goes quiet */
             uint32_t soon = now + (uint32_t)policy_in_force.purge_delay_ms / 2;
@@ -139,8 +155,18 @@ static void purge_inline(void)
      * future. Every due time is within purge_delay of the pass that noted it. */
     uint32_t since = now - __atomic_load_n(&inline_last_ms, __ATOMIC_RELAXED);
     uint32_t next = atomic_load_explicit(&inline_next_ms, memory_order_relaxed);
-    if (since < gap || (since <= (uint32_t)delay + gap && !clock_reached(now, next)))
+    if (since < gap)
         return;
+    if (since <= (uint32_t)delay + gap && !clock_reached(now, next)) {
+        /* Nothing due yet: a look at the faults meanwhile, so that a process that trims
+         * and faults it back asks for the thread before its first pass (purge_lag). */
+        if (now - __atomic_load_n(&lag_at, __ATOMIC_RELAXED) >= PURGE_LAG_SAMPLE_MS &&
+            pthread_mutex_trylock(&pass_lock) == 0) {
+            purge_lag(now);
+            pthread_mutex_unlock(&pass_lock);
+        }
+        return;
+    }
     /* One pass at a time, and none while another thread purges: the others go on. */
     if (pthread_mutex_trylock(&pass_lock) != 0)
         return;
