@@ -267,4 +267,10 @@ void purger_fork_parent(void)
 void purger_fork_child(void)
 {
     pthread_mutex_init(&pass_lock, NULL);
+    /* the child's faults and CPU time count from zero: a fresh start for purge_lag */
+    lag_faults = lag_cpu_us = lag_recent = 0;
+    lag_purged = atomic_load_explicit(&stat_purged, memory_order_relaxed);
+    lag_at = 0;
+    lag_shift = 0;
+    atomic_store_explicit(&purge_refaulting, false, memory_order_relaxed);
 }
