@@ -166,6 +166,7 @@ HIDDEN bool purger_thread_started(void);
  * back what was given back a moment ago (purger.c). */
 HIDDEN bool purge_trim_now(void);
 extern HIDDEN _Atomic bool purge_refaulting;
+extern HIDDEN _Atomic uint32_t purge_lag_ms;
 /* The thread could not be created: ask again once twice as much waits. */
 HIDDEN void purger_thread_not_started(void);
 /* The purger's sleep: the count of wake-ups (read before a pass), then a sleep until due,

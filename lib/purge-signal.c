@@ -148,8 +148,10 @@ void purge_inline_arm(void)
 }
 
 /* Set while the process faults back what was given back a moment ago (purger.c's
- * purge_lag): the trims at the frees wait for the delayed purge then. */
+ * purge_lag): the trims at the frees wait for the delayed purge then, and what waits for
+ * purge_delay waits purge_lag_ms more (the arena's purge at a chunk allocation too). */
 _Atomic bool purge_refaulting;
+_Atomic uint32_t purge_lag_ms;
 
 bool purge_trim_now(void)
 {

@@ -27,19 +27,18 @@ static uint32_t due_min(uint32_t a, uint32_t b)
 
 /* ---- a busy process keeps what it would fault in again ------------------------------
  * A purge pays twice when the process takes the memory back within the same phase: the
- * madvise, then a page fault per 4 KiB (clang -O2 on a large file: a fifth more faults than
- * glibc, mostly from extent runs trimmed at their free and faulted in again a few hundred
- * ms later). Every PURGE_LAG_SAMPLE_MS or more, a pass (or an inline look) reads the
- * process's page faults and CPU time: when it faulted in at least half of what was given
- * back lately (stat_purged: the trims at the frees and the passes' purges, halved every
- * few samples), the dirty page slots and extent runs wait twice as long (up to
- * PURGE_LAG_MAX_SHIFT doublings), and after PURGE_REFAULT_TRIMS or more the extents' trims
- * at the frees (which stand in for a purger thread that is not there) wait for the delayed
- * purge too. Both end at the first sample that finds the process sleeping (CPU time under
- * an eighth of the time passed): an idle process gets its memory back one purge_delay
- * after the frees, as before. (Asking for the purger thread instead ended the kept pages'
- * trims too, heap.c: thread churn's peak +19 %.) */
-#define PURGE_LAG_MAX_SHIFT 2u
+ * madvise, then a page fault per 4 KiB (a compiler's phases free and take back extent runs
+ * and whole chunks seconds apart). Every PURGE_LAG_SAMPLE_MS or more, a pass (or an inline
+ * look) reads the process's page faults and CPU time: when it faulted in at least half of
+ * what was given back lately (stat_purged: the trims at the frees and every purge, a
+ * quarter less each sample), free chunks (arena.c, purge_if_due_locked too), dirty page
+ * slots and extent runs wait twice as long (up to PURGE_LAG_MAX_SHIFT doublings), and past
+ * PURGE_REFAULT_TRIMS the extents' trims at the frees (which stand in for a purger thread
+ * that is not there) wait for the delayed purge too. Both end at the first sample that
+ * finds the process sleeping (CPU time under an eighth of the time passed): an idle process
+ * gets its memory back one purge_delay after the frees, as before. (Asking for the purger
+ * thread instead ended the kept pages' trims too, heap.c: thread churn's peak +19 %.) */
+#define PURGE_LAG_MAX_SHIFT 4u
 #define PURGE_LAG_SAMPLE_MS 100u
 #define PURGE_REFAULT_MIN ((uint64_t)256 << 10)
 #define PURGE_REFAULT_TRIMS ((uint64_t)1 << 20)
@@ -48,7 +47,8 @@ static uint64_t lag_faults, lag_cpu_us; /* the process's minor faults and CPU at
 static uint64_t lag_purged;             /* stat_purged at the last sample */
 static uint64_t lag_recent;             /* given back lately, decaying */
 static uint32_t lag_at;                 /* ms clock of the last sample */
-static unsigned lag_shift; /* purge_delay << lag_shift for dirty slots and extent runs */
+static unsigned
+    lag_shift; /* purge_delay << lag_shift for what purge_due purges but abandoned chunks */
 
 /* The extra wait of this pass (ms, pass lock held). A pass within PURGE_LAG_SAMPLE_MS of
  * the last sample keeps its wait: too short a time to tell. */
@@ -78,32 +78,35 @@ static uint32_t purge_lag(uint32_t now)
         if (lag_recent >= PURGE_REFAULT_TRIMS)
             atomic_store_explicit(&purge_refaulting, true, memory_order_relaxed);
     }
-    return (uint32_t)(((1ul << lag_shift) - 1) * (unsigned long)delay);
+    uint32_t lag = (uint32_t)(((1ul << lag_shift) - 1) * (unsigned long)delay);
+    atomic_store_explicit(&purge_lag_ms, lag, memory_order_relaxed);
+    return lag;
+}
+
+/* A due time of the lagged clock (now - lag) on the real one: lag later, but a busy process
+ * is looked at again within half a purge_delay, when the wait may end (purge_lag). */
+static uint32_t due_lagged(uint32_t due, uint32_t now, uint32_t lag)
+{
+    if (!due || !lag)
+        return due;
+    uint32_t soon = now + (uint32_t)policy_in_force.purge_delay_ms / 2;
+    return (int32_t)(due + lag - soon) > 0 ? soon : due + lag;
 }
 
 /* What both the thread and the inline pass purge: free chunks, dirty page slots, free extent
- * runs and exited threads' chunks whose purge_delay has passed. Returns when the next is
- * due (0: nothing waits). */
+ * runs and exited threads' chunks whose purge_delay has passed (the first three lag ms
+ * later in a busy process: as if it were lag ms earlier). Returns when the next is due (0:
+ * nothing waits). */
 static uint32_t purge_due(uint32_t now)
 {
-    uint32_t due = arena_purge_due(now);
     uint32_t lag = purge_lag(now);
+    uint32_t due = due_lagged(arena_purge_due(now - lag), now, lag);
     if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed)) {
         uint32_t pages_next = 0, ext_next = 0;
-        /* as if it were lag ms earlier: what waits, waits lag ms more */
         pages_purge(now - lag, false, &pages_next);
         extents_purge(now - lag, false, &ext_next);
-        if (lag) {
-            /* a busy process is looked at again soon: the wait ends when it goes quiet */
-            uint32_t soon = now + (uint32_t)policy_in_force.purge_delay_ms / 2;
-            pages_next = pages_next ? pages_next + lag : 0;
-            ext_next = ext_next ? ext_next + lag : 0;
-            if (pages_next && (int32_t)(pages_next - soon) > 0)
-                pages_next = soon;
-            if (ext_next && (int32_t)(ext_next - soon) > 0)
-                ext_next = soon;
-        }
-        due = due_min(due, due_min(pages_next, ext_next));
+        due =
+            due_min(due, due_min(due_lagged(pages_next, now, lag), due_lagged(ext_next, now, lag)));
     }
     uint32_t abandoned_next = 0;
     reclaim_abandoned(now, false, &abandoned_next);
@@ -273,4 +276,5 @@ void purger_fork_child(void)
     lag_at = 0;
     lag_shift = 0;
     atomic_store_explicit(&purge_refaulting, false, memory_order_relaxed);
+    atomic_store_explicit(&purge_lag_ms, 0, memory_order_relaxed);
 }
