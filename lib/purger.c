@@ -37,7 +37,8 @@ static uint32_t due_min(uint32_t a, uint32_t b)
  * that is not there) wait for the delayed purge too. Both end at the first sample that
  * finds the process sleeping (CPU time under an eighth of the time passed): an idle process
  * gets its memory back one purge_delay after the frees, as before. (Asking for the purger
- * thread instead ended the kept pages' trims too, heap.c: thread churn's peak +19 %.) */
+ * thread instead would end the kept pages' trims too, heap.c, which keep thread churn's
+ * peak down.) */
 #define PURGE_LAG_MAX_SHIFT 4u
 #define PURGE_LAG_SAMPLE_MS 100u
 #define PURGE_REFAULT_MIN ((uint64_t)256 << 10)
