@@ -48,8 +48,7 @@ static uint64_t lag_faults, lag_cpu_us; /* the process's minor faults and CPU at
 static uint64_t lag_purged;             /* stat_purged at the last sample */
 static uint64_t lag_recent;             /* given back lately, decaying */
 static uint32_t lag_at;                 /* ms clock of the last sample */
-static unsigned
-    lag_shift; /* purge_delay << lag_shift for what purge_due purges but abandoned chunks */
+static unsigned lag_shift;              /* the wait: purge_delay << lag_shift */
 
 /* The extra wait of this pass (ms, pass lock held). A pass within PURGE_LAG_SAMPLE_MS of
  * the last sample keeps its wait: too short a time to tell. */
@@ -85,12 +84,14 @@ static uint32_t purge_lag(uint32_t now)
 }
 
 /* A due time of the lagged clock (now - lag) on the real one: lag later, but a busy process
- * is looked at again within half a purge_delay, when the wait may end (purge_lag). */
+ * is looked at again within half a purge_delay (a sample's time at least), when the wait
+ * may end (purge_lag). */
 static uint32_t due_lagged(uint32_t due, uint32_t now, uint32_t lag)
 {
     if (!due || !lag)
         return due;
-    uint32_t soon = now + (uint32_t)policy_in_force.purge_delay_ms / 2;
+    uint32_t half = (uint32_t)policy_in_force.purge_delay_ms / 2;
+    uint32_t soon = now + (half > PURGE_LAG_SAMPLE_MS ? half : PURGE_LAG_SAMPLE_MS);
     return (int32_t)(due + lag - soon) > 0 ? soon : due + lag;
 }
 
