@@ -46,38 +46,8 @@ void chunk_purge_dirty(chunk_t *c)
 {
     if (policy_in_force.purge_delay_ms < 0 || policy_in_force.thp.mode == THP_MODE_ALWAYS)
         return;
-    size_t psize = page_size_of(c), purged = 0;
-    for (unsigned i = 0; i < c->npages && atomic_load_explicit(&c->ndirty, memory_order_relaxed);) {
-        /* a run of dirty slots, held (PURGING) so that no one takes them meanwhile */
-        unsigned j = i;
-        size_t counted = 0;
-        for (; j < c->npages; j++) {
-            uint8_t st = PAGE_DIRTY;
-            if (!atomic_compare_exchange_strong_explicit(&c->pages[j].in_use, &st, PAGE_PURGING,
-                                                         memory_order_acq_rel,
-                                                         memory_order_relaxed))
-                break;
-            atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
-            counted += c->pages[j].dirty_bytes;
-        }
-        if (j == i) {
-            i++;
-            continue;
-        }
-        size_t len = (size_t)(j - i) * psize;
-        if (os_purge(c->base + (size_t)i * psize, len, policy_in_force.purge)) {
-            purged += counted;
-            atomic_fetch_sub_explicit(&stat_pages_dirty, counted, memory_order_relaxed);
-            for (unsigned k = i; k < j; k++)
-                atomic_store_explicit(&c->pages[k].in_use, PAGE_FREE, memory_order_release);
-        } else {
-            atomic_fetch_add_explicit(&c->ndirty, j - i, memory_order_relaxed);
-            for (unsigned k = i; k < j; k++)
-                atomic_store_explicit(&c->pages[k].in_use, PAGE_DIRTY, memory_order_release);
-        }
-        i = j;
-    }
-    atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
+    uint32_t next = 0;
+    page_slots_purge(c, 0, true, &next);
 }
 
 /* A new chunk for heap, its first slot taken for the caller's page (*dirty: that slot may

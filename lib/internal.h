@@ -132,6 +132,9 @@ HIDDEN void purge_note_chunks(void);
 HIDDEN void purge_inline_arm(void);
 HIDDEN void purge_inline_count(heap_t *heap);
 HIDDEN bool purger_thread_started(void);
+HIDDEN bool purge_trim_now(void);
+extern HIDDEN _Atomic bool purge_refaulting;
+extern HIDDEN _Atomic uint32_t purge_lag_ms;
 HIDDEN void purger_thread_not_started(void);
 HIDDEN uint32_t purge_wakes_seen(void);
 HIDDEN void purge_wait_for_work(uint32_t due, uint32_t wakes);
@@ -192,9 +195,8 @@ HIDDEN void *block_named(page_t *page, void *p);
 HIDDEN void free_check_double(page_t *page, void *p, const char *msg);
 HIDDEN void malloc_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
 HIDDEN void *malloc_corrupt_tail(page_t *page, void *b) __attribute__((cold));
-/* Purges DIRTY page slots of live chunks older than purge_delay (all when force); returns
- * the bytes purged and sets *next to the time the next one is due (0: none). */
 HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
+HIDDEN size_t page_slots_purge(chunk_t *c, uint32_t now, bool force, uint32_t *next);
 
 static inline size_t page_size_of(const chunk_t *c)
 {

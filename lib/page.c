@@ -256,49 +256,49 @@ void *block_named(page_t *page, void *p)
 
 /* ---- purging page slots of live chunks ------------------------------------------------ */
 
-struct page_purge_walk {
-    uint32_t now, next;
-    bool force;
-    size_t purged;
-};
-
-/* Purges the slots [first, end) of c that the walk holds (PAGE_PURGING), len bytes from the
- * first one's start: one madvise for neighbouring slots, every one but the last dirty
- * whole. Each slot given back one by one made 846 of clang's 1,086 madvise calls on a
- * 50,000-line file, 549 of them next to the previous one. */
-static void purge_slots(chunk_t *c, struct page_purge_walk *w, unsigned first, unsigned end,
-                        size_t len)
+/* Gives back the slots [first, end) of c that the caller holds (PAGE_PURGING), len bytes from
+ * the first one's start: one madvise for neighbouring slots. Returns the bytes purged; a
+ * purge the kernel refused leaves the slots DIRTY, for a later pass. */
+static size_t purge_slots(chunk_t *c, unsigned first, unsigned end, size_t len)
 {
-    os_purge(c->base + ((size_t)first << c->page_shift), len, policy_in_force.purge);
+    bool done = os_purge(c->base + ((size_t)first << c->page_shift), len, policy_in_force.purge);
+    size_t purged = 0;
     for (unsigned i = first; i < end; i++) {
         page_t *p = &c->pages[i];
-        size_t size = p->dirty_bytes;
-        atomic_fetch_sub_explicit(&stat_pages_dirty, size, memory_order_relaxed);
-        atomic_fetch_add_explicit(&stat_purged, size, memory_order_relaxed);
-        w->purged += size;
+        if (!done) {
+            atomic_fetch_add_explicit(&c->ndirty, 1, memory_order_relaxed);
+            atomic_store_explicit(&p->in_use, PAGE_DIRTY, memory_order_release);
+            continue;
+        }
+        purged += p->dirty_bytes;
+        atomic_fetch_sub_explicit(&stat_pages_dirty, p->dirty_bytes, memory_order_relaxed);
         atomic_store_explicit(&p->in_use, PAGE_FREE, memory_order_release);
     }
+    atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
+    return purged;
 }
 
-static void purge_chunk_pages(chunk_t *c, void *arg)
+/* The one slot purge: c's DIRTY slots retired purge_delay before now (every one with force)
+ * go DIRTY -> PURGING -> FREE, neighbours in one call, every one but the last of a range
+ * dirty whole (a compiler's freed slots lie side by side: one call each was most of its
+ * madvise calls). Held, a slot keeps the chunk
+ * from going back to the arena (chunk_release waits), so its descriptor stays this chunk's.
+ * *next: the earliest due time of those left (unchanged when none). Returns bytes. */
+size_t page_slots_purge(chunk_t *c, uint32_t now, bool force, uint32_t *next)
 {
-    struct page_purge_walk *w = arg;
-    uint8_t kind = __atomic_load_n(&c->kind, __ATOMIC_RELAXED);
-    if (kind != CHUNK_SMALL && kind != CHUNK_MEDIUM)
-        return;
     long delay = policy_in_force.purge_delay_ms;
     unsigned first = 0, end = 0; /* the slots held, not yet purged */
-    size_t len = 0;
+    size_t len = 0, purged = 0;
     for (unsigned i = 0;
          i < MAX_PAGES_PER_CHUNK && atomic_load_explicit(&c->ndirty, memory_order_relaxed); i++) {
         page_t *p = &c->pages[i];
         if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_DIRTY)
             continue;
         uint32_t at = p->retired_at;
-        if (!w->force && (delay < 0 || !clock_passed(w->now, at, delay))) {
+        if (!force && (delay < 0 || !clock_passed(now, at, delay))) {
             uint32_t due = at + (uint32_t)delay;
-            if (delay >= 0 && (w->next == 0 || (int32_t)(due - w->next) < 0))
-                w->next = due;
+            if (delay >= 0 && (*next == 0 || (int32_t)(due - *next) < 0))
+                *next = due;
             continue;
         }
         uint8_t expect = PAGE_DIRTY;
@@ -306,7 +306,6 @@ static void purge_chunk_pages(chunk_t *c, void *arg)
                                                      memory_order_acq_rel, memory_order_relaxed))
             continue; /* the owner took it back */
         atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
-        /* Held: the chunk cannot go back to the arena, its descriptor stays this chunk's. */
         /* only what may be resident: the rest of the slot was never touched */
         if (end == i && end > first && len == (size_t)(i - first) << c->page_shift) {
             len += p->dirty_bytes; /* the slots before it dirty whole: one range */
@@ -314,15 +313,32 @@ static void purge_chunk_pages(chunk_t *c, void *arg)
             continue;
         }
         if (end > first)
-            purge_slots(c, w, first, end, len);
+            purged += purge_slots(c, first, end, len);
         first = i;
         end = i + 1;
         len = p->dirty_bytes;
     }
     if (end > first)
-        purge_slots(c, w, first, end, len);
+        purged += purge_slots(c, first, end, len);
+    return purged;
 }
 
+struct page_purge_walk {
+    uint32_t now, next;
+    bool force;
+    size_t purged;
+};
+
+static void purge_chunk_pages(chunk_t *c, void *arg)
+{
+    struct page_purge_walk *w = arg;
+    uint8_t kind = __atomic_load_n(&c->kind, __ATOMIC_RELAXED);
+    if (kind == CHUNK_SMALL || kind == CHUNK_MEDIUM)
+        w->purged += page_slots_purge(c, w->now, w->force, &w->next);
+}
+
+/* Purges DIRTY page slots of live chunks older than purge_delay (all when force); returns
+ * the bytes purged and sets *next to the time the next one is due (0: none). */
 size_t pages_purge(uint32_t now, bool force, uint32_t *next)
 {
     struct page_purge_walk w = {now, 0, force, 0};
