@@ -51,8 +51,8 @@ _Static_assert(GRANULES < 1024, "ext_free's 10-bit fields hold a chunk's granule
 
 struct extent_map {
     /* The chunk's descriptor, short (CHUNK_DESC_SHORT): it lives and is recycled with the
-     * map, first, on the page the tags share, not in a 20 KiB slot of meta.c's segments
-     * (with meta.c's layout: idle16 -40 KiB, docs/benchmarks.md). */
+     * map, first, on the page the tags share, not in a slot of meta.c's segments (an idle
+     * thread's footprint: docs/benchmarks-log.md). */
     _Alignas(page_t) uint8_t desc[CHUNK_DESC_SHORT];
     chunk_t *chunk;               /* the chunk while the map is in use (desc), else NULL */
     struct extent_map *next_free; /* recycled maps */

@@ -18,13 +18,12 @@ static _Atomic bool trim_want_thread; /* a storm asks for the purger (note_pendi
  * back now: when the run is the threshold long or longer, as glibc trims its heap's top by
  * the top's length. Only where nothing else would: the purger thread purges after
  * purge_delay, and without it only the process's own later calls do, which a process that
- * goes idle after its start-up (python3: 68 KiB of runs it freed while starting) never
+ * goes idle after its start-up (an interpreter freeing what it read at start) never
  * makes. By the granules held alone, blocks freed one by one next to the untouched rest of
- * their chunk stayed, each below the threshold (python3 idle: 24 KiB, once the dirty
- * granules were placed and no longer overcounted). Not a whole chunk: an empty chunk is the
+ * their chunk stayed, each below the threshold. Not a whole chunk: an empty chunk is the
  * spare or waits as a chunk (chunk_maybe_drop); trimmed, it went back to the arena at once,
- * and the next block took it back as a new chunk, whose runs carry no trim (rel-reclaim
- * loop: a 2 MiB madvise per malloc/free pair). */
+ * and the next block took it back as a new chunk, whose runs carry no trim (a whole
+ * chunk's madvise per malloc/free pair: rel-reclaim's loop). */
 static bool trim_due(const struct ext_shard *s, const struct ext_free *n, unsigned held)
 {
     size_t min = policy_in_force.trim_threshold;
@@ -79,12 +78,12 @@ static void run_purge_now(struct extent_map *m, struct ext_free *n, bool trim);
 /* A storm's trims, in batches: once TRIM_BATCH more granules wait than after the last
  * batch, the longest waiting runs of at least the trim's length go back, one madvise each,
  * until as much is purged (at most TRIM_BATCH_RUNS of them); the rest and those shorter
- * wait for purge_delay as ever (every such run a batch: the realloc workload made 246
- * madvise calls, 113 before the batches). A drained list leaves one run that grows by a
+ * wait for purge_delay as ever (every such run a batch would double a realloc loop's
+ * calls). A drained list leaves one run that grows by a
  * node a free: a madvise a half MiB. Once the batches of a purge_delay gave back
  * TRIM_STORM_MAX more than was taken again since, the storm asks for the purger thread. What a
- * process leaves waiting when it goes idle in the middle of a storm is below a batch (with 1 MiB, a
- * process that freed 8 MiB of 12000-byte blocks kept 13 % of them: policy-purge). */
+ * process leaves waiting when it goes idle in the middle of a storm is below a batch
+ * (policy-purge bounds it). */
 static void trim_batch(struct ext_shard *s)
 {
     if (s->trim_batch_at > s->pending_granules + trim_batch_len(s))

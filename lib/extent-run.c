@@ -416,8 +416,8 @@ bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned
     if (trimmed)
         trim_taken(s, at, len); /* once a trim: the rest of the run is not flagged again */
     /* A storm whose memory is taken again as it goes (thread churn) is no reason for the
-     * purger: its batches kept the peak down (threadchurn-25: 13.3 MiB, 16.0 with the
-     * thread); one that only frees (a drained list) is. */
+     * purger: its batches keep the peak lower than the thread's delayed purge would
+     * (threadchurn); one that only frees (a drained list) is. */
     if (s->trim_batched)
         s->trim_batched = s->trim_batched > len ? s->trim_batched - len : 0;
     /* the parts before and after: free runs of their own (no free neighbour: n had none).
