@@ -374,15 +374,6 @@ static void purge_for_room(size_t fresh)
 
 static void purge_locked(uint32_t now, bool force, bool unmap);
 
-/* The purge of what is due, at a chunk's allocation or free (arena_lock held): a busy
- * process that faults back what it gave back waits purge_lag_ms longer (purger.c). */
-static void purge_if_due_locked(uint32_t now)
-{
-    now -= atomic_load_explicit(&purge_lag_ms, memory_order_relaxed);
-    if (clock_reached(now, next_purge_ms))
-        purge_locked(now, false, true);
-}
-
 /* Gets a run of n chunks for `use` (advised as policy says); is_zero tells whether the
  * memory is known to read as zero. NULL + ENOMEM when address space runs out. */
 uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t block_size,
@@ -390,8 +381,11 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
 {
     policy_ensure_loaded();
     pthread_mutex_lock(&arena_lock);
-    if (purge_armed)
-        purge_if_due_locked(now_ms());
+    if (purge_armed) {
+        uint32_t now = now_ms();
+        if (clock_reached(now, next_purge_ms))
+            purge_locked(now, false, true);
+    }
     arena_t *a = NULL;
     size_t first = 0;
     size_t arena_chunks = policy_in_force.arena_size >> CHUNK_SHIFT;
@@ -624,8 +618,8 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
         if (!purge_armed) {
             purge_armed = true;
             next_purge_ms = now + (uint32_t)delay;
-        } else {
-            purge_if_due_locked(now);
+        } else if (clock_reached(now, next_purge_ms)) {
+            purge_locked(now, false, true);
         }
         purge_note_chunks();
     }

@@ -28,7 +28,7 @@ static bool trim_due(const struct ext_shard *s, const struct ext_free *n, unsign
 {
     size_t min = policy_in_force.trim_threshold;
     return min && held && n->len < GRANULES && s->trim_shift <= CHUNK_SHIFT &&
-           ((size_t)n->len << GRANULE_SHIFT) >= min << s->trim_shift && purge_trim_now();
+           ((size_t)n->len << GRANULE_SHIFT) >= min << s->trim_shift && !purger_thread_started();
 }
 
 /* Granules a storm's batch waits for: TRIM_BATCH, doubled with the trim's length by the
@@ -69,7 +69,8 @@ static bool trim_now(struct ext_shard *s)
 /* Whether trims are made at all now (trim_due without the run). */
 static bool trim_due_any(struct ext_shard *s)
 {
-    return policy_in_force.trim_threshold && s->trim_shift <= CHUNK_SHIFT && purge_trim_now();
+    return policy_in_force.trim_threshold && s->trim_shift <= CHUNK_SHIFT &&
+           !purger_thread_started();
 }
 
 static bool run_purge(struct extent_map *m, struct ext_free *n, bool trim, size_t *purged);

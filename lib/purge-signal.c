@@ -157,18 +157,6 @@ void purge_inline_arm(void)
         atomic_store(&purge_inline_armed, 0);
 }
 
-/* Set while the process faults back what was given back a moment ago (purger.c's
- * purge_lag): the trims at the frees wait for the delayed purge then, and what waits for
- * purge_delay waits purge_lag_ms more (the arena's purge at a chunk allocation too). */
-_Atomic bool purge_refaulting;
-_Atomic uint32_t purge_lag_ms;
-
-bool purge_trim_now(void)
-{
-    return !atomic_load_explicit(&purge_refaulting, memory_order_relaxed) &&
-           !purger_thread_started();
-}
-
 /* Whether the purger thread runs or has been asked for: no inline pass then. */
 bool purger_thread_started(void)
 {

@@ -14,7 +14,6 @@
 #include <errno.h>
 
 #include <signal.h>
-#include <sys/resource.h>
 
 /* Held by every pass: the thread's, an inline one, purge_all's; fork waits for it. */
 static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -25,90 +24,17 @@ static uint32_t due_min(uint32_t a, uint32_t b)
     return a == 0 || (b != 0 && (int32_t)(b - a) < 0) ? b : a;
 }
 
-/* ---- a busy process keeps what it would fault in again ------------------------------
- * A purge pays twice when the process takes the memory back within the same phase: the
- * madvise, then a page fault per 4 KiB (a compiler's phases free and take back extent runs
- * and whole chunks seconds apart). Every PURGE_LAG_SAMPLE_MS or more, a pass (or an inline
- * look) reads the process's page faults and CPU time: when it faulted in at least half of
- * what was given back lately (stat_purged: the trims at the frees and every purge, a
- * quarter less each sample), free chunks (arena.c, purge_if_due_locked too), dirty page
- * slots and extent runs wait twice as long (up to PURGE_LAG_MAX_SHIFT doublings), and past
- * PURGE_REFAULT_TRIMS the extents' trims at the frees (which stand in for a purger thread
- * that is not there) wait for the delayed purge too. Both end at the first sample that
- * finds the process sleeping (CPU time under an eighth of the time passed): an idle process
- * gets its memory back one purge_delay after the frees, as before. (Asking for the purger
- * thread instead would end the kept pages' trims too, heap.c, which keep thread churn's
- * peak down.) */
-#define PURGE_LAG_MAX_SHIFT 4u
-#define PURGE_LAG_SAMPLE_MS 100u
-#define PURGE_REFAULT_MIN ((uint64_t)256 << 10)
-#define PURGE_REFAULT_TRIMS ((uint64_t)1 << 20)
-
-static uint64_t lag_faults, lag_cpu_us; /* the process's minor faults and CPU at the sample */
-static uint64_t lag_purged;             /* stat_purged at the last sample */
-static uint64_t lag_recent;             /* given back lately, decaying */
-static uint32_t lag_at;                 /* ms clock of the last sample */
-static unsigned lag_shift;              /* the wait: purge_delay << lag_shift */
-
-/* The extra wait of this pass (ms, pass lock held). A pass within PURGE_LAG_SAMPLE_MS of
- * the last sample keeps its wait: too short a time to tell. */
-static uint32_t purge_lag(uint32_t now)
-{
-    long delay = policy_in_force.purge_delay_ms;
-    uint32_t since = now - __atomic_load_n(&lag_at, __ATOMIC_RELAXED);
-    struct rusage ru;
-    if (delay <= 0 || since < PURGE_LAG_SAMPLE_MS || getrusage(RUSAGE_SELF, &ru) != 0)
-        return delay > 0 ? (uint32_t)(((1ul << lag_shift) - 1) * (unsigned long)delay) : 0;
-    uint64_t cpu = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
-                   (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-    uint64_t faulted = ((uint64_t)ru.ru_minflt - lag_faults) * OS_PAGE_SIZE;
-    uint64_t p = atomic_load_explicit(&stat_purged, memory_order_relaxed);
-    bool sleeping = (cpu - lag_cpu_us) * 8 < (uint64_t)since * 1000u;
-    lag_recent = lag_recent - lag_recent / 4 + (p - lag_purged);
-    lag_faults = (uint64_t)ru.ru_minflt;
-    lag_cpu_us = cpu;
-    lag_purged = p;
-    __atomic_store_n(&lag_at, now, __ATOMIC_RELAXED);
-    if (sleeping) {
-        lag_shift = 0;
-        lag_recent = 0;
-        atomic_store_explicit(&purge_refaulting, false, memory_order_relaxed);
-    } else if (lag_recent >= PURGE_REFAULT_MIN && faulted >= lag_recent / 2) {
-        lag_shift += lag_shift < PURGE_LAG_MAX_SHIFT;
-        if (lag_recent >= PURGE_REFAULT_TRIMS)
-            atomic_store_explicit(&purge_refaulting, true, memory_order_relaxed);
-    }
-    uint32_t lag = (uint32_t)(((1ul << lag_shift) - 1) * (unsigned long)delay);
-    atomic_store_explicit(&purge_lag_ms, lag, memory_order_relaxed);
-    return lag;
-}
-
-/* A due time of the lagged clock (now - lag) on the real one: lag later, but a busy process
- * is looked at again within half a purge_delay (a sample's time at least), when the wait
- * may end (purge_lag). */
-static uint32_t due_lagged(uint32_t due, uint32_t now, uint32_t lag)
-{
-    if (!due || !lag)
-        return due;
-    uint32_t half = (uint32_t)policy_in_force.purge_delay_ms / 2;
-    uint32_t soon = now + (half > PURGE_LAG_SAMPLE_MS ? half : PURGE_LAG_SAMPLE_MS);
-    return (int32_t)(due + lag - soon) > 0 ? soon : due + lag;
-}
-
 /* What both the thread and the inline pass purge: free chunks, dirty page slots, free extent
- * runs and exited threads' chunks whose purge_delay has passed (the first three lag ms
- * later in a busy process: as if it were lag ms earlier). Returns when the next is due (0:
- * nothing waits). */
+ * runs and exited threads' chunks whose purge_delay has passed. Returns when the next is
+ * due (0: nothing waits). */
 static uint32_t purge_due(uint32_t now)
 {
-    uint32_t lag = purge_lag(now);
-    uint32_t due = due_lagged(arena_purge_due(now - lag), now, lag);
+    uint32_t due = arena_purge_due(now);
     if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed)) {
         uint32_t pages_next = 0, ext_next = 0;
-        pages_purge(now - lag, false, &pages_next);
-        extents_purge(now - lag, false, &ext_next);
-        due =
-            due_min(due, due_min(due_lagged(pages_next, now, lag), due_lagged(ext_next, now, lag)));
+        pages_purge(now, false, &pages_next);
+        extents_purge(now, false, &ext_next);
+        due = due_min(due, due_min(pages_next, ext_next));
     }
     uint32_t abandoned_next = 0;
     reclaim_abandoned(now, false, &abandoned_next);
@@ -160,18 +86,8 @@ static void purge_inline(void)
      * future. Every due time is within purge_delay of the pass that noted it. */
     uint32_t since = now - __atomic_load_n(&inline_last_ms, __ATOMIC_RELAXED);
     uint32_t next = atomic_load_explicit(&inline_next_ms, memory_order_relaxed);
-    if (since < gap)
+    if (since < gap || (since <= (uint32_t)delay + gap && !clock_reached(now, next)))
         return;
-    if (since <= (uint32_t)delay + gap && !clock_reached(now, next)) {
-        /* Nothing due yet: a look at the faults meanwhile, so that a process that trims
-         * and faults it back asks for the thread before its first pass (purge_lag). */
-        if (now - __atomic_load_n(&lag_at, __ATOMIC_RELAXED) >= PURGE_LAG_SAMPLE_MS &&
-            pthread_mutex_trylock(&pass_lock) == 0) {
-            purge_lag(now);
-            pthread_mutex_unlock(&pass_lock);
-        }
-        return;
-    }
     /* One pass at a time, and none while another thread purges: the others go on. */
     if (pthread_mutex_trylock(&pass_lock) != 0)
         return;
@@ -272,13 +188,4 @@ size_t purge_all(bool force)
 void purger_fork(enum fork_phase phase)
 {
     fork_mutex(&pass_lock, phase);
-    if (phase == FORK_CHILD) {
-        /* the child's faults and CPU time count from zero: a fresh start for purge_lag */
-        lag_faults = lag_cpu_us = lag_recent = 0;
-        lag_purged = atomic_load_explicit(&stat_purged, memory_order_relaxed);
-        lag_at = 0;
-        lag_shift = 0;
-        atomic_store_explicit(&purge_refaulting, false, memory_order_relaxed);
-        atomic_store_explicit(&purge_lag_ms, 0, memory_order_relaxed);
-    }
 }

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -237,40 +236,6 @@ int main(int argc, char **argv)
         }
         malloc_trim(0);
         out_u("kept", kept);
-        return 0;
-    }
-    if (strcmp(argv[1], "phases") == 0 && argc == 3) {
-        /* A compiler's busy phases: 8 MiB in 16..256 KiB blocks written, CPU work, all
-         * freed, CPU work again, PHASES times. Each phase after the first takes back what
-         * the one before freed: what it faults in again was given back in between.
-         * faulted_kb: the page faults of the phases after the third. */
-        unsigned phases = (unsigned)strtoul(argv[2], NULL, 0);
-        static void *blk[1024];
-        unsigned long late_kb = 0;
-        for (unsigned ph = 0; ph < phases; ph++) {
-            struct rusage r0, r1;
-            getrusage(RUSAGE_SELF, &r0);
-            size_t total = 0, n = 0;
-            while (total < ((size_t)8 << 20) && n < 1024) {
-                size_t sz = (size_t)16 << 10 << (n % 5); /* 16, 32, 64, 128, 256 KiB */
-                if (!(blk[n] = malloc(sz)))
-                    return 1;
-                memset(blk[n], (int)ph, sz);
-                escape(blk[n]);
-                total += sz;
-                n++;
-            }
-            for (long t = now_ms(); now_ms() - t < 100;)
-                ;
-            for (size_t i = 0; i < n; i++)
-                free(blk[i]);
-            for (long t = now_ms(); now_ms() - t < 300;)
-                ;
-            getrusage(RUSAGE_SELF, &r1);
-            if (ph >= 3)
-                late_kb += (unsigned long)(r1.ru_minflt - r0.ru_minflt) * 4;
-        }
-        out_u("faulted_kb", late_kb);
         return 0;
     }
     if (strcmp(argv[1], "threads") == 0) {

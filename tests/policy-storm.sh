@@ -35,13 +35,4 @@ kept=$(sed -n 's/^kept=//p' <<<"$out")
 calls=$(sed -n 's/.*other=\([0-9]*\).*/\1/p' "$tmp/out" 2>/dev/null)
 test -n "$kept" -a -n "$calls" && test "$calls" -le $((3 * kept))
 ok $? "emptied page slots of ${kept:-?} live chunks: ${calls:-?} madvise (at most 3 a chunk)"
-# A busy process that takes back what it freed a moment ago keeps it (a compiler's phases:
-# tests/policy-probe phases, 8 MiB of 16..256 KiB blocks written, freed and taken again every
-# 400 ms of CPU work). Before, the trims at the frees gave each phase's runs back and the next
-# phase faulted all of them in again (73,200 KiB in 9 phases; glibc 74,736).
-out=$(timeout 60 env LD_PRELOAD="$THPALLOC_LIB" "$TESTS_BUILDDIR/policy-probe" phases 12)
-echo "# $out"
-kb=$(sed -n 's/^faulted_kb=//p' <<<"$out")
-test -n "$kb" && test "$kb" -le $((9 * 8192 / 2))
-ok $? "busy phases that take back what they freed: ${kb:-?} KiB faulted in again in 9 phases of 8 MiB (at most half)"
 echo "1..$n"
