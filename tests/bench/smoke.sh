@@ -65,6 +65,14 @@ for w in js.get("footprint", []):
             and c["median"].get("private_dirty_kib") is not None
         why = "" if ok else " # " + "; ".join(c["errors"])[:200]
         lines.append((ok, "%s / %s%s" % (w["name"], a, why)))
+# the syscall table (when strace is installed): every workload's MiB freed, counted by
+# freecount.so, so that every row gets its calls per MiB freed
+sc = js.get("syscalls") or {}
+if sc:
+    nofreed = [n for n, cells in sorted(sc.items())
+               if not any("freed_mib" in (c or {}) for c in cells.values())]
+    lines.append((not nofreed, "syscall table: MiB freed for each of %d workloads%s" % (
+        len(sc), " # missing: " + ", ".join(nofreed) if nofreed else "")))
 # summary.md (docs/benchmarks.md embeds it): a row for every workload of the main tables,
 # glibc's column first
 import os
