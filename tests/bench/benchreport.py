@@ -43,22 +43,27 @@ def syscall_table(L, workloads, names, counted):
              "redis-server's jemalloc; the same program frees the same bytes under every "
              "allocator)." % "`, `".join(SYSCALLS))
     L.append("")
+    syscall_rows(L, [(w.name, counted[w.name]) for w in workloads if w.name in counted],
+                 names, "---|")
+
+
+def syscall_rows(L, rows, names, align):
+    """The syscall table's rows: (workload, {allocator: cell}) each, a line of counts and,
+    where the MiB freed are known, a line of calls per MiB freed."""
     L.append("| workload | " + " | ".join(names) + " |")
-    L.append("|---|" + "---|" * len(names))
-    for w in workloads:
-        if w.name not in counted:
-            continue
+    L.append("|---|" + align * len(names))
+    for name, row in rows:
         cells, per = [], []
         for a in names:
-            got = counted[w.name].get(a)
-            if not got or not got.get("calls"):
+            got = row.get(a) or {}
+            if not got.get("calls"):
                 cells.append("failed")
                 per.append("")
                 continue
             c = got["calls"]
             cells.append(" / ".join(str(c[k]) for k in SYSCALLS))
             per.append(fmt_per_mib(c["madvise"] + c["munmap"], got.get("freed_mib")))
-        L.append("| %s | %s |" % (w.name, " | ".join(cells)))
+        L.append("| %s | %s |" % (name, " | ".join(cells)))
         if any(per):
             L.append("| … a MiB freed | %s |" % " | ".join(per))
     L.append("")
@@ -630,25 +635,8 @@ def summary_syscalls(L, js, names):
              "hands to free and realloc, counted by tests/bench/freecount.so in a run of its own)." %
              " / ".join(SYSCALLS))
     L.append("")
-    L.append("| workload | " + " | ".join(names) + " |")
-    L.append("|---|" + "---:|" * len(names))
-    for w in js["workloads"]:
-        if w["name"] not in sc:
-            continue
-        cells, per = [], []
-        for a in names:
-            got = sc[w["name"]].get(a) or {}
-            if not got.get("calls"):
-                cells.append("failed")
-                per.append("")
-                continue
-            c = got["calls"]
-            cells.append(" / ".join(str(c[k]) for k in SYSCALLS))
-            per.append(fmt_per_mib(c["madvise"] + c["munmap"], got.get("freed_mib")))
-        L.append("| %s | %s |" % (w["name"], " | ".join(cells)))
-        if any(per):
-            L.append("| … a MiB freed | %s |" % " | ".join(per))
-    L.append("")
+    syscall_rows(L, [(w["name"], sc[w["name"]]) for w in js["workloads"] if w["name"] in sc],
+                 names, "---:|")
 
 
 def plot(outdir, results_js):
