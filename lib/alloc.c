@@ -525,15 +525,33 @@ size_t foreign_usable_size(void *p)
     return (*next_size & 1) ? csize - sizeof(size_t) : 0;
 }
 
-API size_t malloc_usable_size(void *p)
+/* malloc_usable_size off its short path: NULL, foreign pointers, extents, large blocks,
+ * sub-pages, aligned blocks, and the invalid pointers that abort. */
+static NOINLINE __attribute__((cold)) size_t usable_size_cold(void *p, chunk_t *c)
 {
     if (!p)
         return 0;
-    chunk_t *c = registry_lookup(p);
     if (!c)
         return foreign_usable_size(p);
     page_t *page;
     return usable_size(c, p, "malloc_usable_size(): invalid pointer", &page);
+}
+
+/* A short leaf for a small block's start (redis asks after every allocation), with
+ * usable_size's checks for that case; everything else is a tail call, so that this path
+ * saves no register. */
+API size_t malloc_usable_size(void *p)
+{
+    chunk_t *c = registry_lookup(p);
+    if (likely(c) && likely(c->kind == CHUNK_SMALL || c->kind == CHUNK_MEDIUM)) {
+        page_t *page = page_of(c, p);
+        __asm__("" : "+r"(page)); /* one register for the page, as in free_inline */
+        if (likely(page->cls != SPLIT_CLS &&
+                   atomic_load_explicit(&page->in_use, memory_order_relaxed) == PAGE_USED &&
+                   !(page->flags & PAGE_HAS_ALIGNED) && !block_misaligned(page, p)))
+            return page->block_size;
+    }
+    return usable_size_cold(p, c);
 }
 
 API int malloc_trim(size_t pad)
