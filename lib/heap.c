@@ -242,33 +242,24 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
 
 /* The fast path's page ran dry and the owner's frees were not taken (there were none, or
  * other threads freed into it or into a full page). When the page has nothing to collect or
- * carve and the next page of its queue has blocks of its own (the dry ones before it go to
- * the full list), the dry page goes behind the others (page_to_back: still owned, its frees
- * stay fast) and the next one is allocated from, without the general path's looks; else it changes
- * nothing and returns NULL, and the slow path decides. Called inside the fast path's handshake
- * (busy set, claimed seen clear), which it ends. */
+ * carve and the next page of its queue has blocks of its own, the dry page goes behind the
+ * others (page_to_back: still owned, its frees stay fast) and the next one is allocated
+ * from, without the general path's looks; else it changes nothing and returns NULL, and the slow
+ * path decides. Called inside the fast path's handshake (busy set, claimed seen clear), which it
+ * ends. */
 void *heap_malloc_dry(heap_t *heap, page_t *page)
 {
-    page_t *next;
+    page_t *next = page->next;
     /* page_empty and heap_empty have no next page: nothing is written to them */
-    if (!page->next || page_may_ready(page) || heap->reclaimed ||
-        atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed) ||
-        extent_cache_look_due(heap) /* malloc_slow looks */)
+    if (!next || page_may_ready(page) || heap->reclaimed ||
+        atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))
         goto slow;
-    for (;;) {
-        next = page->next;
-        if (!next)
-            goto slow;
-        /* the next page ready as it is: page_ready's first case, nothing to collect or carve */
-        if (likely(!atomic_load_explicit(&next->xthread_free, memory_order_relaxed) &&
-                   !(next->flags & PAGE_RESET) && (next->free || next->local_free)))
-            break;
-        /* A page put behind dry and still dry goes to the full list, as queue_take would
-         * send it (a remote free arriving now: the slow path collects it). Something to
-         * collect or carve: the slow path. */
-        if (page_may_ready(next) || !page_to_full(heap, next))
-            goto slow;
-    }
+    /* the next page ready as it is: page_ready's first case, nothing to collect or carve */
+    if (atomic_load_explicit(&next->xthread_free, memory_order_relaxed) ||
+        (next->flags & PAGE_RESET) || (!next->free && !next->local_free))
+        goto slow;
+    if (extent_cache_look_due(heap))
+        goto slow; /* malloc_slow looks */
     page_to_back(heap, page);
     heap->slow_ops++;
     if (!next->free) {
