@@ -242,11 +242,10 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
 
 /* The fast path's page ran dry and the owner's frees were not taken (there were none, or
  * other threads freed into it or into a full page). When the page has nothing to collect or
- * carve and the next page of its queue has blocks of its own, the dry page goes behind the
- * others (page_to_back: still owned, its frees stay fast) and the next one is allocated
- * from, without the general path's looks; else it changes nothing and returns NULL, and the slow
- * path decides. Called inside the fast path's handshake (busy set, claimed seen clear), which it
- * ends. */
+ * carve and the next page of its queue has blocks of its own, this does what heap_find_page
+ * would (the dry page to the full list, the next one to allocate from) without the general
+ * path's looks; else it changes nothing and returns NULL, and the slow path decides. Called
+ * inside the fast path's handshake (busy set, claimed seen clear), which it ends. */
 void *heap_malloc_dry(heap_t *heap, page_t *page)
 {
     page_t *next = page->next;
@@ -260,7 +259,8 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
         goto slow;
     if (extent_cache_look_due(heap))
         goto slow; /* malloc_slow looks */
-    page_to_back(heap, page);
+    if (!page_to_full_first(heap, page))
+        goto slow; /* a remote free arrived just now: the slow path collects it */
     heap->slow_ops++;
     if (!next->free) {
         next->free = next->local_free;

@@ -223,7 +223,7 @@ HIDDEN void direct_update(heap_t *heap, unsigned cls);
 HIDDEN void page_unlink(heap_t *heap, page_t *page);
 HIDDEN void page_unfull(heap_t *heap, page_t *page);
 HIDDEN bool page_to_full(heap_t *heap, page_t *page);
-HIDDEN void page_to_back(heap_t *heap, page_t *page);
+HIDDEN bool page_to_full_first(heap_t *heap, page_t *page);
 HIDDEN void page_requeue(heap_t *heap, page_t *page);
 
 /* ---- chunk.c: pages from the heap's chunks, chunks from the arena ----------------------- */

@@ -103,23 +103,26 @@ bool page_to_full(heap_t *heap, page_t *page)
     return true;
 }
 
-/* A dry first page behind the others of its queue, the next one first (heap_malloc_dry):
- * it stays owned, so the frees that come back to it take the fast path, and its round trip
- * costs this alone (to the full list and back took a seq_cst store there and a slow-path
- * free with a requeue here: a third of churn's slow path). A page still dry when its turn
- * comes again goes to the full list (queue_take). */
-void page_to_back(heap_t *heap, page_t *page)
+/* The slow paths' share of a full page's round trip (the page runs dry, a free brings it
+ * back), in one call each way, without the general functions' looks: in a churning heap it
+ * is the most frequent slow path. */
+bool page_to_full_first(heap_t *heap, page_t *page)
 {
     page_queue_t *q = &heap->queues[page->cls];
     page_t *next = page->next;
     LIB_ASSERT(q->first == page && next && !page->kept_quiet && !next->kept_quiet);
-    q->first = next; /* page_queue_remove of the first page, page_queue_push_back */
+    atomic_store_explicit(&page->in_full, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&page->xthread_free, memory_order_seq_cst)) {
+        atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
+        return false;
+    }
+    q->first = next; /* page_queue_remove of the first page */
     next->prev = NULL;
     page->next = NULL;
-    page->prev = q->last;
-    q->last->next = page;
-    q->last = page;
+    page_set_flags(page, heap, page->flags | PAGE_IN_FULL);
+    DLIST_PUSH_BACK(&heap->full, page); /* no kept page on the full list */
     direct_set(heap, page->cls, next);
+    return true;
 }
 
 void page_requeue(heap_t *heap, page_t *page)
