@@ -199,7 +199,7 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
         return;
     }
     /* Chunks are 2 MiB-aligned; a large block's PAGE_SHIFT_NONE makes its index 0. */
-    page_t *page = page_of(c, p);
+    page_t *page = page_of_fast(c, p);
     /* One register for the page: left alone, gcc 12 works its address out twice (once for
      * fast_owner, once with the other fields' offsets folded in). */
     __asm__("" : "+r"(page));
@@ -553,7 +553,7 @@ API size_t malloc_usable_size(void *p)
 {
     chunk_t *c = registry_lookup(p);
     if (likely(c) && likely(c->kind == CHUNK_SMALL || c->kind == CHUNK_MEDIUM)) {
-        page_t *page = page_of(c, p);
+        page_t *page = page_of_fast(c, p);
         __asm__("" : "+r"(page)); /* one register for the page, as in free_inline */
         if (likely(page->cls != SPLIT_CLS &&
                    atomic_load_explicit(&page->in_use, memory_order_relaxed) == PAGE_USED &&
