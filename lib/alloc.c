@@ -547,16 +547,15 @@ static NOINLINE __attribute__((cold)) size_t usable_size_cold(void *p, chunk_t *
 }
 
 /* A short leaf for a small block's start (redis asks after every allocation), with
- * usable_size's checks for that case; everything else is a tail call, so that this path
- * saves no register. */
+ * usable_size's checks for that case, sub-pages included (a class's first blocks); everything
+ * else is a tail call, so that this path saves no register. */
 API size_t malloc_usable_size(void *p)
 {
     chunk_t *c = registry_lookup(p);
     if (likely(c) && likely(c->kind == CHUNK_SMALL || c->kind == CHUNK_MEDIUM)) {
-        page_t *page = page_of_fast(c, p);
+        page_t *page = page_sub_of(c, page_of_fast(c, p), p);
         __asm__("" : "+r"(page)); /* one register for the page, as in free_inline */
-        if (likely(page->cls != SPLIT_CLS &&
-                   atomic_load_explicit(&page->in_use, memory_order_relaxed) == PAGE_USED &&
+        if (likely(atomic_load_explicit(&page->in_use, memory_order_relaxed) == PAGE_USED &&
                    !(page->flags & PAGE_HAS_ALIGNED) && !block_misaligned(page, p)))
             return page->block_size;
     }
