@@ -199,7 +199,7 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
         return;
     }
     /* Chunks are 2 MiB-aligned; a large block's PAGE_SHIFT_NONE makes its index 0. */
-    page_t *page = page_of(c, p);
+    page_t *page = page_of_fast(c, p);
     /* One register for the page: left alone, gcc 12 works its address out twice (once for
      * fast_owner, once with the other fields' offsets folded in). */
     __asm__("" : "+r"(page));
@@ -235,14 +235,23 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
         heap_leave(heap);
     } else {
         heap_t *fo = atomic_load_explicit(&page->fast_owner, memory_order_relaxed);
+        /* Straight to heap.c's function (a tail call) unless a safe point has work: the
+         * wrapper's frame cost a remote free 8 instructions of about 50. */
+        bool wanted = atomic_load_explicit(&purger_wanted, memory_order_relaxed);
         if (fo == fast_owner_full(heap)) {
-            free_full(heap, page, p, __builtin_return_address(0));
+            if (likely(!wanted))
+                heap_free_full(heap, page, p);
+            else
+                free_full(heap, page, p, __builtin_return_address(0));
             return;
         }
         /* another heap's page (its own or full): a remote free, without free_slow's looks */
         heap_t *owner = (heap_t *)((uintptr_t)fo & ~(uintptr_t)1);
         if (fo && owner != heap) {
-            free_remote(page, p, owner, __builtin_return_address(0));
+            if (likely(!wanted))
+                heap_free_remote(page, p, owner);
+            else
+                free_remote(page, p, owner, __builtin_return_address(0));
             return;
         }
     }
@@ -525,15 +534,32 @@ size_t foreign_usable_size(void *p)
     return (*next_size & 1) ? csize - sizeof(size_t) : 0;
 }
 
-API size_t malloc_usable_size(void *p)
+/* malloc_usable_size off its short path: NULL, foreign pointers, extents, large blocks,
+ * sub-pages, aligned blocks, and the invalid pointers that abort. */
+static NOINLINE __attribute__((cold)) size_t usable_size_cold(void *p, chunk_t *c)
 {
     if (!p)
         return 0;
-    chunk_t *c = registry_lookup(p);
     if (!c)
         return foreign_usable_size(p);
     page_t *page;
     return usable_size(c, p, "malloc_usable_size(): invalid pointer", &page);
+}
+
+/* A short leaf for a small block's start (redis asks after every allocation), with
+ * usable_size's checks for that case, sub-pages included (a class's first blocks); everything
+ * else is a tail call, so that this path saves no register. */
+API size_t malloc_usable_size(void *p)
+{
+    chunk_t *c = registry_lookup(p);
+    if (likely(c) && likely(c->kind == CHUNK_SMALL || c->kind == CHUNK_MEDIUM)) {
+        page_t *page = page_sub_of(c, page_of_fast(c, p), p);
+        __asm__("" : "+r"(page)); /* one register for the page, as in free_inline */
+        if (likely(atomic_load_explicit(&page->in_use, memory_order_relaxed) == PAGE_USED &&
+                   !(page->flags & PAGE_HAS_ALIGNED) && !block_misaligned(page, p)))
+            return page->block_size;
+    }
+    return usable_size_cold(p, c);
 }
 
 API int malloc_trim(size_t pad)

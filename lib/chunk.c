@@ -297,10 +297,12 @@ static page_t *sub_page_new(heap_t *heap, unsigned cls)
             return slot_page_start(heap, c, idx, cls, was_dirty);
         page_t *m = &c->pages[idx];
         /* The marker: USED while any sub-page is, never a page to allocate from or free
-         * into (span 0: every block is outside it; PAGE_SPLIT: no fast path). */
+         * into (pop_max 0: every block but the first is outside it, and that one has no
+         * key; PAGE_SPLIT: no fast path). */
         page_init(m, c, (unsigned)idx, 1);
         m->cls = SPLIT_CLS;
-        m->reserved = m->span = 0;
+        m->reserved = 0;
+        m->pop_max = 0;
         m->capacity = 1; /* freed as a slot that was written: purged after purge_delay */
         m->tail_resident = was_dirty;
         page_set_flags(m, NULL, PAGE_SPLIT);

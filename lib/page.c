@@ -42,7 +42,7 @@ static void page_setup(page_t *page, chunk_t *c, uint8_t *start, size_t psize, u
     page->kept_quiet = false;
     page->tail_resident = false;
     page->div_check = UINT64_MAX / page->block_size + 1;
-    page->span = page->reserved * page->block_size;
+    page->pop_max = page->reserved * page->block_size - (uint32_t)sizeof(block_t);
     __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
     LIB_ASSERT(page->reserved >= 1);
 }
@@ -121,7 +121,7 @@ uint32_t page_collect(page_t *page)
             /* The walk only has to stay inside the page and end (a cycle): a link that
              * lands off a block boundary is caught when malloc pops it (its key). */
             for (block_t *b; (b = block_next(tail)) != NULL; tail = b) {
-                if (unlikely((uint64_t)((uint8_t *)b - page->start) >= page->span ||
+                if (unlikely((uint64_t)((uint8_t *)b - page->start) > page->pop_max ||
                              n > page->reserved))
                     malloc_corrupt(page, b); /* a remote free's link was overwritten */
                 n++;

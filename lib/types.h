@@ -150,7 +150,9 @@ typedef struct page {
     uint64_t div_check;
     uint32_t used;
     uint32_t block_size;
-    uint32_t span;          /* reserved * block_size: a block starts below this offset */
+    /* reserved * block_size - sizeof(block_t): a free block with its link and key starts
+     * at or below this offset (block_outside, one compare; 0 for a split slot's marker) */
+    uint32_t pop_max;
     uint8_t flags;          /* owner-only: PAGE_HAS_ALIGNED, PAGE_IN_FULL; 0 on the fast path */
     _Atomic uint8_t in_use; /* enum page_state */
     uint8_t cls;
@@ -239,7 +241,7 @@ static inline bool block_misaligned(const page_t *page, const void *p)
 static inline bool block_outside(const page_t *page, const block_t *b)
 {
     uint64_t off = (uint64_t)((const uint8_t *)b - page->start);
-    return off > page->span - sizeof(block_t);
+    return off > page->pop_max;
 }
 
 /* true when block p of a small page overlaps one of its holes (so it is free already). */
@@ -311,6 +313,16 @@ static inline page_t *chunk_sub1(const chunk_t *c)
 static inline page_t *page_of(chunk_t *c, const void *p)
 {
     return &c->pages[((uintptr_t)p & CHUNK_MASK) >> c->page_shift];
+}
+
+/* page_of for the fast paths that pin the page in a register (free_inline,
+ * malloc_usable_size): the index scaled first and the array's offset added last, one lea,
+ * where gcc 12 adds 1 to the index before it scales. Not everywhere: in realloc the scaled
+ * offset stayed live and cost a register more to save. */
+static inline page_t *page_of_fast(chunk_t *c, const void *p)
+{
+    uintptr_t off = (((uintptr_t)p & CHUNK_MASK) >> c->page_shift) * sizeof(page_t);
+    return (page_t *)((uintptr_t)c->pages + off);
 }
 
 /* Sub-page j (0 .. SPLITS * SUB_PAGES - 1) of c: of split slot j / SUB_PAGES. */
