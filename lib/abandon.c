@@ -31,7 +31,7 @@ static void abandoned_unlink(chunk_t *c)
 static void abandoned_push(chunk_t *c, uint32_t now)
 {
     size_t idle = 0;
-    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+    for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
         page_t *p = chunk_page(c, i);
         if (page_has_blocks(p, memory_order_relaxed))
             idle += (size_t)(p->capacity - p->used) * p->block_size;
@@ -51,7 +51,7 @@ static void adopt_chunk(heap_t *heap, chunk_t *c)
 {
     atomic_store_explicit(&c->owner, heap, memory_order_release);
     DLIST_PUSH_FRONT(heap_chunks(heap, c), c);
-    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+    for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
         page_t *p = chunk_page(c, i);
         if (!page_has_blocks(p, memory_order_relaxed))
             continue;
@@ -123,7 +123,7 @@ void abandon_heap(heap_t *heap)
                 chunk_release(c); /* the empty chunk chunk_page_free keeps */
                 continue;
             }
-            for (unsigned i = 0; i < chunk_page_count(c); i++) {
+            for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
                 page_t *p = chunk_page(c, i);
                 p->next = p->prev = NULL;
                 page_set_flags(p, NULL, p->flags & (uint8_t)~PAGE_IN_FULL); /* no owner now */

@@ -365,7 +365,7 @@ static void pick_emptied(heap_t *h, void *arg)
 static bool chunk_collect(chunk_t *c)
 {
     bool empty = true;
-    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+    for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
         page_t *p = chunk_page(c, i);
         if (!page_has_blocks(p, memory_order_acquire))
             continue;
@@ -471,7 +471,7 @@ void reclaim_emptied_chunks(heap_t *self)
 static bool reclaim_one_abandoned(chunk_t *c, enum os_purge how, size_t *bytes)
 {
     c->orphan = true; /* waited long enough: purged at once when it empties */
-    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+    for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
         page_t *p = chunk_page(c, i);
         if (!page_has_blocks(p, memory_order_relaxed))
             continue;
