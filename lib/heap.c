@@ -17,6 +17,8 @@ heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
  * TLS destructor, and must not start the purger (see purger.c). */
 heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
+/* thread.c's: the oldest parked heap abandons its chunks (false: none parked). */
+bool (*heap_unpark)(void);
 
 /* Trim a page kept empty (the extents' trim, extent.c): with no purger thread, nothing
  * would purge it if the process went idle now. A
@@ -191,7 +193,9 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
         /* A chunk an exited thread left only when this heap's own chunks are full: adopting
          * one per class spread a new thread's pages over every abandoned chunk, none of
          * which could empty. */
-        if (adopted >= 4 || chunk_slot_available(heap, cls) || !abandoned_adopt_one(heap)) {
+        if (adopted >= 4 || chunk_slot_available(heap, cls) ||
+            (!abandoned_adopt_one(heap) &&
+             !(heap_unpark && heap_unpark() && abandoned_adopt_one(heap)))) {
             page = chunk_page_new(heap, cls);
             if (page)
                 page_extend(page);

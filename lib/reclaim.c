@@ -443,7 +443,7 @@ static void release_emptied(heap_t *h)
  * pages to their chunks, purged). Nothing while the process has one heap. */
 void reclaim_emptied_chunks(heap_t *self)
 {
-    if (thread_heap_count() < 2 || policy_in_force.thp.mode == THP_MODE_ALWAYS ||
+    if (thread_heap_count(true) < 2 || policy_in_force.thp.mode == THP_MODE_ALWAYS ||
         pthread_mutex_trylock(&reclaim_lock))
         return; /* the purger is at work: it does this and more */
     if (!barrier_ready()) {
