@@ -313,10 +313,16 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
 }
 
 /* Another thread's free of block b (checked) into page: pushed on its xthread_free; the
- * owner, if any, told when the page is on its full list. */
+ * owner, if any, told when the page is on its full list. A block that carries its free key
+ * is free already (malloc clears the key of every block it hands out; only a write of
+ * the secret-derived value could forge it): caught here, at the second free, as the frees
+ * into an exited thread's abandoned chunk always were, now that such a thread's heap is
+ * parked and its blocks' frees are remote ones; else only the owner's collection would. */
 static inline __attribute__((always_inline)) void free_push_remote(page_t *page, block_t *b,
                                                                    heap_t *owner)
 {
+    if (unlikely(b->key == block_key(b)))
+        lib_fatal("free(): double free detected", b);
     b->key = block_key(b);
     block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
     do {
