@@ -1,8 +1,9 @@
-/* abandon: the chunks of exited threads. At thread exit a heap puts every chunk it owns on
- * the abandoned list as it stands, owned by nobody: its pages keep their class and their
- * carved free blocks, empty or not. The next heap that needs a page and has no room in its
- * own chunks adopts the most recent one whole, and so reuses exactly the memory the exited
- * thread had touched (a page at a time on fresh slots instead spread the next owner's pages
+/* abandon: the chunks of exited threads. When an exited thread's parked heap is taken apart
+ * (thread.c: a full heap needs a chunk, purge_delay passed, thpalloc_purge, too many parked)
+ * it puts every chunk it owns on the abandoned list as it stands, owned by nobody: its pages keep
+ * their class and their carved free blocks, empty or not. The next heap that needs a page and has
+ * no room in its own chunks adopts the most recent one whole, and so reuses exactly the memory the
+ * exited thread had touched (a page at a time on fresh slots instead spread the next owner's pages
  * over every slot any owner had used, all of it resident; giving it back at exit cost a page
  * fault for each OS page the next thread touched). Frees into an abandoned chunk are done in
  * place, under the abandoned lock, so the chunk stays whole for the next thread and the
