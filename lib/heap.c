@@ -17,8 +17,9 @@ heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
  * TLS destructor, and must not start the purger (see purger.c). */
 heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
-/* thread.c's: the oldest parked heap abandons its chunks (false: none parked). */
-bool (*heap_unpark)(void);
+/* thread.c's: the oldest parked heap abandons its chunks (false: none parked). Set at the
+ * first park; in .data, as thread.c's parking (.bss's first page is full). */
+bool (*heap_unpark)(void) __attribute__((section(".data")));
 
 /* Trim a page kept empty (the extents' trim, extent.c): with no purger thread, nothing
  * would purge it if the process went idle now. A

@@ -26,9 +26,16 @@ static size_t heaps_live; /* heaps of live threads (the late heap too), not the 
  * given back as they were before heaps were parked. At most PARKED_MAX: beyond, exits
  * abandon as before. */
 #define PARKED_MAX 16
-static heap_t *parked[PARKED_MAX];
-static uint32_t parked_at[PARKED_MAX]; /* ms clock when each was parked */
-static unsigned parked_n;
+struct parking {
+    heap_t *heap[PARKED_MAX];
+    uint32_t at[PARKED_MAX]; /* ms clock when each was parked */
+    unsigned n;
+};
+/* From the meta pool at the first park; only the pointer is a global, in .data beside the
+ * other globals every process writes: .bss's first page, written by every process, was
+ * full, and three more of its words moved some of them to a page of their own (idle16:
+ * +4 KiB). */
+static struct parking *parking __attribute__((section(".data")));
 
 /* Threads past their heap's exit destructor share one heap, under late_lock: a heap of
  * their own would never be abandoned when the allocation comes in glibc's last destructor
@@ -48,16 +55,15 @@ void thread_key_init(void)
 {
     /* Does not allocate: glibc keeps the first keys in static storage. */
     heap_key_ok = pthread_key_create(&heap_key, thread_heap_exit) == 0;
-    heap_unpark = thread_unpark_abandon;
 }
 
 /* A heap from the free list or the meta pool, set up and counted; NULL when out of memory. */
 static heap_t *heap_new(void)
 {
     pthread_mutex_lock(&heaps_lock);
-    if (parked_n) {
+    if (parking && parking->n) {
         /* the newest: its pages the hottest; in use all along, nothing to set up */
-        heap_t *heap = parked[--parked_n];
+        heap_t *heap = parking->heap[--parking->n];
         heaps_live++;
         pthread_mutex_unlock(&heaps_lock);
         return heap;
@@ -164,9 +170,14 @@ void thread_heap_exit(void *arg)
     heap_leave(heap);
     pthread_mutex_lock(&heaps_lock);
     heaps_live--;
-    if (parked_n < PARKED_MAX) {
-        parked_at[parked_n] = now_ms();
-        parked[parked_n++] = heap;
+    if (!parking)
+        parking = meta_alloc(sizeof *parking); /* NULL: this heap is retired as before */
+    if (parking && parking->n < PARKED_MAX) {
+        /* set at the first park, not at init: a process whose threads never exit does not
+         * write its page */
+        heap_unpark = thread_unpark_abandon;
+        parking->at[parking->n] = now_ms();
+        parking->heap[parking->n++] = heap;
         pthread_mutex_unlock(&heaps_lock);
         purge_note_dirty(); /* a pass comes back for it after purge_delay (thread_unpark_due) */
         return;
@@ -180,11 +191,11 @@ void thread_heap_exit(void *arg)
 static bool thread_unpark_abandon(void)
 {
     pthread_mutex_lock(&heaps_lock);
-    heap_t *heap = parked_n ? parked[0] : NULL;
+    heap_t *heap = parking && parking->n ? parking->heap[0] : NULL;
     if (heap) {
-        parked_n--;
-        memmove(&parked[0], &parked[1], parked_n * sizeof parked[0]);
-        memmove(&parked_at[0], &parked_at[1], parked_n * sizeof parked_at[0]);
+        parking->n--;
+        memmove(&parking->heap[0], &parking->heap[1], parking->n * sizeof parking->heap[0]);
+        memmove(&parking->at[0], &parking->at[1], parking->n * sizeof parking->at[0]);
     }
     pthread_mutex_unlock(&heaps_lock);
     if (!heap)
@@ -205,13 +216,17 @@ uint32_t thread_unpark_due(uint32_t now, bool force)
         /* the oldest first: a heap taken for a new thread leaves the others in order */
         heap_t *heap = NULL;
         uint32_t next = 0;
-        if (parked_n && (force || clock_passed(now, parked_at[0], delay))) {
-            heap = parked[0];
-            parked_n--;
-            memmove(&parked[0], &parked[1], parked_n * sizeof parked[0]);
-            memmove(&parked_at[0], &parked_at[1], parked_n * sizeof parked_at[0]);
-        } else if (parked_n) {
-            next = parked_at[0] + (uint32_t)delay;
+        if (!parking) {
+            pthread_mutex_unlock(&heaps_lock);
+            return 0;
+        }
+        if (parking->n && (force || clock_passed(now, parking->at[0], delay))) {
+            heap = parking->heap[0];
+            parking->n--;
+            memmove(&parking->heap[0], &parking->heap[1], parking->n * sizeof parking->heap[0]);
+            memmove(&parking->at[0], &parking->at[1], parking->n * sizeof parking->at[0]);
+        } else if (parking->n) {
+            next = parking->at[0] + (uint32_t)delay;
         }
         pthread_mutex_unlock(&heaps_lock);
         if (!heap)
@@ -229,10 +244,14 @@ void thread_collect_parked(void)
     heap_t *h[PARKED_MAX];
     uint32_t at[PARKED_MAX];
     pthread_mutex_lock(&heaps_lock);
-    unsigned n = parked_n;
-    memcpy(h, parked, n * sizeof h[0]);
-    memcpy(at, parked_at, n * sizeof at[0]);
-    parked_n = 0;
+    if (!parking) {
+        pthread_mutex_unlock(&heaps_lock);
+        return;
+    }
+    unsigned n = parking->n;
+    memcpy(h, parking->heap, n * sizeof h[0]);
+    memcpy(at, parking->at, n * sizeof at[0]);
+    parking->n = 0;
     pthread_mutex_unlock(&heaps_lock);
     for (unsigned i = 0; i < n; i++) {
         heap_enter(h[i]); /* a purger's claim is waited out */
@@ -246,12 +265,12 @@ void thread_collect_parked(void)
     /* Back in front of those parked meanwhile (they are older); what finds no room is
      * taken apart. */
     pthread_mutex_lock(&heaps_lock);
-    unsigned keep = n < PARKED_MAX - parked_n ? n : PARKED_MAX - parked_n;
-    memmove(&parked[keep], &parked[0], parked_n * sizeof parked[0]);
-    memmove(&parked_at[keep], &parked_at[0], parked_n * sizeof parked_at[0]);
-    memcpy(parked, &h[n - keep], keep * sizeof h[0]);
-    memcpy(parked_at, &at[n - keep], keep * sizeof at[0]);
-    parked_n += keep;
+    unsigned keep = n < PARKED_MAX - parking->n ? n : PARKED_MAX - parking->n;
+    memmove(&parking->heap[keep], &parking->heap[0], parking->n * sizeof parking->heap[0]);
+    memmove(&parking->at[keep], &parking->at[0], parking->n * sizeof parking->at[0]);
+    memcpy(parking->heap, &h[n - keep], keep * sizeof h[0]);
+    memcpy(parking->at, &at[n - keep], keep * sizeof at[0]);
+    parking->n += keep;
     pthread_mutex_unlock(&heaps_lock);
     for (unsigned i = 0; i < n - keep; i++)
         heap_retire(h[i]);
@@ -270,7 +289,7 @@ void thread_foreach_heap(void (*fn)(heap_t *heap, void *arg), void *arg)
 size_t thread_heap_count(bool with_parked)
 {
     pthread_mutex_lock(&heaps_lock);
-    size_t n = heaps_live + (with_parked ? parked_n : 0);
+    size_t n = heaps_live + (with_parked && parking ? parking->n : 0);
     pthread_mutex_unlock(&heaps_lock);
     return n;
 }
@@ -300,6 +319,6 @@ void thread_fork(enum fork_phase phase)
     heap_forget_kept(tl_heap); /* the sentinels have empty queues: nothing written */
     /* Parked heaps were whole when the parent forked (parked and taken under the lock):
      * the child's new threads take them, and their kept pages are trimmed again. */
-    for (unsigned i = 0; i < parked_n; i++)
-        heap_forget_kept(parked[i]);
+    for (unsigned i = 0; parking && i < parking->n; i++)
+        heap_forget_kept(parking->heap[i]);
 }
