@@ -1,8 +1,9 @@
-/* abandon: the chunks of exited threads. At thread exit a heap puts every chunk it owns on
- * the abandoned list as it stands, owned by nobody: its pages keep their class and their
- * carved free blocks, empty or not. The next heap that needs a page and has no room in its
- * own chunks adopts the most recent one whole, and so reuses exactly the memory the exited
- * thread had touched (a page at a time on fresh slots instead spread the next owner's pages
+/* abandon: the chunks of exited threads. When an exited thread's parked heap is taken apart
+ * (thread.c: a full heap needs a chunk, purge_delay passed, thpalloc_purge, too many parked)
+ * it puts every chunk it owns on the abandoned list as it stands, owned by nobody: its pages keep
+ * their class and their carved free blocks, empty or not. The next heap that needs a page and has
+ * no room in its own chunks adopts the most recent one whole, and so reuses exactly the memory the
+ * exited thread had touched (a page at a time on fresh slots instead spread the next owner's pages
  * over every slot any owner had used, all of it resident; giving it back at exit cost a page
  * fault for each OS page the next thread touched). Frees into an abandoned chunk are done in
  * place, under the abandoned lock, so the chunk stays whole for the next thread and the
@@ -31,7 +32,7 @@ static void abandoned_unlink(chunk_t *c)
 static void abandoned_push(chunk_t *c, uint32_t now)
 {
     size_t idle = 0;
-    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+    for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
         page_t *p = chunk_page(c, i);
         if (page_has_blocks(p, memory_order_relaxed))
             idle += (size_t)(p->capacity - p->used) * p->block_size;
@@ -51,7 +52,7 @@ static void adopt_chunk(heap_t *heap, chunk_t *c)
 {
     atomic_store_explicit(&c->owner, heap, memory_order_release);
     DLIST_PUSH_FRONT(heap_chunks(heap, c), c);
-    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+    for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
         page_t *p = chunk_page(c, i);
         if (!page_has_blocks(p, memory_order_relaxed))
             continue;
@@ -123,7 +124,7 @@ void abandon_heap(heap_t *heap)
                 chunk_release(c); /* the empty chunk chunk_page_free keeps */
                 continue;
             }
-            for (unsigned i = 0; i < chunk_page_count(c); i++) {
+            for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
                 page_t *p = chunk_page(c, i);
                 p->next = p->prev = NULL;
                 page_set_flags(p, NULL, p->flags & (uint8_t)~PAGE_IN_FULL); /* no owner now */

@@ -86,6 +86,7 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
     c->page_shift = kind == CHUNK_SMALL ? SMALL_PAGE_SHIFT : MEDIUM_PAGE_SHIFT;
     c->npages = (uint8_t)(CHUNK_SIZE >> c->page_shift);
     c->pages_used = 0;
+    c->used_hi = 0;
     c->arena = arena;
     c->nchunks = 1;
     /* A chunk the arena had not purged yet is resident: its other slots are dirty, so that

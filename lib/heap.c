@@ -17,6 +17,9 @@ heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
  * TLS destructor, and must not start the purger (see purger.c). */
 heap_t heap_exited = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
+/* thread.c's: the oldest parked heap abandons its chunks (false: none parked). Set at the
+ * first park; in .data, as thread.c's parking (.bss's first page is full). */
+bool (*heap_unpark)(void) __attribute__((section(".data")));
 
 /* Trim a page kept empty (the extents' trim, extent.c): with no purger thread, nothing
  * would purge it if the process went idle now. A
@@ -191,7 +194,9 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
         /* A chunk an exited thread left only when this heap's own chunks are full: adopting
          * one per class spread a new thread's pages over every abandoned chunk, none of
          * which could empty. */
-        if (adopted >= 4 || chunk_slot_available(heap, cls) || !abandoned_adopt_one(heap)) {
+        if (adopted >= 4 || chunk_slot_available(heap, cls) ||
+            (!abandoned_adopt_one(heap) &&
+             !(heap_unpark && heap_unpark() && abandoned_adopt_one(heap)))) {
             page = chunk_page_new(heap, cls);
             if (page)
                 page_extend(page);
@@ -309,10 +314,16 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
 }
 
 /* Another thread's free of block b (checked) into page: pushed on its xthread_free; the
- * owner, if any, told when the page is on its full list. */
+ * owner, if any, told when the page is on its full list. A block that carries its free key
+ * is free already (malloc clears the key of every block it hands out; only a write of
+ * the secret-derived value could forge it): caught here, at the second free, as the frees
+ * into an exited thread's abandoned chunk always were, now that such a thread's heap is
+ * parked and its blocks' frees are remote ones; else only the owner's collection would. */
 static inline __attribute__((always_inline)) void free_push_remote(page_t *page, block_t *b,
                                                                    heap_t *owner)
 {
+    if (unlikely(b->key == block_key(b)))
+        lib_fatal("free(): double free detected", b);
     b->key = block_key(b);
     block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
     do {

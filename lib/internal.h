@@ -309,6 +309,7 @@ HIDDEN void heap_page_retire(heap_t *heap, page_t *page);
 HIDDEN void heap_forget_kept(heap_t *heap);
 HIDDEN void heap_wait_reclaim(heap_t *heap);
 HIDDEN void heap_wait_unclaimed(heap_t *heap);
+extern HIDDEN bool (*heap_unpark)(void);
 
 /* Brackets the owner's use of its heap: two plain stores and a load, no fence (the purger
  * supplies the barrier with membarrier: see reclaim.c). */
@@ -346,7 +347,9 @@ HIDDEN void *thread_late_malloc(size_t size, bool zero);
 HIDDEN void thread_page_set_aligned(page_t *page);
 HIDDEN void thread_heap_exit(void *heap);
 HIDDEN void thread_key_init(void);
-HIDDEN size_t thread_heap_count(void);
+HIDDEN size_t thread_heap_count(bool with_parked);
+HIDDEN uint32_t thread_unpark_due(uint32_t now, bool force);
+HIDDEN void thread_collect_parked(void);
 HIDDEN void thread_foreach_heap(void (*fn)(heap_t *heap, void *arg), void *arg);
 HIDDEN void thread_fork(enum fork_phase phase);
 

@@ -50,6 +50,8 @@ static void page_setup(page_t *page, chunk_t *c, uint8_t *start, size_t psize, u
 void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
 {
     page_setup(page, c, c->base + ((size_t)idx << c->page_shift), page_size_of(c), cls);
+    if (idx >= c->used_hi)
+        c->used_hi = (uint8_t)(idx + 1);
 }
 
 /* The same for sub-page j of c (chunk_sub). */

@@ -36,6 +36,8 @@ static uint32_t purge_due(uint32_t now)
         extents_purge(now, false, &ext_next);
         due = due_min(due, due_min(pages_next, ext_next));
     }
+    /* parked heaps first: what they abandon waits with the other abandoned chunks */
+    due = due_min(due, thread_unpark_due(now, false));
     uint32_t abandoned_next = 0;
     reclaim_abandoned(now, false, &abandoned_next);
     return due_min(due, abandoned_next);
@@ -172,6 +174,7 @@ size_t purge_all(bool force)
 {
     uint32_t next;
     pthread_mutex_lock(&pass_lock);
+    thread_unpark_due(now_ms(), force); /* their chunks abandoned, reclaimed below */
     size_t bytes = pages_purge(now_ms(), force, &next);
     /* heaps first: their cached extents go back to the runs that extents_purge gives back */
     bytes += reclaim_idle_heaps(now_ms(), force, &next);

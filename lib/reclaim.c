@@ -365,7 +365,7 @@ static void pick_emptied(heap_t *h, void *arg)
 static bool chunk_collect(chunk_t *c)
 {
     bool empty = true;
-    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+    for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
         page_t *p = chunk_page(c, i);
         if (!page_has_blocks(p, memory_order_acquire))
             continue;
@@ -443,7 +443,7 @@ static void release_emptied(heap_t *h)
  * pages to their chunks, purged). Nothing while the process has one heap. */
 void reclaim_emptied_chunks(heap_t *self)
 {
-    if (thread_heap_count() < 2 || policy_in_force.thp.mode == THP_MODE_ALWAYS ||
+    if (thread_heap_count(true) < 2 || policy_in_force.thp.mode == THP_MODE_ALWAYS ||
         pthread_mutex_trylock(&reclaim_lock))
         return; /* the purger is at work: it does this and more */
     if (!barrier_ready()) {
@@ -471,7 +471,7 @@ void reclaim_emptied_chunks(heap_t *self)
 static bool reclaim_one_abandoned(chunk_t *c, enum os_purge how, size_t *bytes)
 {
     c->orphan = true; /* waited long enough: purged at once when it empties */
-    for (unsigned i = 0; i < chunk_page_count(c); i++) {
+    for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
         page_t *p = chunk_page(c, i);
         if (!page_has_blocks(p, memory_order_relaxed))
             continue;

@@ -46,6 +46,7 @@ static void sum_cached(heap_t *h, void *arg)
 void stats_collect(struct thpalloc_stats *s)
 {
     struct walk w = {0, 0, 0};
+    thread_collect_parked();
     chunk_desc_foreach(walk_chunk, &w);
     memset(s, 0, sizeof *s);
     s->reserved = atomic_load_explicit(&stat_reserved, memory_order_relaxed);
@@ -60,7 +61,7 @@ void stats_collect(struct thpalloc_stats *s)
                        atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed);
     s->purged = atomic_load_explicit(&stat_purged, memory_order_relaxed);
     s->large_count = w.large_count;
-    s->heaps = thread_heap_count();
+    s->heaps = thread_heap_count(false);
 }
 
 API int thpalloc_get_stats(struct thpalloc_stats *out, size_t size)

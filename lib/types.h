@@ -269,6 +269,12 @@ struct chunk {
     uint8_t page_shift; /* log2 of page size; PAGE_SHIFT_NONE for large and unused */
     uint8_t npages;
     uint8_t pages_used;
+    /* 1 + the highest slot that has been USED in the chunk's life (page_init): the walks of
+     * a thread's exit and of adoption stop there instead of reading every descriptor (a
+     * short-lived thread's chunk used a few of its 128 slots; the walks were a third of
+     * its life's instructions, and wrote every slot's descriptor page). The owner's, or
+     * whoever holds the chunk unowned. */
+    uint8_t used_hi;
     _Atomic uint8_t ndirty;    /* slots in PAGE_DIRTY (counted before a slot shows it) */
     _Atomic(heap_t *) owner;   /* NULL: abandoned, or large (not owned) */
     _Atomic uint8_t abandoned; /* on the abandoned list (changed under its lock) */
@@ -368,6 +374,12 @@ static inline page_t *page_of_block(chunk_t *c, const void *p)
 static inline unsigned chunk_page_count(const chunk_t *c)
 {
     return c->npages + (c->split[1] ? 2u * SUB_PAGES : c->split[0] ? (unsigned)SUB_PAGES : 0u);
+}
+/* The next index of a walk over the descriptors that may hold blocks: past used_hi, the
+ * split slots' sub-pages (for (i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i))). */
+static inline unsigned chunk_page_next(const chunk_t *c, unsigned i)
+{
+    return i + 1 == c->used_hi ? c->npages : i + 1;
 }
 static inline page_t *chunk_page(chunk_t *c, unsigned i)
 {

@@ -1,0 +1,334 @@
+/* rel-park: the heaps of exited threads, parked whole for the next new thread (lib/thread.c).
+ *
+ *   rel-park refault   a worker fills and empties a class's page twice (the second time
+ *                      its kept page stays resident: a refault was seen), and exits; the
+ *                      next thread does the same: it takes the parked heap as it stands, so
+ *                      its page of that class is neither trimmed nor faulted in again
+ *                      (before heaps were parked, each new thread trimmed it and refaulted
+ *                      it: a madvise and 4 page faults per thread and class here)
+ *   rel-park remote    blocks of an exited thread freed by the main thread while its heap
+ *                      is parked: the bytes in use come back exactly, the next thread gets
+ *                      those blocks again (intact when written), and a second free of one
+ *                      of them is still a double free (abort, checked by the script)
+ *   rel-park unpark    16 workers exit for good, holding 3 MiB each until they freed it:
+ *                      the main thread's 24 MiB afterwards reuse their chunks (committed
+ *                      memory at most 6 MiB over the blocks, not the parked heaps' on top)
+ *   rel-park fork      a child forked while heaps are parked frees the exited threads'
+ *                      blocks and runs threads that take those heaps; both processes end
+ *                      with every block intact
+ * Each prints "ok - ..." / "not ok - ..." lines and "end" (tests/rel-park.sh). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../lib/thpalloc.h"
+#include "relay-report.h"
+
+#define MiB ((size_t)1 << 20)
+
+static int get_stats(struct thpalloc_stats *st)
+{
+    typedef int (*fn_t)(struct thpalloc_stats *, size_t);
+    fn_t fn = (fn_t)dlsym(RTLD_DEFAULT, "thpalloc_get_stats");
+    return fn && fn(st, sizeof *st) == 0;
+}
+
+static void run_thread(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, fn, arg) != 0) {
+        report(0, "pthread_create");
+        exit(1);
+    }
+    pthread_join(t, NULL);
+}
+
+/* ---- refault ------------------------------------------------------------------------- */
+#define RF_BLOCKS 1300 /* of 48 bytes: four 16 KiB pages, the last one kept empty */
+static unsigned char *rf_block[RF_BLOCKS];
+
+static long minflt_self(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_minflt;
+}
+
+/* Fills and empties the class twice; returns the page faults of the second fill. */
+static long rf_round(void)
+{
+    long faults = 0;
+    for (int r = 0; r < 2; r++) {
+        long f0 = minflt_self();
+        for (int i = 0; i < RF_BLOCKS; i++) {
+            rf_block[i] = malloc(48);
+            if (rf_block[i])
+                memset(rf_block[i], i, 48);
+        }
+        faults = minflt_self() - f0;
+        for (int i = RF_BLOCKS; i-- > 0;)
+            free(rf_block[i]);
+    }
+    return faults;
+}
+
+static void *rf_worker(void *arg)
+{
+    *(long *)arg = rf_round();
+    return NULL;
+}
+
+static void mode_refault(void)
+{
+    long first = -1, next = -1;
+    run_thread(rf_worker, &first);
+    run_thread(rf_worker, &next);
+    printf("# refault: page faults of the second fill: %ld in the first thread, %ld in the "
+           "next\n",
+           first, next);
+    report(next >= 0 && next <= 1,
+           "refault: the next thread took the exited thread's heap whole: its second fill of "
+           "the class faulted %ld pages in (at most 1; a new heap trimmed its kept page and "
+           "faulted it in again: 4)",
+           next);
+}
+
+/* ---- remote -------------------------------------------------------------------------- */
+#define RM_BLOCKS 256
+static unsigned char *rm_block[RM_BLOCKS];
+
+static void *rm_worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < RM_BLOCKS; i++) {
+        rm_block[i] = malloc(200);
+        if (rm_block[i])
+            memset(rm_block[i], i, 200);
+    }
+    return NULL;
+}
+
+static int rm_ours(const void *p)
+{
+    for (int i = 0; i < RM_BLOCKS; i++)
+        if (rm_block[i] == p)
+            return 1;
+    return 0;
+}
+
+static unsigned char *rm_again[RM_BLOCKS];
+
+static void *rm_taker(void *arg)
+{
+    int *hits = arg;
+    for (int i = 0; i < RM_BLOCKS; i++) {
+        rm_again[i] = malloc(200);
+        if (rm_again[i]) {
+            *hits += rm_ours(rm_again[i]);
+            memset(rm_again[i], 0x5a, 200);
+        }
+    }
+    return NULL;
+}
+
+static void *nothing(void *arg)
+{
+    return arg;
+}
+
+static void mode_remote(int twice)
+{
+    struct thpalloc_stats st0, st1;
+    /* stdout's buffer, dlsym's and a first thread's set-up, before the figure to come back to */
+    printf("# remote: %d blocks of 200 bytes\n", RM_BLOCKS);
+    get_stats(&st0);
+    run_thread(nothing, NULL);
+    int have = get_stats(&st0);
+    run_thread(rm_worker, NULL);
+    int bad = 0;
+    for (int i = 0; i < RM_BLOCKS; i++) {
+        for (int k = 0; k < 200; k++)
+            bad += !rm_block[i] || rm_block[i][k] != (unsigned char)i;
+        free(rm_block[i]); /* a remote free into the exited thread's heap */
+    }
+    report(bad == 0, "remote: the exited thread's blocks held their contents (%d bad bytes)", bad);
+    have = have && get_stats(&st1);
+    report(have && st1.in_use == st0.in_use,
+           "remote: freed into the parked heap, the bytes in use are back exactly (%llu -> "
+           "%llu)",
+           have ? (unsigned long long)st0.in_use : 0, have ? (unsigned long long)st1.in_use : 0);
+    if (twice) {
+        printf("# remote: a second free of %p\n", (void *)rm_block[7]);
+        fflush(stdout);
+        free(rm_block[7]); /* must abort: double free */
+        report(0, "remote: the second free returned");
+        return;
+    }
+    int hits = 0;
+    run_thread(rm_taker, &hits);
+    /* the rest: blocks the worker had carved and never handed out, in the same pages */
+    report(hits >= RM_BLOCKS / 2,
+           "remote: the next thread got the freed blocks again (%d of %d, at least half), and "
+           "wrote them",
+           hits, RM_BLOCKS);
+    for (int i = 0; i < RM_BLOCKS; i++)
+        free(rm_again[i]);
+}
+
+/* ---- unpark -------------------------------------------------------------------------- */
+#define UP_THREADS 16
+#define UP_BYTES (3 * MiB)
+#define UP_SIZE 256
+
+static void *up_worker(void *arg)
+{
+    (void)arg;
+    size_t n = UP_BYTES / UP_SIZE;
+    unsigned char **b = malloc(n * sizeof *b);
+    if (!b)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        b[i] = malloc(UP_SIZE);
+        if (b[i])
+            memset(b[i], 1, UP_SIZE);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(b[i]);
+    free(b);
+    return NULL;
+}
+
+static void mode_unpark(void)
+{
+    pthread_t t[UP_THREADS];
+    for (int i = 0; i < UP_THREADS; i++)
+        pthread_create(&t[i], NULL, up_worker, NULL);
+    for (int i = 0; i < UP_THREADS; i++)
+        pthread_join(t[i], NULL);
+    struct thpalloc_stats st0, st1;
+    int have = get_stats(&st0);
+    size_t n = UP_THREADS * UP_BYTES / 2 / UP_SIZE;
+    unsigned char **b = malloc(n * sizeof *b);
+    int bad = !b;
+    for (size_t i = 0; b && i < n; i++) {
+        b[i] = malloc(UP_SIZE);
+        if (b[i])
+            memset(b[i], 2, UP_SIZE);
+        bad += !b[i];
+    }
+    have = have && get_stats(&st1);
+    /* without the parked heaps' chunks: their 12 MiB on top of the main thread's own */
+    report(have && !bad && st1.committed <= n * UP_SIZE + 6 * MiB,
+           "unpark: after %d threads exited, the main thread's %zu MiB reused their chunks: "
+           "committed %llu MiB before, %llu MiB after (at most 6 over its blocks)",
+           UP_THREADS, n * UP_SIZE / MiB, have ? (unsigned long long)(st0.committed >> 20) : 0,
+           have ? (unsigned long long)(st1.committed >> 20) : 0);
+    for (size_t i = 0; b && i < n; i++)
+        free(b[i]);
+    free(b);
+}
+
+/* ---- fork ---------------------------------------------------------------------------- */
+#define FK_THREADS 4
+#define FK_BLOCKS 512
+static unsigned char *fk_block[FK_THREADS][FK_BLOCKS];
+
+static void *fk_worker(void *arg)
+{
+    unsigned char **b = arg;
+    int id = (int)(b - fk_block[0]) / FK_BLOCKS;
+    for (int i = 0; i < FK_BLOCKS; i++) {
+        b[i] = malloc(16 + (size_t)(i % 40) * 8);
+        if (b[i])
+            memset(b[i], id * 31 + i, 16 + (size_t)(i % 40) * 8);
+    }
+    return NULL;
+}
+
+/* Frees every block the workers left, checking it; returns the bad ones. */
+static int fk_free_all(void)
+{
+    int bad = 0;
+    for (int t = 0; t < FK_THREADS; t++)
+        for (int i = 0; i < FK_BLOCKS; i++) {
+            unsigned char *p = fk_block[t][i];
+            size_t n = 16 + (size_t)(i % 40) * 8;
+            for (size_t k = 0; p && k < n; k++)
+                bad += p[k] != (unsigned char)(t * 31 + i);
+            bad += !p;
+            free(p);
+        }
+    return bad;
+}
+
+static int fk_round(void)
+{
+    pthread_t t[FK_THREADS];
+    for (int i = 0; i < FK_THREADS; i++)
+        pthread_create(&t[i], NULL, fk_worker, fk_block[i]);
+    for (int i = 0; i < FK_THREADS; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+
+static void mode_fork(void)
+{
+    fk_round(); /* the workers' heaps are parked, holding the blocks */
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int bad = fk_free_all();
+        for (int r = 0; r < 8 && !bad; r++) {
+            fk_round(); /* threads that take the parked heaps */
+            bad += fk_free_all();
+        }
+        typedef size_t (*purge_t)(void);
+        purge_t purge = (purge_t)dlsym(RTLD_DEFAULT, "thpalloc_purge");
+        if (purge)
+            purge();
+        _exit(bad ? 1 : 0);
+    }
+    int bad = fk_free_all();
+    for (int r = 0; r < 8; r++) {
+        fk_round();
+        bad += fk_free_all();
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    report(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "fork: the child freed the exited threads' blocks and ran threads on their parked "
+           "heaps, every block intact (status %d)",
+           status);
+    report(bad == 0, "fork: so did the parent (%d bad)", bad);
+}
+
+int main(int argc, char **argv)
+{
+    const char *m = argc > 1 ? argv[1] : "";
+    if (!strcmp(m, "refault"))
+        mode_refault();
+    else if (!strcmp(m, "remote"))
+        mode_remote(0);
+    else if (!strcmp(m, "remote-double"))
+        mode_remote(1);
+    else if (!strcmp(m, "unpark"))
+        mode_unpark();
+    else if (!strcmp(m, "fork"))
+        mode_fork();
+    else {
+        fprintf(stderr, "usage: rel-park refault|remote|remote-double|unpark|fork\n");
+        return 2;
+    }
+    printf("end\n");
+    return report_failures ? 1 : 0;
+}
