@@ -54,7 +54,7 @@ static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, ui
 {
     tags_clear(m, g, len);
     m->used -= len;
-    m->shard->stat_used -= len;
+    used_add(m->shard, -(long)len);
     bool pend = purge_enabled();
     unsigned held;
     struct ext_free *n = run_free_held(m, g, len, pend, false, false, now, &held);
@@ -198,7 +198,7 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
         tags_clear(m, g, len);
         tags_set(m, g, want, 0);
         m->used -= len - want;
-        s->stat_used -= len - want;
+        used_add(s, -(long)(len - want));
         pend = purge_enabled();
         unsigned held;
         struct ext_free *n =
