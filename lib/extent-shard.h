@@ -110,9 +110,11 @@ static inline void used_add(struct ext_shard *s, long granules)
 #define DIRTY_LAG_MAX GRANULES
 
 /* Every unlock of a shard: stat_pages_dirty brought up to date when nothing waits any
- * more, something waits for the first time, or it lags by a chunk (dirty_counted). */
-static inline void shard_unlock(struct ext_shard *s)
+ * more, something waits for the first time, or it lags by a chunk (dirty_counted).
+ * Returns whether it was. */
+static inline bool shard_unlock(struct ext_shard *s)
 {
+    bool counted = false;
     size_t p = s->pending_granules, c = s->dirty_counted;
     size_t lag = p > c ? p - c : c - p;
     if (lag && (!p || !c || lag >= DIRTY_LAG_MAX)) {
@@ -123,8 +125,10 @@ static inline void shard_unlock(struct ext_shard *s)
             atomic_fetch_sub_explicit(&stat_pages_dirty, (uint64_t)(c - p) << GRANULE_SHIFT,
                                       memory_order_relaxed);
         __atomic_store_n(&s->dirty_counted, p, __ATOMIC_RELAXED);
+        counted = true;
     }
     pthread_mutex_unlock(shard_lock(s));
+    return counted;
 }
 
 static inline struct ext_free **bin_of(struct ext_shard *s, unsigned len)
@@ -153,6 +157,6 @@ HIDDEN void pending_check(struct ext_shard *s);
 
 /* ---- extent-purge.c: trims and the delayed purge ---------------------------------------- */
 HIDDEN void run_freed(struct extent_map *m, struct ext_free *n, bool pend, unsigned held);
-HIDDEN void note_pending(void);
+HIDDEN void note_pending(bool counted);
 
 #endif
