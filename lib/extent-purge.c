@@ -116,14 +116,19 @@ static void trim_batch(struct ext_shard *s)
         atomic_store_explicit(&trim_want_thread, true, memory_order_relaxed);
 }
 
-/* After a free that left memory waiting (the shard's lock released). */
-void note_pending(void)
+/* After a free that left memory waiting (the shard's lock released); counted: its unlock
+ * wrote stat_pages_dirty. Only then is the purger told (a fence and two loads on every
+ * extent free, 2-3 % of the mixed bench's time, before): while the shard's count stands
+ * above 0 the purger does not sleep without a due time, and an inline pass that finds it
+ * nonzero arms the next. */
+void note_pending(bool counted)
 {
     if (unlikely(atomic_load_explicit(&trim_want_thread, memory_order_relaxed))) {
         atomic_store_explicit(&trim_want_thread, false, memory_order_relaxed);
         purge_want_thread();
     }
-    purge_note_dirty();
+    if (counted)
+        purge_note_dirty();
 }
 
 /* ---- purging ------------------------------------------------------------------------- */

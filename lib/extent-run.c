@@ -21,8 +21,7 @@ pthread_mutex_t shard0_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
  * never freed); NULL in .bss, so that a single-threaded process writes none of it. */
 struct ext_shard *_Atomic shards[EXT_SHARDS];
 static pthread_mutex_t shards_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int empty_kept;     /* some empty chunk besides a spare is kept, resident */
-_Atomic uint64_t stat_extent_used; /* bytes handed out (statistics) */
+static _Atomic int empty_kept; /* some empty chunk besides a spare is kept, resident */
 /* Set by thread.c, the heaps' lives, when a second heap is made, never cleared: until then
  * the process has one thread that allocates, its extents bypass the thread cache
  * (extent-cache.c) and take from shard0. It lives here, below the heaps' lives and the
@@ -49,6 +48,22 @@ struct ext_shard *shard_make(unsigned i)
 
 /* The pendmap's bit of a bin says whether its first run is pending: set when a bin's first
  * run changes, and only then (a run that goes behind the first changes nothing). */
+void extent_stats(uint64_t *used, int64_t *dirty_uncounted)
+{
+    uint64_t u = 0;
+    int64_t d = 0;
+    for (unsigned i = 0; i < EXT_SHARDS; i++) {
+        struct ext_shard *s = shard_at(i);
+        if (!s)
+            continue;
+        u += __atomic_load_n(&s->used_granules, __ATOMIC_RELAXED);
+        d += (int64_t)__atomic_load_n(&s->pending_granules, __ATOMIC_RELAXED) -
+             (int64_t)__atomic_load_n(&s->dirty_counted, __ATOMIC_RELAXED);
+    }
+    *used = u << GRANULE_SHIFT;
+    *dirty_uncounted = d * (int64_t)GRANULE;
+}
+
 static void pendmap_set(struct ext_shard *s, unsigned len, bool pending)
 {
     uint64_t bit = (uint64_t)1 << (len % 64), w = s->pendmap[len / 64];
@@ -443,7 +458,7 @@ bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned
     m->used += len;
     if (m->chunk == s->spare)
         s->spare = NULL;
-    s->stat_used += len;
+    used_add(s, (long)len);
     return zero;
 }
 

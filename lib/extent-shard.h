@@ -40,10 +40,14 @@ struct ext_shard {
     size_t trim_batch_at;
     size_t trim_batched; /* granules the batches purged since trim_calls_at, less those taken */
     unsigned purging;    /* runs the purger holds out (BUSY) right now */
-    /* Granules not yet added to stat_pages_dirty and stat_extent_used: one atomic each when
-     * the lock goes (shard_unlock), not one for each run a request splits or merges (the
-     * counters' line is every thread's). */
-    long stat_dirty, stat_used;
+    /* The granules of pending_granules that stat_pages_dirty counts: it is brought up to
+     * date as the lock goes (shard_unlock) only when one of the two is 0 or they are a chunk
+     * apart, so that it is 0 exactly when nothing waits (the purger sleeps on that) and
+     * extents taken and freed do not write its line, every thread's, each time;
+     * extent_stats() adds the rest. Written under the lock, read by the statistics
+     * without it. */
+    size_t dirty_counted;
+    size_t used_granules; /* handed out (statistics: extent_stats), as dirty_counted */
     uint64_t binmap[MAP_WORDS];
     uint64_t pendmap[MAP_WORDS]; /* bins whose first run is pending */
     /* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps
@@ -88,28 +92,43 @@ static inline bool purge_enabled(void)
     return policy_in_force.purge_delay_ms >= 0 && policy_in_force.thp.mode != THP_MODE_ALWAYS;
 }
 
+/* pending_granules and used_granules change under the lock; relaxed stores, for
+ * extent_stats' reads without it. */
 static inline void pending_add(struct ext_shard *s, long granules)
 {
-    s->pending_granules = (size_t)((long)s->pending_granules + granules);
-    s->stat_dirty += granules;
+    __atomic_store_n(&s->pending_granules, (size_t)((long)s->pending_granules + granules),
+                     __ATOMIC_RELAXED);
 }
 
-static inline void stat_flush(_Atomic uint64_t *stat, long *granules)
+static inline void used_add(struct ext_shard *s, long granules)
 {
-    if (*granules > 0)
-        atomic_fetch_add_explicit(stat, (uint64_t)*granules << GRANULE_SHIFT, memory_order_relaxed);
-    else if (*granules < 0)
-        atomic_fetch_sub_explicit(stat, (uint64_t) - *granules << GRANULE_SHIFT,
-                                  memory_order_relaxed);
-    *granules = 0;
+    __atomic_store_n(&s->used_granules, (size_t)((long)s->used_granules + granules),
+                     __ATOMIC_RELAXED);
 }
 
-/* Every unlock of a shard: its counts reach the statistics first. */
-static inline void shard_unlock(struct ext_shard *s)
+/* How far stat_pages_dirty may lag a shard's pending granules: a chunk. */
+#define DIRTY_LAG_MAX GRANULES
+
+/* Every unlock of a shard: stat_pages_dirty brought up to date when nothing waits any
+ * more, something waits for the first time, or it lags by a chunk (dirty_counted).
+ * Returns whether it was. */
+static inline bool shard_unlock(struct ext_shard *s)
 {
-    stat_flush(&stat_pages_dirty, &s->stat_dirty);
-    stat_flush(&stat_extent_used, &s->stat_used);
+    bool counted = false;
+    size_t p = s->pending_granules, c = s->dirty_counted;
+    size_t lag = p > c ? p - c : c - p;
+    if (lag && (!p || !c || lag >= DIRTY_LAG_MAX)) {
+        if (p > c)
+            atomic_fetch_add_explicit(&stat_pages_dirty, (uint64_t)(p - c) << GRANULE_SHIFT,
+                                      memory_order_relaxed);
+        else
+            atomic_fetch_sub_explicit(&stat_pages_dirty, (uint64_t)(c - p) << GRANULE_SHIFT,
+                                      memory_order_relaxed);
+        __atomic_store_n(&s->dirty_counted, p, __ATOMIC_RELAXED);
+        counted = true;
+    }
     pthread_mutex_unlock(shard_lock(s));
+    return counted;
 }
 
 static inline struct ext_free **bin_of(struct ext_shard *s, unsigned len)
@@ -138,6 +157,6 @@ HIDDEN void pending_check(struct ext_shard *s);
 
 /* ---- extent-purge.c: trims and the delayed purge ---------------------------------------- */
 HIDDEN void run_freed(struct extent_map *m, struct ext_free *n, bool pend, unsigned held);
-HIDDEN void note_pending(void);
+HIDDEN void note_pending(bool counted);
 
 #endif

@@ -54,7 +54,7 @@ static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, ui
 {
     tags_clear(m, g, len);
     m->used -= len;
-    m->shard->stat_used -= len;
+    used_add(m->shard, -(long)len);
     bool pend = purge_enabled();
     unsigned held;
     struct ext_free *n = run_free_held(m, g, len, pend, false, false, now, &held);
@@ -101,9 +101,9 @@ void extent_free(chunk_t *c, void *p)
         extent_bad_pointer(c, p, "free(): invalid pointer");
     }
     bool pend = block_free_locked(m, (unsigned)g, t & TAG_LEN, now_ms());
-    shard_unlock(s);
+    bool counted = shard_unlock(s);
     if (pend)
-        note_pending();
+        note_pending(counted);
 }
 
 unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max)
@@ -122,7 +122,7 @@ unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max)
 
 void extent_free_many(void *const *blocks, unsigned n)
 {
-    bool pend = false;
+    bool pend = false, counted = false;
     struct ext_shard *held = NULL; /* the lock held: consecutive blocks of a shard share it */
     uint32_t now = now_ms();
     for (unsigned i = 0; i < n; i++) {
@@ -133,7 +133,7 @@ void extent_free_many(void *const *blocks, unsigned n)
         struct ext_shard *s = c && c->kind == CHUNK_EXTENT ? map_of(c)->shard : held;
         if (s != held) {
             if (held)
-                shard_unlock(held);
+                counted |= shard_unlock(held);
             pthread_mutex_lock(shard_lock(s));
             held = s;
         }
@@ -147,9 +147,9 @@ void extent_free_many(void *const *blocks, unsigned n)
         pend |= block_free_locked(m, (unsigned)g, tag_get(m, (unsigned)g) & TAG_LEN, now);
     }
     if (held)
-        shard_unlock(held);
+        counted |= shard_unlock(held);
     if (pend)
-        note_pending();
+        note_pending(counted);
 }
 
 int extent_owns(const chunk_t *c, const void *p)
@@ -198,7 +198,7 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
         tags_clear(m, g, len);
         tags_set(m, g, want, 0);
         m->used -= len - want;
-        s->stat_used -= len - want;
+        used_add(s, -(long)(len - want));
         pend = purge_enabled();
         unsigned held;
         struct ext_free *n =
@@ -219,8 +219,8 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
         }
     }
     MAP_CHECK(m);
-    shard_unlock(s);
+    bool counted = shard_unlock(s);
     if (pend)
-        note_pending();
+        note_pending(counted);
     return ok;
 }

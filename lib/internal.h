@@ -243,7 +243,10 @@ static inline chunk_queue_t *heap_chunks(heap_t *heap, const chunk_t *c)
 
 /* ---- extent-run.c: the extents' shards, bins, chunks and runs --------------------------- */
 #define EXT_GRANULE_SHIFT 12
-extern HIDDEN _Atomic uint64_t stat_extent_used;
+/* The bytes of extents handed out (in threads' caches included), and the pending bytes
+ * stat_pages_dirty does not count yet (it lags each shard by up to a chunk); read without
+ * the shards' locks. */
+HIDDEN void extent_stats(uint64_t *used, int64_t *dirty_uncounted);
 /* Set by thread.c when a second heap is made, never cleared (extent-run.c says why). */
 extern HIDDEN _Atomic int heap_second_made;
 /* Empty extent chunks kept resident go back to the arena, for a caller about to take a chunk

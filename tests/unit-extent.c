@@ -53,6 +53,24 @@ void lib_assert_fail(const char *expr, const char *file, int line)
     abort();
 }
 
+/* The extents' bytes in use, and everything that waits for purge_delay (stat_pages_dirty
+ * lags the shards by up to a chunk: extent_stats has the rest). */
+static uint64_t ext_used(void)
+{
+    uint64_t used;
+    int64_t uncounted;
+    extent_stats(&used, &uncounted);
+    return used;
+}
+
+static uint64_t waiting(void)
+{
+    uint64_t used;
+    int64_t uncounted;
+    extent_stats(&used, &uncounted);
+    return (uint64_t)((int64_t)atomic_load(&stat_pages_dirty) + uncounted);
+}
+
 static chunk_t *chunk_of(const void *p)
 {
     return registry_lookup(p);
@@ -217,7 +235,7 @@ static void test_shards(void)
         sched_setaffinity(0, sizeof cpus_allowed, &cpus_allowed);
         return;
     }
-    uint64_t used0 = atomic_load(&stat_extent_used);
+    uint64_t used0 = ext_used();
     atomic_store(&heap_second_made, 1);
     run_on(0);
     uint8_t *a = extent_alloc(64 * KIB, G, false), *big[64];
@@ -268,12 +286,63 @@ static void test_shards(void)
         free_it(big[i]);
     uint32_t next;
     extents_purge(now_ms(), true, &next);
-    tap_ok(resident(b, 64 * KIB) == 0 && resident(a, 64 * KIB) == 0 &&
-               atomic_load(&stat_extent_used) == used0,
+    tap_ok(resident(b, 64 * KIB) == 0 && resident(a, 64 * KIB) == 0 && ext_used() == used0,
            "shards: everything freed, the purge reached every shard (%zu, %zu bytes resident)",
            resident(a, 64 * KIB), resident(b, 64 * KIB));
     atomic_store(&heap_second_made, 0);
     sched_setaffinity(0, sizeof cpus_allowed, &cpus_allowed);
+}
+
+/* stat_pages_dirty, a line every thread's frees wrote, is written by a shard only as
+ * something starts or stops waiting in it or once it lags by a chunk; the statistics
+ * (extent_stats) add the rest. */
+static void test_dirty_lag(void)
+{
+    uint32_t next;
+    extents_purge(now_ms(), true, &next);
+    uint64_t d0 = atomic_load(&stat_pages_dirty);
+    tap_ok(waiting() == 0 && d0 == 0, "lag: nothing waits, stat_pages_dirty 0 (%llu)",
+           (unsigned long long)d0);
+    uint8_t *p[4], *sep[4];
+    for (int i = 0; i < 4; i++) {
+        p[i] = extent_alloc(16 * KIB, 0, false);
+        sep[i] = extent_alloc(G, 0, false); /* between them: the freed blocks do not merge */
+        memset(p[i], 1, 16 * KIB);
+    }
+    free_it(p[0]);
+    tap_ok(atomic_load(&stat_pages_dirty) == 16 * KIB && waiting() == 16 * KIB,
+           "lag: the first run to wait is counted at once (%llu)",
+           (unsigned long long)atomic_load(&stat_pages_dirty));
+    free_it(p[1]);
+    free_it(p[2]);
+    tap_ok(atomic_load(&stat_pages_dirty) == 16 * KIB && waiting() == 48 * KIB,
+           "lag: the next ones are not (%llu counted, %llu waiting)",
+           (unsigned long long)atomic_load(&stat_pages_dirty), (unsigned long long)waiting());
+    uint8_t *q[3];
+    for (int i = 0; i < 3; i++)
+        q[i] = extent_alloc(16 * KIB, 0, false);
+    tap_ok(q[0] && q[1] && q[2] && atomic_load(&stat_pages_dirty) == 0 && waiting() == 0,
+           "lag: the waiting runs taken again, nothing waits and it says 0 (%llu)",
+           (unsigned long long)atomic_load(&stat_pages_dirty));
+    free_it(q[0]); /* counted at once: 16 KiB */
+    uint8_t *m[3];
+    for (int i = 0; i < 3; i++) {
+        m[i] = extent_alloc(SC_MAX_SIZE, 0, false);
+        memset(m[i], 1, SC_MAX_SIZE);
+    }
+    for (int i = 0; i < 3; i++)
+        free_it(m[i]);
+    uint64_t counted = atomic_load(&stat_pages_dirty);
+    tap_ok(counted > 16 * KIB && waiting() - counted < CHUNK_SIZE,
+           "lag: never a chunk or more (%llu counted, %llu waiting)", (unsigned long long)counted,
+           (unsigned long long)waiting());
+    free_it(q[1]);
+    free_it(q[2]);
+    free_it(p[3]);
+    for (int i = 0; i < 4; i++)
+        free_it(sep[i]);
+    extents_purge(now_ms(), true, &next);
+    tap_ok(atomic_load(&stat_pages_dirty) == 0 && waiting() == 0, "lag: all purged, 0 again");
 }
 
 int main(void)
@@ -285,7 +354,7 @@ int main(void)
            "an extent: 4 KiB-aligned, in a chunk of kind extent");
     tap_ok(len_of(a) == 3 * G && extent_usable_size(c, a, "x") == 3 * G,
            "8 KiB + 1 takes 3 granules, usable 12 KiB");
-    tap_ok(atomic_load(&stat_extent_used) == 3 * G, "12 KiB counted in use");
+    tap_ok(ext_used() == 3 * G, "12 KiB counted in use");
     tap_ok(extent_owns(c, a) && !extent_owns(c, a + G) && !extent_owns(c, a + 16),
            "only a block's start is a block");
 
@@ -302,13 +371,13 @@ int main(void)
     extent_free(c, f);
     extent_free(c, a);
     extent_free(c, d);
-    tap_ok(atomic_load(&stat_extent_used) == 0, "everything freed: nothing in use");
+    tap_ok(ext_used() == 0, "everything freed: nothing in use");
     /* One free run now, the chunk's untouched rest and the ten granules freed into it: only
      * those wait for purge_delay (counted, the rest clean). */
-    tap_ok(atomic_load(&stat_pages_dirty) == 10 * G,
+    tap_ok(waiting() == 10 * G,
            "the ten granules freed wait, not the untouched rest of the chunk they joined (%llu "
            "bytes)",
-           (unsigned long long)atomic_load(&stat_pages_dirty));
+           (unsigned long long)waiting());
     uint8_t *big = extent_alloc(SC_MAX_SIZE, 0, false);
     uint8_t *big2 = extent_alloc(SC_MAX_SIZE, 0, false);
     tap_ok(big == a && big2 == a + SC_MAX_SIZE,
@@ -341,7 +410,7 @@ int main(void)
     for (int i = 1; i < 5; i++)
         if (i != 2)
             extent_free(c, h[i]);
-    tap_ok(atomic_load(&stat_extent_used) == 0, "in use back to 0");
+    tap_ok(ext_used() == 0, "in use back to 0");
 
     /* alignment, up to half a chunk */
     bool aligned = true;
@@ -375,12 +444,12 @@ int main(void)
     tap_ok(purged == 0 && resident(r, 256 * KIB) == 256 * KIB && next != 0,
            "a free run stays resident before purge_delay (next look due at +%d ms)",
            (int)(next - now));
-    tap_ok(atomic_load(&stat_pages_dirty) >= 256 * KIB, "and counts as waiting (%llu bytes)",
-           (unsigned long long)atomic_load(&stat_pages_dirty));
+    tap_ok(waiting() >= 256 * KIB, "and counts as waiting (%llu bytes)",
+           (unsigned long long)waiting());
     purged = extents_purge(now + 1001, false, &next);
     tap_ok(purged >= 256 * KIB && resident(r, 256 * KIB) == 0,
            "after purge_delay it is given back: %zu bytes purged, none resident", purged);
-    tap_ok(atomic_load(&stat_pages_dirty) == 0, "nothing waits any more");
+    tap_ok(waiting() == 0, "nothing waits any more");
     uint8_t *r2 = extent_alloc(256 * KIB, 0, true);
     tap_ok(r2 == r && r2[0] == 0 && r2[256 * KIB - 1] == 0,
            "the purged run is reused, zero without a memset");
@@ -497,7 +566,7 @@ int main(void)
            in_place);
     uint64_t committed_run = atomic_load(&stat_committed);
     extents_purge(now_ms() + 1001, false, &next);
-    tap_ok(atomic_load(&stat_extent_used) == 0 && atomic_load(&stat_committed) <= CHUNK_SIZE,
+    tap_ok(ext_used() == 0 && atomic_load(&stat_committed) <= CHUNK_SIZE,
            "all freed and purged: nothing in use, only the spare chunk committed (%llu KiB, "
            "%llu KiB before the purge)",
            (unsigned long long)atomic_load(&stat_committed) >> 10,
@@ -544,14 +613,14 @@ int main(void)
            "trim: five consecutive blocks, 48 and 80 KiB between guards");
     memset(t48, 5, 48 * KIB);
     memset(t80, 5, 80 * KIB);
-    uint64_t dirty0 = atomic_load(&stat_pages_dirty), purged0 = atomic_load(&stat_purged);
+    uint64_t dirty0 = waiting(), purged0 = atomic_load(&stat_purged);
     free_it(t48);
-    tap_ok(
-        resident(t48, 48 * KIB) == 48 * KIB && atomic_load(&stat_pages_dirty) == dirty0 + 48 * KIB,
-        "trim: a 48 KiB run waits for purge_delay, resident (%zu bytes)", resident(t48, 48 * KIB));
+    tap_ok(resident(t48, 48 * KIB) == 48 * KIB && waiting() == dirty0 + 48 * KIB,
+           "trim: a 48 KiB run waits for purge_delay, resident (%zu bytes)",
+           resident(t48, 48 * KIB));
     free_it(t80);
     tap_ok(resident(t80, 80 * KIB) == 0 && atomic_load(&stat_purged) == purged0 + 80 * KIB &&
-               atomic_load(&stat_pages_dirty) == dirty0 + 48 * KIB,
+               waiting() == dirty0 + 48 * KIB,
            "trim: an 80 KiB run goes back at its free (%zu bytes resident, %llu purged)",
            resident(t80, 80 * KIB), (unsigned long long)(atomic_load(&stat_purged) - purged0));
     /* Taken again within purge_delay, a trimmed run cost page faults for nothing: past 1 MiB
@@ -581,18 +650,16 @@ int main(void)
     tap_ok(sg == sb + 256 * KIB, "trim: a 256 KiB block with a guard after it (%p %p)", (void *)sb,
            (void *)sg);
     memset(sb, 7, 256 * KIB);
-    uint64_t spurged = atomic_load(&stat_purged), sdirty = atomic_load(&stat_pages_dirty);
+    uint64_t spurged = atomic_load(&stat_purged), sdirty = waiting();
     bool shrunk = extent_resize(chunk_of(sb), sb, 184 * KIB);
     tap_ok(shrunk && len_of(sb) == 184 * KIB && resident(sb + 184 * KIB, 72 * KIB) == 72 * KIB &&
-               atomic_load(&stat_purged) == spurged &&
-               atomic_load(&stat_pages_dirty) == sdirty + 72 * KIB,
+               atomic_load(&stat_purged) == spurged && waiting() == sdirty + 72 * KIB,
            "trim: a block shrunk to 184 KiB keeps its 72 KiB tail resident, waiting (%zu bytes)",
            resident(sb + 184 * KIB, 72 * KIB));
     shrunk = extent_resize(chunk_of(sb), sb, 12 * KIB);
     tap_ok(shrunk && len_of(sb) == 12 * KIB && resident(sb + 12 * KIB, 244 * KIB) == 0 &&
                resident(sb, 12 * KIB) == 12 * KIB &&
-               atomic_load(&stat_purged) == spurged + 244 * KIB &&
-               atomic_load(&stat_pages_dirty) == sdirty,
+               atomic_load(&stat_purged) == spurged + 244 * KIB && waiting() == sdirty,
            "trim: shrunk to 12 KiB, the 172 KiB tail and the 72 waiting go back at once "
            "(%zu bytes resident, %llu purged)",
            resident(sb + 12 * KIB, 244 * KIB),
@@ -653,15 +720,15 @@ int main(void)
     memset(u[2], 5, 2 * G);
     free_it(u[1]);
     extents_purge(now_ms(), true, &next);
-    uint64_t wait0 = atomic_load(&stat_pages_dirty);
+    uint64_t wait0 = waiting();
     free_it(u[2]);
-    tap_ok(atomic_load(&stat_pages_dirty) == wait0 + 2 * G,
+    tap_ok(waiting() == wait0 + 2 * G,
            "placed: the freed block joins the purged run, 2 granules waiting");
     uint8_t *u2 = extent_alloc(2 * G, 0, false);
-    tap_ok(u2 == u[2] && resident(u[1], 8 * G) == 0 && atomic_load(&stat_pages_dirty) == wait0,
+    tap_ok(u2 == u[2] && resident(u[1], 8 * G) == 0 && waiting() == wait0,
            "placed: a 2-granule request takes the run's resident end (%p, run at %p), none of "
            "the purged part, and nothing waits (%llu bytes)",
-           (void *)u2, (void *)u[1], (unsigned long long)(atomic_load(&stat_pages_dirty) - wait0));
+           (void *)u2, (void *)u[1], (unsigned long long)(waiting() - wait0));
     free_it(u2);
     free_it(u[0]);
     free_it(u[3]);
@@ -686,14 +753,14 @@ int main(void)
            tag_get(vm, vg) & TAG_LEN);
     memset(v2, 6, 2 * G);
     memset(v4, 6, 2 * G);
-    uint64_t vpurged = atomic_load(&stat_purged), vdirty = atomic_load(&stat_pages_dirty);
+    uint64_t vpurged = atomic_load(&stat_purged), vdirty = waiting();
     free_it(v2);
-    tap_ok(resident(v2, 2 * G) == 2 * G && atomic_load(&stat_pages_dirty) == vdirty + 2 * G,
+    tap_ok(resident(v2, 2 * G) == 2 * G && waiting() == vdirty + 2 * G,
            "trim by length: 8 KiB freed into a hole of its own waits, resident (%zu bytes)",
            resident(v2, 2 * G));
     free_it(v4);
     tap_ok(resident(v4, 2 * G) == 0 && atomic_load(&stat_purged) == vpurged + 2 * G &&
-               atomic_load(&stat_pages_dirty) == vdirty + 2 * G,
+               waiting() == vdirty + 2 * G,
            "trim by length: 8 KiB freed next to the chunk's free rest goes back at once (%zu "
            "bytes resident, %llu purged)",
            resident(v4, 2 * G), (unsigned long long)(atomic_load(&stat_purged) - vpurged));
@@ -740,6 +807,7 @@ int main(void)
     policy_in_force.purge_delay_ms = 1000;
     policy_in_force.trim_burst = 1000;
     policy_in_force.trim_threshold = 0;
+    test_dirty_lag();
     test_shards();
     return tap_done();
 }
