@@ -180,6 +180,7 @@ size_t abandoned_take_due(uint32_t now, bool force, uint32_t *next, chunk_queue_
     return n;
 }
 
+TEXT_WARM
 void abandoned_put_back(chunk_t *c, uint32_t now)
 {
     abandoned_push(c, now);

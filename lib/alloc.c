@@ -355,7 +355,9 @@ API void free(void *p)
     free_inline(p);
 }
 
+TEXT_WARM
 API void cfree(void *p); /* obsolete; glibc keeps it only for old binaries */
+TEXT_WARM
 API void cfree(void *p)
 {
     free_inline(p);
@@ -476,6 +478,7 @@ API void *memalign(size_t alignment, size_t size)
     return memalign_impl(alignment, size);
 }
 
+TEXT_WARM
 API void *valloc(size_t size)
 {
     if (unlikely(lib_passthrough())) /* glibc's, with the kernel's page size */
@@ -483,6 +486,7 @@ API void *valloc(size_t size)
     return memalign_impl(OS_PAGE_SIZE, size);
 }
 
+TEXT_WARM
 API void *pvalloc(size_t size)
 {
     if (unlikely(lib_passthrough()))
@@ -496,6 +500,7 @@ API void *pvalloc(size_t size)
 }
 
 /* free and realloc of a pointer that is not ours: glibc's, or fatal where there is none. */
+TEXT_WARM
 void foreign_free(void *p)
 {
     if (!__libc_free)
@@ -503,6 +508,7 @@ void foreign_free(void *p)
     __libc_free(p);
 }
 
+TEXT_WARM
 void *foreign_realloc(void *p, size_t size)
 {
     if (!__libc_realloc)
@@ -515,6 +521,7 @@ void *foreign_realloc(void *p, size_t size)
  * allocate. The header layout (size word before the block; IS_MMAPPED = 2, PREV_INUSE = 1 in
  * the next chunk) has not changed since glibc 2.0; tests/foreign.sh compares the result with
  * glibc's function for every kind of glibc block. */
+TEXT_WARM
 size_t foreign_usable_size(void *p)
 {
     const size_t *size_word = (const size_t *)p - 1;
@@ -536,6 +543,7 @@ API size_t malloc_usable_size(void *p)
     return usable_size(c, p, "malloc_usable_size(): invalid pointer", &page);
 }
 
+TEXT_COLD
 API int malloc_trim(size_t pad)
 {
     if (unlikely(lib_passthrough())) {
@@ -545,6 +553,7 @@ API int malloc_trim(size_t pad)
     return purge_all(true) > 0;
 }
 
+TEXT_COLD
 API int mallopt(int param, int value)
 {
     if (unlikely(lib_passthrough())) {

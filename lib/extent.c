@@ -39,6 +39,7 @@ static int block_granule(const chunk_t *c, const void *p)
     return block_granule_in(c, p, 0);
 }
 
+TEXT_COLD
 void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
 {
     uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
@@ -74,6 +75,7 @@ void *extent_alloc(size_t size, size_t align, bool zero)
     return p;
 }
 
+TEXT_COLD
 unsigned extent_block_len(const chunk_t *c, const void *p)
 {
     int g = block_granule(c, p);

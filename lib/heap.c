@@ -293,6 +293,7 @@ static inline __attribute__((always_inline)) bool block_freed(const page_t *page
  * free's: aborts when b is in a hole, beyond the carved blocks, or on the lists of the
  * caller's own page; false when it carries its free key on another heap's page (only the
  * move, whose free applies free's rules, may follow), else true. */
+TEXT_WARM
 bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
 {
     if (unlikely(block_freed(page, b)))

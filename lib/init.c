@@ -128,12 +128,14 @@ _Atomic bool lib_ready_native;
  * could drop live data, so the process runs on glibc's malloc instead (pass-through):
  * new blocks come from glibc, and frees and reallocs of them go back to it as for any
  * pointer that is not ours. */
+TEXT_COLD
 bool lib_passthrough_init(void)
 {
     lib_init();
     return passthrough;
 }
 
+TEXT_COLD
 void *passthrough_alloc(size_t size, size_t align, bool zero)
 {
     if (align > 16) {
@@ -147,11 +149,13 @@ void *passthrough_alloc(size_t size, size_t align, bool zero)
 
 /* glibc's own definition of an API function we also define (dlsym RTLD_NEXT; only in
  * pass-through, never on an allocation path), or NULL. */
+TEXT_COLD
 void *passthrough_next(const char *name)
 {
     return dlsym(RTLD_NEXT, name);
 }
 
+TEXT_COLD
 bool lib_dormant(void)
 {
     lib_init();
@@ -163,11 +167,13 @@ __attribute__((constructor)) static void lib_constructor(void)
     lib_init();
 }
 
+TEXT_COLD
 API int thpalloc_active(void)
 {
     return !lib_dormant();
 }
 
+TEXT_COLD
 API int thpalloc_owns(const void *p)
 {
     chunk_t *c = registry_lookup(p);
@@ -186,6 +192,7 @@ API int thpalloc_owns(const void *p)
                                              : off % page->block_size == 0);
 }
 
+TEXT_COLD
 API const char *thpalloc_version(void)
 {
     return THPALLOC_VERSION_STRING;

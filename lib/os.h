@@ -8,6 +8,16 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* Where a function's code goes (lib/layout.ld, lib/README.md "The library's own pages"): the
+ * kernel maps a file's pages 64 KiB around each one executed (fault-around), within the
+ * mapping, so the code every process runs (unmarked: the fast and slow paths of small blocks,
+ * init, the policy) is a mapping of its own, and the rest lies in another that a small
+ * process never touches. TEXT_WARM: what busier processes run (extents, threads' exit and
+ * remote frees, realloc, fork, the purger), first in that mapping; TEXT_COLD: errors, the
+ * statistics and introspection API, pass-through, strict overcommit, last. */
+#define TEXT_WARM __attribute__((section(".text.thp_warm")))
+#define TEXT_COLD __attribute__((section(".text.thp_cold")))
+
 enum os_advice { OS_ADVICE_NONE = 0, OS_ADVICE_HUGE = 1, OS_ADVICE_NOHUGE = 2 };
 enum os_purge { OS_PURGE_DONTNEED = 0, OS_PURGE_FREE = 1 };
 

@@ -199,6 +199,7 @@ void page_refill_holes(heap_t *heap, page_t *page)
 
 /* A freed-looking block is freed (or reallocated) again: abort with msg if it really is on
  * the page's free lists. The owner's, or the abandoned lock holder's. */
+TEXT_COLD
 void free_check_double(page_t *page, void *p, const char *msg)
 {
     /* Bounded walks: a list that already holds a block twice has a cycle. Other threads'
@@ -220,6 +221,7 @@ void free_check_double(page_t *page, void *p, const char *msg)
 }
 
 /* malloc popped a block without the free key: a double free or a write after free. */
+TEXT_COLD
 void malloc_corrupt(page_t *page, void *b)
 {
     (void)page;
@@ -228,6 +230,7 @@ void malloc_corrupt(page_t *page, void *b)
 
 /* The same, for the malloc fast path's tail call: a noreturn function is called, not jumped
  * to, and the call made the fast path set up a stack frame. */
+TEXT_COLD
 void *malloc_corrupt_tail(page_t *page, void *b)
 {
     malloc_corrupt(page, b);

@@ -44,6 +44,7 @@ static uint64_t pending_bytes(void)
 
 /* Asks for a purger (signal_lock held) once enough waits; it is started at a safe point.
  * Below that, the process's own safe points look. */
+TEXT_WARM
 static void want_purger_locked(void)
 {
     if (!purger_started && pending_bytes() >= purger_min_pending) {
@@ -58,6 +59,7 @@ static void want_purger_locked(void)
 
 /* A storm of frees (extent.c's trims, one after the other): ask for the purger thread now,
  * whatever waits, unless creating it has failed before. */
+TEXT_WARM
 void purge_want_thread(void)
 {
     pthread_mutex_lock(&signal_lock);
@@ -85,6 +87,7 @@ void purge_note_chunks(void)
 }
 
 /* A heap the purger reclaimed is busy again: it has to be looked at after purge_delay. */
+TEXT_WARM
 void purge_note_active(void)
 {
     atomic_fetch_add_explicit(&purge_wakes, 1, memory_order_seq_cst);
@@ -164,6 +167,7 @@ bool purger_thread_started(void)
 }
 
 /* The thread could not be created: ask again once twice as much waits. */
+TEXT_COLD
 void purger_thread_not_started(void)
 {
     pthread_mutex_lock(&signal_lock);
@@ -177,11 +181,13 @@ void purger_thread_not_started(void)
 
 /* The purger's sleep: the count of wake-ups (read before a pass), then a sleep until due,
  * or, with due 0, until a free chunk, a dirty page or a wake-up arrives after that count. */
+TEXT_WARM
 uint32_t purge_wakes_seen(void)
 {
     return atomic_load_explicit(&purge_wakes, memory_order_seq_cst);
 }
 
+TEXT_WARM
 void purge_wait_for_work(uint32_t due, uint32_t wakes)
 {
     if (due == 0) {

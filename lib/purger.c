@@ -43,6 +43,7 @@ static uint32_t purge_due(uint32_t now)
 
 /* Each pass purges what is due and the insides of idle heaps, then sleeps until the next
  * thing is due, or on purge-signal's condition variable when nothing waits. */
+TEXT_WARM
 static void *purger_main(void *arg)
 {
     (void)arg;
@@ -108,6 +109,7 @@ static void purge_inline(void)
     pthread_mutex_unlock(&pass_lock);
 }
 
+TEXT_WARM
 static void purger_start(void)
 {
     sigset_t all, old;
@@ -168,6 +170,7 @@ void purger_start_if_wanted(const void *caller)
 
 /* Gives back everything free now, whatever purge_delay says (thpalloc_purge,
  * malloc_trim): free chunks, dirty page slots, the inside of every heap. Returns bytes. */
+TEXT_WARM
 size_t purge_all(bool force)
 {
     uint32_t next;

@@ -205,6 +205,7 @@ struct pick {
 
 /* Under the heaps lock: claims the heaps idle for purge_delay that changed since their
  * last reclaim (every heap with force). */
+TEXT_WARM
 static void pick_heap(heap_t *h, void *arg)
 {
     struct pick *k = arg;
@@ -252,6 +253,7 @@ static bool barrier_ready(void)
  * that have been idle for purge_delay (all heaps with force): empty pages a heap keeps
  * for its next allocation, and the OS pages inside free blocks of 8 KiB and more. Returns
  * the bytes purged and sets *next to when it wants to look again (0: not until woken). */
+TEXT_WARM
 size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
 {
     *next = 0;

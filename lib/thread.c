@@ -74,6 +74,7 @@ heap_t *thread_heap_create(void)
 }
 
 /* A small block for a thread past its exit destructor, from the shared late heap. */
+TEXT_WARM
 void *thread_late_malloc(size_t size, bool zero)
 {
     pthread_mutex_lock(&late_lock);
