@@ -186,6 +186,7 @@ void abandoned_put_back(chunk_t *c, uint32_t now)
     abandoned_push(c, now);
 }
 
+TEXT_BUSY
 void abandon_fork(enum fork_phase phase)
 {
     fork_mutex(&abandoned_lock, phase);

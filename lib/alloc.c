@@ -36,6 +36,7 @@ static inline heap_t *own_heap(void)
 
 /* A block no heap owns: an extent up to 1 MiB (aligned to at most half a chunk), else a
  * large block with chunks of its own; glibc's in pass-through. */
+TEXT_BUSY
 static void *shared_malloc(size_t size, size_t align, bool zero)
 {
     if (unlikely(lib_passthrough()))
@@ -286,6 +287,7 @@ static inline __attribute__((always_inline)) size_t usable_size(chunk_t *c, void
 }
 
 /* alignment: a power of two > 16. */
+TEXT_BUSY
 static void *aligned_impl(size_t alignment, size_t size)
 {
     if (size > ALLOC_MAX || alignment > ALLOC_MAX) {
@@ -325,6 +327,7 @@ static void *aligned_impl(size_t alignment, size_t size)
 
 /* glibc 2.36's _mid_memalign: small alignments are plain malloc, others are rounded up to a
  * power of two, absurd ones are EINVAL. */
+TEXT_BUSY
 static void *memalign_impl(size_t alignment, size_t size)
 {
     if (alignment <= 16)
@@ -447,6 +450,7 @@ API void *realloc(void *p, size_t size)
     return q;
 }
 
+TEXT_BUSY
 API void *reallocarray(void *p, size_t n, size_t size)
 {
     size_t total;
@@ -457,6 +461,7 @@ API void *reallocarray(void *p, size_t n, size_t size)
     return realloc(p, total);
 }
 
+TEXT_BUSY
 API int posix_memalign(void **memptr, size_t alignment, size_t size)
 {
     if (alignment % sizeof(void *) != 0 || (alignment & (alignment - 1)) || alignment == 0)
@@ -468,11 +473,13 @@ API int posix_memalign(void **memptr, size_t alignment, size_t size)
     return 0;
 }
 
+TEXT_BUSY
 API void *aligned_alloc(size_t alignment, size_t size)
 {
     return memalign_impl(alignment, size);
 }
 
+TEXT_BUSY
 API void *memalign(size_t alignment, size_t size)
 {
     return memalign_impl(alignment, size);
@@ -532,6 +539,7 @@ size_t foreign_usable_size(void *p)
     return (*next_size & 1) ? csize - sizeof(size_t) : 0;
 }
 
+TEXT_BUSY
 API size_t malloc_usable_size(void *p)
 {
     if (!p)

@@ -470,7 +470,6 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
 /* When chunk base of a was freed last (the ms clock): a chunk handed out resident (not
  * is_zero) has waited that long already, and its unused parts wait only for the rest of
  * purge_delay. The caller owns the chunk. */
-TEXT_WARM
 uint32_t arena_freed_at(const arena_t *a, const uint8_t *base)
 {
     /* Written under the arena lock when the chunk was freed; the caller took it since, under
@@ -678,7 +677,6 @@ void arena_free_chunks_clean(arena_t *a, uint8_t *base, size_t n)
 /* Purges free chunks i .. j-1 of a (dirty), a run per madvise; returns the bytes. */
 /* resident false: the caller gave the memory back already; only the charge goes (strict
  * overcommit) and the bits say so. */
-TEXT_WARM
 static size_t purge_run(arena_t *a, size_t i, size_t j, bool resident)
 {
     uint8_t *p = a->base + (i << CHUNK_SHIFT);
@@ -784,6 +782,7 @@ size_t arena_purge_chunks(bool force)
     return (size_t)(after - before);
 }
 
+TEXT_BUSY
 void arena_fork(enum fork_phase phase)
 {
     fork_mutex(&arena_lock, phase);

@@ -78,6 +78,7 @@ void heap_page_retire(heap_t *heap, page_t *page)
 
 /* A fork's child has no purger thread: its kept pages are trimmed at their next retire
  * again (page_trim_kept), so none may skip it. */
+TEXT_BUSY
 void heap_forget_kept(heap_t *heap)
 {
     for (unsigned cls = 1; cls < SMALL_CLASSES; cls++)
@@ -430,6 +431,7 @@ void heap_wait_unclaimed(heap_t *heap)
 }
 
 /* The purger holds this heap: wait until it lets go (reclaim.c). */
+TEXT_BUSY
 void heap_wait_reclaim(heap_t *heap)
 {
     for (;;) {

@@ -38,18 +38,21 @@ static void (*const fork_hooks[])(enum fork_phase) = {
 };
 #define FORK_HOOKS (sizeof fork_hooks / sizeof fork_hooks[0])
 
+TEXT_BUSY
 static void fork_prepare(void)
 {
     for (size_t i = 0; i < FORK_HOOKS; i++)
         fork_hooks[i](FORK_PREPARE);
 }
 
+TEXT_BUSY
 static void fork_parent(void)
 {
     for (size_t i = FORK_HOOKS; i-- > 0;)
         fork_hooks[i](FORK_PARENT);
 }
 
+TEXT_BUSY
 static void fork_child(void)
 {
     for (size_t i = FORK_HOOKS; i-- > 0;)

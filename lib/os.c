@@ -127,6 +127,7 @@ bool os_purge(void *addr, size_t size, enum os_purge how)
     return madvise(addr, size, MADV_DONTNEED) == 0;
 }
 
+TEXT_BUSY
 bool os_advise(void *addr, size_t size, enum os_advice advice)
 {
     int a;

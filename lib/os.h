@@ -10,11 +10,13 @@
 
 /* Where a function's code goes (lib/layout.ld, lib/README.md "The library's own pages"): the
  * kernel maps a file's pages 64 KiB around each one executed (fault-around), within the
- * mapping, so the code every process runs (unmarked: the fast and slow paths of small blocks,
- * init, the policy) is a mapping of its own, and the rest lies in another that a small
- * process never touches. TEXT_WARM: what busier processes run (extents, threads' exit and
- * remote frees, realloc, fork, the purger), first in that mapping; TEXT_COLD: errors, the
- * statistics and introspection API, pass-through, strict overcommit, last. */
+ * mapping, so code is in three executable segments by who runs it. Unmarked: what every
+ * process runs (the fast and slow paths of small blocks, init, the policy, thread exit, remote
+ * frees). TEXT_BUSY: what most real programs run too (extents, realloc, fork, the aligned
+ * API, large blocks, chunks given back). TEXT_WARM: what busy or long-lived processes run
+ * (the purger and its signals, the policy's key parsers), first in the last segment;
+ * TEXT_COLD: errors, the statistics and introspection API, pass-through, strict overcommit. */
+#define TEXT_BUSY __attribute__((section(".text.thp_busy")))
 #define TEXT_WARM __attribute__((section(".text.thp_warm")))
 #define TEXT_COLD __attribute__((section(".text.thp_cold")))
 

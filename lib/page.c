@@ -168,6 +168,7 @@ size_t page_reset_empty(heap_t *heap, const chunk_t *c, page_t *page, enum os_pu
 /* The owner takes back the blocks in the page's holes (all free: the purger kept only
  * free blocks' OS pages), in address order, before it carves new ones. Writing their
  * links brings the OS pages back. */
+TEXT_BUSY
 void page_refill_holes(heap_t *heap, page_t *page)
 {
     size_t bs = page->block_size;
@@ -237,6 +238,7 @@ void *malloc_corrupt_tail(page_t *page, void *b)
 }
 
 /* The block that contains p (p may be an aligned interior pointer). */
+TEXT_BUSY
 void *block_start(page_t *page, void *p)
 {
     size_t off = (size_t)((uint8_t *)p - page->start);
@@ -246,6 +248,7 @@ void *block_start(page_t *page, void *p)
 /* In a page with aligned blocks: the start of the block p names (p is a block's start that
  * memalign did not move, or the pointer memalign handed out, as its mark says), or NULL when
  * p names none (an interior pointer). Reads the first word of p's block. */
+TEXT_BUSY
 void *block_named(page_t *page, void *p)
 {
     uint8_t *s = block_start(page, p);

@@ -204,6 +204,7 @@ void introspect_remove_range(void *base)
     pthread_mutex_unlock(&ranges_lock);
 }
 
+TEXT_BUSY
 void policy_fork(enum fork_phase phase)
 {
     fork_mutex(&ranges_lock, phase);

@@ -44,7 +44,6 @@ static uint64_t pending_bytes(void)
 
 /* Asks for a purger (signal_lock held) once enough waits; it is started at a safe point.
  * Below that, the process's own safe points look. */
-TEXT_WARM
 static void want_purger_locked(void)
 {
     if (!purger_started && pending_bytes() >= purger_min_pending) {
@@ -59,7 +58,6 @@ static void want_purger_locked(void)
 
 /* A storm of frees (extent.c's trims, one after the other): ask for the purger thread now,
  * whatever waits, unless creating it has failed before. */
-TEXT_WARM
 void purge_want_thread(void)
 {
     pthread_mutex_lock(&signal_lock);
@@ -87,7 +85,6 @@ void purge_note_chunks(void)
 }
 
 /* A heap the purger reclaimed is busy again: it has to be looked at after purge_delay. */
-TEXT_WARM
 void purge_note_active(void)
 {
     atomic_fetch_add_explicit(&purge_wakes, 1, memory_order_seq_cst);
@@ -214,6 +211,7 @@ void purge_wait_for_work(uint32_t due, uint32_t wakes)
         ;
 }
 
+TEXT_BUSY
 void purge_signal_fork(enum fork_phase phase)
 {
     fork_mutex(&signal_lock, phase);

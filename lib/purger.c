@@ -188,6 +188,7 @@ size_t purge_all(bool force)
 /* Every purge pass (the thread's, an inline one, purge_all) holds the pass lock, and
  * fork waits for it: a pass cut off by fork would leave the child pages marked PURGING and
  * abandoned chunks taken out, with no thread to finish them. */
+TEXT_BUSY
 void purger_fork(enum fork_phase phase)
 {
     fork_mutex(&pass_lock, phase);

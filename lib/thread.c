@@ -87,6 +87,7 @@ void *thread_late_malloc(size_t size, bool zero)
 
 /* Marks a page of the calling thread's heap (or of the shared late heap, for a thread past
  * its exit destructor) as holding aligned blocks, inside the reclaim handshake. */
+TEXT_BUSY
 void thread_page_set_aligned(page_t *page)
 {
     heap_t *heap = tl_heap;
@@ -145,6 +146,7 @@ size_t thread_heap_count(void)
 }
 
 /* The late lock before the heaps lock (the order they nest in); released in reverse. */
+TEXT_BUSY
 void thread_fork(enum fork_phase phase)
 {
     if (phase == FORK_PREPARE)
