@@ -126,6 +126,12 @@ void abandon_heap(heap_t *heap)
             }
             for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
                 page_t *p = chunk_page(c, i);
+                /* Only slots in use have an owner to drop: a free or dirty one was left
+                 * unowned when it emptied (chunk_page_free), and writing the 128
+                 * descriptors of a fresh chunk made 4 zero-page reads resident (16 KiB a
+                 * short-lived thread's chunk). USED is set and cleared by the owner only. */
+                if (atomic_load_explicit(&p->in_use, memory_order_relaxed) != PAGE_USED)
+                    continue;
                 p->next = p->prev = NULL;
                 page_set_flags(p, NULL, p->flags & (uint8_t)~PAGE_IN_FULL); /* no owner now */
                 atomic_store_explicit(&p->in_full, 0, memory_order_relaxed);
@@ -175,11 +181,13 @@ size_t abandoned_take_due(uint32_t now, bool force, uint32_t *next, chunk_queue_
     return n;
 }
 
+TEXT_WARM
 void abandoned_put_back(chunk_t *c, uint32_t now)
 {
     abandoned_push(c, now);
 }
 
+TEXT_BUSY
 void abandon_fork(enum fork_phase phase)
 {
     fork_mutex(&abandoned_lock, phase);

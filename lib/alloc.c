@@ -36,6 +36,7 @@ static inline heap_t *own_heap(void)
 
 /* A block no heap owns: an extent up to 1 MiB (aligned to at most half a chunk), else a
  * large block with chunks of its own; glibc's in pass-through. */
+TEXT_BUSY
 static void *shared_malloc(size_t size, size_t align, bool zero)
 {
     if (unlikely(lib_passthrough()))
@@ -295,6 +296,7 @@ static inline __attribute__((always_inline)) size_t usable_size(chunk_t *c, void
 }
 
 /* alignment: a power of two > 16. */
+TEXT_BUSY
 static void *aligned_impl(size_t alignment, size_t size)
 {
     if (size > ALLOC_MAX || alignment > ALLOC_MAX) {
@@ -334,6 +336,7 @@ static void *aligned_impl(size_t alignment, size_t size)
 
 /* glibc 2.36's _mid_memalign: small alignments are plain malloc, others are rounded up to a
  * power of two, absurd ones are EINVAL. */
+TEXT_BUSY
 static void *memalign_impl(size_t alignment, size_t size)
 {
     if (alignment <= 16)
@@ -364,7 +367,9 @@ API void free(void *p)
     free_inline(p);
 }
 
+TEXT_WARM
 API void cfree(void *p); /* obsolete; glibc keeps it only for old binaries */
+TEXT_WARM
 API void cfree(void *p)
 {
     free_inline(p);
@@ -454,6 +459,7 @@ API void *realloc(void *p, size_t size)
     return q;
 }
 
+TEXT_BUSY
 API void *reallocarray(void *p, size_t n, size_t size)
 {
     size_t total;
@@ -464,6 +470,7 @@ API void *reallocarray(void *p, size_t n, size_t size)
     return realloc(p, total);
 }
 
+TEXT_BUSY
 API int posix_memalign(void **memptr, size_t alignment, size_t size)
 {
     if (alignment % sizeof(void *) != 0 || (alignment & (alignment - 1)) || alignment == 0)
@@ -475,16 +482,19 @@ API int posix_memalign(void **memptr, size_t alignment, size_t size)
     return 0;
 }
 
+TEXT_BUSY
 API void *aligned_alloc(size_t alignment, size_t size)
 {
     return memalign_impl(alignment, size);
 }
 
+TEXT_BUSY
 API void *memalign(size_t alignment, size_t size)
 {
     return memalign_impl(alignment, size);
 }
 
+TEXT_WARM
 API void *valloc(size_t size)
 {
     if (unlikely(lib_passthrough())) /* glibc's, with the kernel's page size */
@@ -492,6 +502,7 @@ API void *valloc(size_t size)
     return memalign_impl(OS_PAGE_SIZE, size);
 }
 
+TEXT_WARM
 API void *pvalloc(size_t size)
 {
     if (unlikely(lib_passthrough()))
@@ -505,6 +516,7 @@ API void *pvalloc(size_t size)
 }
 
 /* free and realloc of a pointer that is not ours: glibc's, or fatal where there is none. */
+TEXT_WARM
 void foreign_free(void *p)
 {
     if (!__libc_free)
@@ -512,6 +524,7 @@ void foreign_free(void *p)
     __libc_free(p);
 }
 
+TEXT_WARM
 void *foreign_realloc(void *p, size_t size)
 {
     if (!__libc_realloc)
@@ -524,6 +537,7 @@ void *foreign_realloc(void *p, size_t size)
  * allocate. The header layout (size word before the block; IS_MMAPPED = 2, PREV_INUSE = 1 in
  * the next chunk) has not changed since glibc 2.0; tests/foreign.sh compares the result with
  * glibc's function for every kind of glibc block. */
+TEXT_WARM
 size_t foreign_usable_size(void *p)
 {
     const size_t *size_word = (const size_t *)p - 1;
@@ -535,8 +549,10 @@ size_t foreign_usable_size(void *p)
 }
 
 /* malloc_usable_size off its short path: NULL, foreign pointers, extents, large blocks,
- * sub-pages, aligned blocks, and the invalid pointers that abort. */
-static NOINLINE __attribute__((cold)) size_t usable_size_cold(void *p, chunk_t *c)
+ * sub-pages, aligned blocks, and the invalid pointers that abort. In the busy segment
+ * beside its leaf (the section overrides cold's .text.unlikely): a program that asks about
+ * its large blocks should not map the rare segment for it. */
+static NOINLINE __attribute__((cold)) TEXT_BUSY size_t usable_size_cold(void *p, chunk_t *c)
 {
     if (!p)
         return 0;
@@ -549,6 +565,7 @@ static NOINLINE __attribute__((cold)) size_t usable_size_cold(void *p, chunk_t *
 /* A short leaf for a small block's start (redis asks after every allocation), with
  * usable_size's checks for that case, sub-pages included (a class's first blocks); everything
  * else is a tail call, so that this path saves no register. */
+TEXT_BUSY
 API size_t malloc_usable_size(void *p)
 {
     chunk_t *c = registry_lookup(p);
@@ -562,6 +579,7 @@ API size_t malloc_usable_size(void *p)
     return usable_size_cold(p, c);
 }
 
+TEXT_COLD
 API int malloc_trim(size_t pad)
 {
     if (unlikely(lib_passthrough())) {
@@ -571,6 +589,7 @@ API int malloc_trim(size_t pad)
     return purge_all(true) > 0;
 }
 
+TEXT_COLD
 API int mallopt(int param, int value)
 {
     if (unlikely(lib_passthrough())) {

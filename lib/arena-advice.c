@@ -5,6 +5,7 @@
 #include "internal.h"
 
 /* Chunks that leave MADV_HUGEPAGE without an madvise (decommitted: a new mapping). */
+TEXT_COLD
 void advice_drop_huge(arena_t *a, size_t n)
 {
     a->huge_chunks -= n;
@@ -22,6 +23,7 @@ static void tail_pad(arena_t *a, size_t i, size_t used)
 }
 
 /* A padded tail ends (purged, freed, or no longer a tail). */
+TEXT_COLD
 void advice_tail_unpad(arena_t *a, size_t i)
 {
     atomic_fetch_sub_explicit(&stat_tail_padded, CHUNK_SIZE - a->padded[i], memory_order_relaxed);
@@ -109,6 +111,7 @@ bool advice_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t blo
 
 /* The padded tails of live large blocks whose delay has passed: the part beyond the block
  * is purged (the huge page splits) and the chunk opts out of huge pages as a tail should. */
+TEXT_WARM
 size_t advice_purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next)
 {
     long delay = policy_in_force.purge_delay_ms;

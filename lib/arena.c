@@ -14,6 +14,7 @@
  * of being handed to glibc; mappings of their own are unmapped on free and leave nothing
  * (the space may be reused). Read-only: never written, so it costs no process a private page
  * (and a stray write through it faults). */
+__attribute__((section(".rodata.thp_rare")))
 const chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = PAGE_SHIFT_NONE};
 
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -232,6 +233,7 @@ static arena_t *arena_new(size_t min_chunks, size_t align, bool dedicated)
 /* Gives an arena's address space back (arena lock held; a shared one is off the list and
  * has no chunk in use, a dedicated one is its block's). Its chunks leave the registry: the
  * space may be mapped by anyone next. */
+TEXT_WARM
 static void arena_unmap(arena_t *a)
 {
     size_t size = (size_t)a->nchunks << CHUNK_SHIFT;
@@ -256,6 +258,7 @@ static void arena_unmap(arena_t *a)
 
 /* Strict overcommit: commits the chunks of [first, first+n) that are not, in runs. On a
  * refusal (the commit limit), what this call committed is given back and false returned. */
+TEXT_COLD
 static bool commit_run(arena_t *a, size_t first, size_t n)
 {
     for (size_t i = first; i < first + n;) {
@@ -476,6 +479,7 @@ uint32_t arena_freed_at(const arena_t *a, const uint8_t *base)
 }
 
 /* Extends a run of n chunks to want chunks in place, when the chunks after it are free. */
+TEXT_WARM
 bool arena_grow_chunks(arena_t *a, uint8_t *base, size_t n, size_t want, size_t block_size)
 {
     if (a->dedicated)
@@ -534,6 +538,7 @@ static uint8_t *dedicated_grow(arena_t *a, chunk_t *desc, size_t want)
 /* Resizes a dedicated mapping (one large block's, desc) to want chunks, in place or moved
  * by mremap (no copy), advised for block_size, its registry entries with it. Returns its
  * base, or NULL (ENOMEM) with the block untouched. */
+TEXT_COLD
 uint8_t *arena_resize_dedicated(arena_t *a, chunk_t *desc, size_t want, size_t block_size)
 {
     pthread_mutex_lock(&arena_lock);
@@ -576,6 +581,7 @@ uint8_t *arena_resize_dedicated(arena_t *a, chunk_t *desc, size_t want, size_t b
 }
 
 /* Gives a large block's run the advice its (new) size calls for. */
+TEXT_WARM
 void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)
 {
     pthread_mutex_lock(&arena_lock);
@@ -765,6 +771,7 @@ uint32_t arena_purge_due(uint32_t now)
 }
 
 /* Purges every free chunk now (thpalloc_purge, malloc_trim); returns the bytes. */
+TEXT_WARM
 size_t arena_purge_chunks(bool force)
 {
     pthread_mutex_lock(&arena_lock);
@@ -775,6 +782,7 @@ size_t arena_purge_chunks(bool force)
     return (size_t)(after - before);
 }
 
+TEXT_BUSY
 void arena_fork(enum fork_phase phase)
 {
     fork_mutex(&arena_lock, phase);

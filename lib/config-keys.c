@@ -10,6 +10,7 @@
 
 /* ---- small string helpers (no stdio) ---------------------------------------------- */
 
+TEXT_WARM
 void cfg_str_copy(char *dst, size_t cap, const char *src)
 {
     size_t n = strlen(src);
@@ -19,6 +20,7 @@ void cfg_str_copy(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
+TEXT_WARM
 void cfg_str_cat(char *dst, size_t cap, const char *src)
 {
     size_t len = strlen(dst);
@@ -26,6 +28,7 @@ void cfg_str_cat(char *dst, size_t cap, const char *src)
         cfg_str_copy(dst + len, cap - len, src);
 }
 
+TEXT_WARM
 void cfg_str_cat_u64(char *dst, size_t cap, uint64_t v)
 {
     char num[21];
@@ -35,6 +38,7 @@ void cfg_str_cat_u64(char *dst, size_t cap, uint64_t v)
 /* ---- values ------------------------------------------------------------------------ */
 
 /* Digits, then an optional K/M/G (optionally followed by "B" or "iB"), powers of 1024. */
+TEXT_WARM
 bool cfg_parse_size(const char *text, size_t *out)
 {
     const char *p = text;
@@ -87,6 +91,7 @@ bool cfg_parse_size(const char *text, size_t *out)
 }
 
 /* "0", "never", or a number with a unit: ms, s, m, h. */
+TEXT_WARM
 bool cfg_parse_time_ms(const char *text, long *out)
 {
     if (strcasecmp(text, "never") == 0) {
@@ -121,6 +126,7 @@ bool cfg_parse_time_ms(const char *text, long *out)
     return true;
 }
 
+TEXT_WARM
 bool cfg_parse_mode(const char *text, enum thp_mode *out)
 {
     for (int m = THP_MODE_SYSTEM; m <= THP_MODE_ALWAYS; m++)
@@ -144,6 +150,7 @@ static bool parse_word(const char *const *words, int n, const char *text, int64_
     return false;
 }
 
+TEXT_WARM
 static bool parse_mode(const char *text, int64_t *v)
 {
     enum thp_mode m;
@@ -153,11 +160,13 @@ static bool parse_mode(const char *text, int64_t *v)
     return true;
 }
 
+TEXT_COLD
 static void format_mode(int64_t v, char *buf, size_t cap)
 {
     cfg_str_copy(buf, cap, thp_mode_name((enum thp_mode)v));
 }
 
+TEXT_WARM
 static bool parse_any_size(const char *text, int64_t *v)
 {
     size_t size;
@@ -168,6 +177,7 @@ static bool parse_any_size(const char *text, int64_t *v)
 }
 
 /* A whole number of 2 MiB chunks, at most 1 GiB of address space at a time. */
+TEXT_WARM
 static bool parse_arena_size(const char *text, int64_t *v)
 {
     size_t size;
@@ -178,6 +188,7 @@ static bool parse_arena_size(const char *text, int64_t *v)
     return true;
 }
 
+TEXT_COLD
 static void format_size(int64_t v, char *buf, size_t cap)
 {
     static const char units[] = "KMGT";
@@ -195,6 +206,7 @@ static void format_size(int64_t v, char *buf, size_t cap)
     }
 }
 
+TEXT_WARM
 static bool parse_time(const char *text, int64_t *v)
 {
     long ms;
@@ -204,6 +216,7 @@ static bool parse_time(const char *text, int64_t *v)
     return true;
 }
 
+TEXT_COLD
 static void format_time(int64_t v, char *buf, size_t cap)
 {
     buf[0] = '\0';
@@ -221,11 +234,13 @@ static void format_time(int64_t v, char *buf, size_t cap)
 /* Indexed by enum os_purge. */
 static const char *const purge_words[] = {"dontneed", "free"};
 
+TEXT_WARM
 static bool parse_purge(const char *text, int64_t *v)
 {
     return parse_word(purge_words, 2, text, v);
 }
 
+TEXT_COLD
 static void format_purge(int64_t v, char *buf, size_t cap)
 {
     cfg_str_copy(buf, cap, purge_words[v != 0]);
@@ -234,11 +249,13 @@ static void format_purge(int64_t v, char *buf, size_t cap)
 /* Indexed by stats_at_exit. */
 static const char *const stats_words[] = {"no", "exit"};
 
+TEXT_WARM
 static bool parse_stats(const char *text, int64_t *v)
 {
     return parse_word(stats_words, 2, text, v);
 }
 
+TEXT_COLD
 static void format_stats(int64_t v, char *buf, size_t cap)
 {
     cfg_str_copy(buf, cap, stats_words[v != 0]);
@@ -283,6 +300,7 @@ static int64_t field_get(const struct cfg_settings *s, enum cfg_key k)
     }
 }
 
+TEXT_WARM
 void cfg_field_set(struct cfg_settings *s, enum cfg_key k, int64_t v)
 {
     void *f = (char *)s + cfg_keys[k].offset;
@@ -305,11 +323,13 @@ void cfg_field_set(struct cfg_settings *s, enum cfg_key k, int64_t v)
     }
 }
 
+TEXT_WARM
 const char *cfg_key_name(enum cfg_key k)
 {
     return (unsigned)k < CFG_NKEYS ? cfg_keys[k].name : "?";
 }
 
+TEXT_WARM
 int cfg_key_lookup(const char *name)
 {
     for (int k = 0; k < CFG_NKEYS; k++)
@@ -318,6 +338,7 @@ int cfg_key_lookup(const char *name)
     return -1;
 }
 
+TEXT_WARM
 void cfg_key_list(char *buf, size_t cap)
 {
     buf[0] = '\0';
@@ -336,6 +357,7 @@ void cfg_defaults(struct cfg_settings *s)
     }
 }
 
+TEXT_WARM
 bool cfg_value_ok(enum cfg_key k, int64_t v)
 {
     if ((unsigned)k >= CFG_NKEYS)
@@ -348,6 +370,7 @@ bool cfg_value_ok(enum cfg_key k, int64_t v)
     return cfg_keys[k].parse(text, &back) && back == v;
 }
 
+TEXT_WARM
 void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, size_t cap)
 {
     buf[0] = '\0';

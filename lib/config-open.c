@@ -26,6 +26,7 @@ static int open_root(int rootfd)
                        : open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
+TEXT_WARM
 static bool same_inode(int a, int b)
 {
     struct stat x, y;
@@ -41,6 +42,7 @@ static int walk_fail(int fd, int e, const char **why, const char *text)
     return -1;
 }
 
+TEXT_WARM
 int cfg_open_secure(int rootfd, const char *path, bool dir, uid_t owner, char (*buf)[PATH_MAX],
                     const char **why)
 {

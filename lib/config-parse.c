@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+TEXT_WARM
 void cfg_problem(struct ctx *c, const char *file, int line, const char *a, const char *b,
                  const char *d)
 {
@@ -43,6 +44,7 @@ static void resolve_exe(struct ctx *c)
     c->program = c->in->program ? c->in->program : path_basename(c->exe);
 }
 
+TEXT_WARM
 bool cfg_unit_from_cgroup(const char *text, char *unit, size_t cap)
 {
     /* Prefer the unified hierarchy ("0::/path"), else the systemd v1 one. */
@@ -83,6 +85,7 @@ bool cfg_unit_from_cgroup(const char *text, char *unit, size_t cap)
     return false;
 }
 
+TEXT_WARM
 static void resolve_unit(struct ctx *c)
 {
     if (c->unit_done)
@@ -173,6 +176,7 @@ static bool same(const char *s, const char *text, size_t len)
     return strlen(s) == len && memcmp(s, text, len) == 0;
 }
 
+TEXT_WARM
 void cfg_section_enter(struct ctx *c, enum sect_type type, const char *arg, size_t alen)
 {
     static const char *const words[] = {
@@ -203,6 +207,7 @@ void cfg_section_enter(struct ctx *c, enum sect_type type, const char *arg, size
 
 /* For thp-status --check only (never in a process's policy load): the header's NAME as a
  * string, to the tool's checks of what can match. */
+TEXT_WARM
 static void section_announce(struct ctx *c, enum sect_type type, const char *arg, size_t alen)
 {
     char name[CFG_SECTION_NAME_MAX + 1];
@@ -219,6 +224,7 @@ static void section_announce(struct ctx *c, enum sect_type type, const char *arg
  * inih keeps 49 characters of a name, and after a header it cannot read it leaves the
  * previous section in force, so keys would land in a section they were not written for.
  * A header that is not understood applies to nothing, up to the next good one. */
+TEXT_WARM
 static void section_header(struct ctx *c, const char *p, const char *end)
 {
     static const char skipped[] = ": its keys are ignored up to the next section";
@@ -262,6 +268,7 @@ static int rank_of(enum sect_type t)
 }
 
 /* Sets key k from text when it is valid and at least as specific as what is there. */
+TEXT_WARM
 void cfg_set_key(struct ctx *c, enum cfg_key k, const char *value, int rank, enum cfg_origin origin,
                  const char *file, int line, const char *section, bool applies)
 {
@@ -292,6 +299,7 @@ void cfg_set_key(struct ctx *c, enum cfg_key k, const char *value, int rank, enu
     c->s->where[k] = w;
 }
 
+TEXT_WARM
 int cfg_on_key(void *user, const char *section, const char *name, const char *value)
 {
     struct ctx *c = user;
@@ -313,6 +321,7 @@ int cfg_on_key(void *user, const char *section, const char *name, const char *va
 
 /* Feeds inih one line at a time so that every report has its line number, and checks
  * what inih would silently drop or misread. */
+TEXT_WARM
 char *cfg_next_line(char *str, int num, void *stream)
 {
     struct ctx *c = stream;

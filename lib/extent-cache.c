@@ -68,6 +68,7 @@ void extent_cache_flush(heap_t *heap)
  * Eras of purge_delay, counted by the owner's looks: a block that came in two eras ago has
  * sat a whole purge_delay (at most two) and goes to the runs, which purge it after one more.
  * No clock on the paths that fill and take from the cache. */
+TEXT_BUSY
 void extent_cache_age(heap_t *heap)
 {
     heap->ext_cache_looked = heap->slow_ops;
@@ -106,6 +107,7 @@ void extent_cache_age(heap_t *heap)
 
 /* An extent from the calling thread's cache, or from the shared runs (a thread without a
  * heap goes there directly). */
+TEXT_BUSY
 void *extent_malloc_cached(size_t size, size_t align, bool zero)
 {
     unsigned len = (unsigned)((size + ((size_t)1 << EXT_GRANULE_SHIFT) - 1) >> EXT_GRANULE_SHIFT);
@@ -123,6 +125,7 @@ void *extent_malloc_cached(size_t size, size_t align, bool zero)
     return extent_alloc(size, align, zero);
 }
 
+TEXT_BUSY
 void extent_free_cached(chunk_t *c, void *p)
 {
     heap_t *heap = cache_heap();

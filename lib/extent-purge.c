@@ -135,6 +135,7 @@ void note_pending(bool counted)
 
 /* Takes the free run n out (BUSY), purges it without the lock, and frees it again as clean.
  * The shard's lock held on entry and on return; the chunk stays (the BUSY run is not free). */
+TEXT_BUSY
 static bool run_purge(struct extent_map *m, struct ext_free *n, bool trim, size_t *purged)
 {
     struct ext_shard *s = m->shard;
@@ -224,6 +225,7 @@ size_t extents_purge(uint32_t now, bool force, uint32_t *next)
 /* What becomes of the merged free run n that a free or a shrink left (held granules of it
  * resident): purged now with purge_delay 0 or when the trim is due, else it waits, and a
  * chunk that emptied goes (chunk_maybe_drop). The shard's lock held. */
+TEXT_BUSY
 void run_freed(struct extent_map *m, struct ext_free *n, bool pend, unsigned held)
 {
     struct ext_shard *s = m->shard; /* the map's for good, even once it went back */

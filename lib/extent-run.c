@@ -28,6 +28,7 @@ static _Atomic int empty_kept; /* some empty chunk besides a spare is kept, resi
  * cache in the layers. */
 _Atomic int heap_second_made;
 
+TEXT_BUSY
 struct ext_shard *shard_make(unsigned i)
 {
     pthread_mutex_lock(&shards_lock);
@@ -71,6 +72,7 @@ static void pendmap_set(struct ext_shard *s, unsigned len, bool pending)
     __atomic_store_n(&s->pendmap[len / 64], pending ? w | bit : w & ~bit, __ATOMIC_RELAXED);
 }
 
+TEXT_BUSY
 static void bin_insert(struct ext_shard *s, struct ext_free *n)
 {
     struct ext_free **b = bin_of(s, n->len), *f = *b;
@@ -94,6 +96,7 @@ static void bin_insert(struct ext_shard *s, struct ext_free *n)
     }
 }
 
+TEXT_BUSY
 void bin_remove(struct ext_shard *s, struct ext_free *n)
 {
     struct ext_free **b = bin_of(s, n->len), *f = *b;
@@ -128,6 +131,7 @@ static unsigned map_find(const uint64_t *map, unsigned len)
 }
 
 /* The largest bin of at least len granules that map marks, or 0. */
+TEXT_BUSY
 unsigned map_find_top(const uint64_t *map, unsigned len)
 {
     for (unsigned w = MAP_WORDS; w-- > len / 64;) {
@@ -144,6 +148,7 @@ unsigned map_find_top(const uint64_t *map, unsigned len)
  * of that length is resident and a longer one is (reuse before touching fresh memory:
  * thread churn's extents touched every granule of their chunks over a second of batches,
  * 4.1 -> 6.8 MiB, for as much handed out). 0: none. */
+TEXT_BUSY
 static unsigned bin_find(struct ext_shard *s, unsigned len)
 {
     unsigned k = map_find(s->binmap, len);
@@ -313,6 +318,7 @@ struct merge {
     unsigned age_dirty;
 };
 
+TEXT_BUSY
 static void absorb(struct extent_map *m, unsigned first, unsigned len, struct merge *g)
 {
     struct ext_free *x = &m->node[first];
@@ -341,6 +347,7 @@ static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsig
                                      unsigned own, bool zero, bool trimmed, uint32_t freed_at,
                                      unsigned *held);
 
+TEXT_BUSY
 struct ext_free *run_free_held(struct extent_map *m, unsigned first, unsigned len, bool dirty,
                                bool zero, bool trimmed, uint32_t freed_at, unsigned *held)
 {
@@ -351,6 +358,7 @@ struct ext_free *run_free_held(struct extent_map *m, unsigned first, unsigned le
 }
 
 /* run_free_held with the run's dirty granules already known (own): a split run's parts. */
+TEXT_BUSY
 static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsigned len,
                                      unsigned own, bool zero, bool trimmed, uint32_t freed_at,
                                      unsigned *held)
@@ -386,6 +394,7 @@ static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsig
     return n;
 }
 
+TEXT_BUSY
 struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, bool dirty, bool zero,
                           bool trimmed, uint32_t freed_at)
 {
@@ -418,6 +427,7 @@ static void trim_taken(struct ext_shard *s, uint32_t trimmed_at, unsigned len)
 /* Takes granules [first, first+len) out of the free run n (first at or after n's start),
  * the rest of it back as free runs with their own dirty granules. Returns whether the taken
  * part reads as zero. */
+TEXT_BUSY
 bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
 {
     struct ext_shard *s = m->shard;
@@ -574,6 +584,7 @@ static unsigned bin_find_other(struct ext_shard **sp, unsigned want, unsigned k)
 
 /* A run of len granules (plus what align needs) taken out of *sp's bins, or another shard's
  * (then *sp is that shard), or NULL. Returns with (*sp)->lock held. */
+TEXT_BUSY
 void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero)
 {
     unsigned slack = align > GRANULE ? (unsigned)(align >> GRANULE_SHIFT) - 1 : 0;
@@ -647,6 +658,7 @@ static void shard_fork(struct ext_shard *s, enum fork_phase phase)
 
 /* The shards' locks in index order (shards_lock first: no shard is made meanwhile). The
  * child has no purger: a run it held out at the fork is freed again (not known zero). */
+TEXT_BUSY
 void extent_fork(enum fork_phase phase)
 {
     if (phase == FORK_PARENT) {

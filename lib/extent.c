@@ -39,6 +39,7 @@ static int block_granule(const chunk_t *c, const void *p)
     return block_granule_in(c, p, 0);
 }
 
+TEXT_COLD
 void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
 {
     uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
@@ -50,6 +51,7 @@ void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
 
 /* Frees the block of len granules at granule g of m. The shard's lock held. Returns whether it
  * left memory to purge. */
+TEXT_BUSY
 static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
 {
     tags_clear(m, g, len);
@@ -62,6 +64,7 @@ static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, ui
     return pend;
 }
 
+TEXT_BUSY
 void *extent_alloc(size_t size, size_t align, bool zero)
 {
     LIB_ASSERT(size <= SC_MAX_SIZE && align <= CHUNK_SIZE / 2);
@@ -74,6 +77,7 @@ void *extent_alloc(size_t size, size_t align, bool zero)
     return p;
 }
 
+TEXT_COLD
 unsigned extent_block_len(const chunk_t *c, const void *p)
 {
     int g = block_granule(c, p);
@@ -89,6 +93,7 @@ static bool head_claim(struct extent_map *m, unsigned g, uint16_t t)
                                        __ATOMIC_RELAXED);
 }
 
+TEXT_BUSY
 void extent_free(chunk_t *c, void *p)
 {
     struct extent_map *m = map_of(c);
@@ -106,6 +111,7 @@ void extent_free(chunk_t *c, void *p)
         note_pending(counted);
 }
 
+TEXT_BUSY
 unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max)
 {
     /* block_granule's checks, with the tag read once: the CAS expects what was checked */
@@ -120,6 +126,7 @@ unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max)
     return t & TAG_LEN;
 }
 
+TEXT_BUSY
 void extent_free_many(void *const *blocks, unsigned n)
 {
     bool pend = false, counted = false;
@@ -152,11 +159,13 @@ void extent_free_many(void *const *blocks, unsigned n)
         note_pending(counted);
 }
 
+TEXT_BUSY
 int extent_owns(const chunk_t *c, const void *p)
 {
     return extent_block_len(c, p) != 0;
 }
 
+TEXT_BUSY
 size_t extent_usable_size(chunk_t *c, void *p, const char *invalid)
 {
     int g = block_granule(c, p);
@@ -171,6 +180,7 @@ size_t extent_usable_size(chunk_t *c, void *p, const char *invalid)
     return (size_t)(tag_get(map_of(c), (unsigned)g) & TAG_LEN) << GRANULE_SHIFT;
 }
 
+TEXT_BUSY
 bool extent_resize(chunk_t *c, void *p, size_t size)
 {
     unsigned want = granules_of(size);

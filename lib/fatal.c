@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 /* Heap corruption seen by the allocator: say so and stop, as glibc does. */
+TEXT_COLD
 void lib_fatal(const char *msg, const void *p)
 {
     char buf[160];

@@ -81,6 +81,7 @@ void heap_page_retire(heap_t *heap, page_t *page)
 
 /* A fork's child has no purger thread: its kept pages are trimmed at their next retire
  * again (page_trim_kept), so none may skip it. */
+TEXT_BUSY
 void heap_forget_kept(heap_t *heap)
 {
     for (unsigned cls = 1; cls < SMALL_CLASSES; cls++)
@@ -298,6 +299,7 @@ static inline __attribute__((always_inline)) bool block_freed(const page_t *page
  * free's: aborts when b is in a hole, beyond the carved blocks, or on the lists of the
  * caller's own page; false when it carries its free key on another heap's page (only the
  * move, whose free applies free's rules, may follow), else true. */
+TEXT_WARM
 bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
 {
     if (unlikely(block_freed(page, b)))
@@ -440,6 +442,7 @@ void heap_wait_unclaimed(heap_t *heap)
 }
 
 /* The purger holds this heap: wait until it lets go (reclaim.c). */
+TEXT_BUSY
 void heap_wait_reclaim(heap_t *heap)
 {
     for (;;) {

@@ -38,18 +38,21 @@ static void (*const fork_hooks[])(enum fork_phase) = {
 };
 #define FORK_HOOKS (sizeof fork_hooks / sizeof fork_hooks[0])
 
+TEXT_BUSY
 static void fork_prepare(void)
 {
     for (size_t i = 0; i < FORK_HOOKS; i++)
         fork_hooks[i](FORK_PREPARE);
 }
 
+TEXT_BUSY
 static void fork_parent(void)
 {
     for (size_t i = FORK_HOOKS; i-- > 0;)
         fork_hooks[i](FORK_PARENT);
 }
 
+TEXT_BUSY
 static void fork_child(void)
 {
     for (size_t i = FORK_HOOKS; i-- > 0;)
@@ -128,12 +131,14 @@ _Atomic bool lib_ready_native;
  * could drop live data, so the process runs on glibc's malloc instead (pass-through):
  * new blocks come from glibc, and frees and reallocs of them go back to it as for any
  * pointer that is not ours. */
+TEXT_COLD
 bool lib_passthrough_init(void)
 {
     lib_init();
     return passthrough;
 }
 
+TEXT_COLD
 void *passthrough_alloc(size_t size, size_t align, bool zero)
 {
     if (align > 16) {
@@ -147,11 +152,13 @@ void *passthrough_alloc(size_t size, size_t align, bool zero)
 
 /* glibc's own definition of an API function we also define (dlsym RTLD_NEXT; only in
  * pass-through, never on an allocation path), or NULL. */
+TEXT_COLD
 void *passthrough_next(const char *name)
 {
     return dlsym(RTLD_NEXT, name);
 }
 
+TEXT_COLD
 bool lib_dormant(void)
 {
     lib_init();
@@ -163,11 +170,13 @@ __attribute__((constructor)) static void lib_constructor(void)
     lib_init();
 }
 
+TEXT_COLD
 API int thpalloc_active(void)
 {
     return !lib_dormant();
 }
 
+TEXT_COLD
 API int thpalloc_owns(const void *p)
 {
     chunk_t *c = registry_lookup(p);
@@ -186,6 +195,7 @@ API int thpalloc_owns(const void *p)
                                              : off % page->block_size == 0);
 }
 
+TEXT_COLD
 API const char *thpalloc_version(void)
 {
     return THPALLOC_VERSION_STRING;

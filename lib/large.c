@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+TEXT_BUSY
 void *large_alloc(size_t size, size_t align, bool zero)
 {
     if (size > ALLOC_MAX) {
@@ -86,6 +87,7 @@ void *large_resize(chunk_t *c, size_t size)
     return c->base;
 }
 
+TEXT_BUSY
 void large_free(chunk_t *c, void *p)
 {
     if (unlikely((uint8_t *)p != c->large_start))

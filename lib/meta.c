@@ -123,6 +123,7 @@ void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg)
             fn(&s->descs[i].c, arg);
 }
 
+TEXT_BUSY
 void meta_fork(enum fork_phase phase)
 {
     fork_mutex(&meta_lock, phase);

@@ -51,11 +51,13 @@ void *os_reserve_aligned(size_t size, size_t align, enum os_reserve how)
     return (void *)start;
 }
 
+TEXT_WARM
 void os_release(void *addr, size_t size)
 {
     munmap(addr, size);
 }
 
+TEXT_WARM
 bool os_remap_in_place(void *addr, size_t old, size_t new)
 {
     int saved = errno;
@@ -64,6 +66,7 @@ bool os_remap_in_place(void *addr, size_t old, size_t new)
     return ok;
 }
 
+TEXT_WARM
 bool os_remap_to(void *addr, size_t old, size_t new, void *dst)
 {
     if (mremap(addr, old, new, MREMAP_MAYMOVE | MREMAP_FIXED, dst) != MAP_FAILED)
@@ -72,6 +75,7 @@ bool os_remap_to(void *addr, size_t old, size_t new, void *dst)
     return false;
 }
 
+TEXT_COLD
 bool os_commit(void *addr, size_t size)
 {
     if (mprotect(addr, size, PROT_READ | PROT_WRITE) == 0)
@@ -80,6 +84,7 @@ bool os_commit(void *addr, size_t size)
     return false;
 }
 
+TEXT_COLD
 bool os_decommit(void *addr, size_t size, const char *name)
 {
     int saved = errno;
@@ -108,6 +113,7 @@ int os_overcommit_mode(void)
     return m;
 }
 
+TEXT_COLD
 void os_overcommit_override(int mode)
 {
     __atomic_store_n(&overcommit_mode, mode, __ATOMIC_RELAXED);
@@ -121,6 +127,7 @@ bool os_purge(void *addr, size_t size, enum os_purge how)
     return madvise(addr, size, MADV_DONTNEED) == 0;
 }
 
+TEXT_BUSY
 bool os_advise(void *addr, size_t size, enum os_advice advice)
 {
     int a;
@@ -173,6 +180,7 @@ size_t os_read_fd(int fd, char *buf, size_t cap)
     return len;
 }
 
+TEXT_COLD
 void os_write_stderr(const char *s)
 {
     size_t len = strlen(s);
@@ -185,6 +193,7 @@ void os_write_stderr(const char *s)
     }
 }
 
+TEXT_COLD
 char *os_format_u64(char *buf, uint64_t v)
 {
     char tmp[21];
@@ -268,6 +277,7 @@ size_t os_page_size(void)
     return (size_t)v;
 }
 
+TEXT_WARM
 bool os_in_loader(const void *addr)
 {
     /* [lo, hi) of ld.so's executable segments, worked out on the first call (racing

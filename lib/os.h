@@ -8,6 +8,18 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* Where a function's code goes (lib/layout.ld, lib/README.md "The library's own pages"): the
+ * kernel maps a file's pages 64 KiB around each one executed (fault-around), within the
+ * mapping, so code is in three executable segments by who runs it. Unmarked: what every
+ * process runs (the fast and slow paths of small blocks, init, the policy, thread exit, remote
+ * frees). TEXT_BUSY: what most real programs run too (extents, realloc, fork, the aligned
+ * API, large blocks, chunks given back). TEXT_WARM: what busy or long-lived processes run
+ * (the purger and its signals, the policy's key parsers), first in the last segment;
+ * TEXT_COLD: errors, the statistics and introspection API, pass-through, strict overcommit. */
+#define TEXT_BUSY __attribute__((section(".text.thp_busy")))
+#define TEXT_WARM __attribute__((section(".text.thp_warm")))
+#define TEXT_COLD __attribute__((section(".text.thp_cold")))
+
 enum os_advice { OS_ADVICE_NONE = 0, OS_ADVICE_HUGE = 1, OS_ADVICE_NOHUGE = 2 };
 enum os_purge { OS_PURGE_DONTNEED = 0, OS_PURGE_FREE = 1 };
 

@@ -170,6 +170,7 @@ size_t page_reset_empty(heap_t *heap, const chunk_t *c, page_t *page, enum os_pu
 /* The owner takes back the blocks in the page's holes (all free: the purger kept only
  * free blocks' OS pages), in address order, before it carves new ones. Writing their
  * links brings the OS pages back. */
+TEXT_BUSY
 void page_refill_holes(heap_t *heap, page_t *page)
 {
     size_t bs = page->block_size;
@@ -201,6 +202,7 @@ void page_refill_holes(heap_t *heap, page_t *page)
 
 /* A freed-looking block is freed (or reallocated) again: abort with msg if it really is on
  * the page's free lists. The owner's, or the abandoned lock holder's. */
+TEXT_COLD
 void free_check_double(page_t *page, void *p, const char *msg)
 {
     /* Bounded walks: a list that already holds a block twice has a cycle. Other threads'
@@ -222,6 +224,7 @@ void free_check_double(page_t *page, void *p, const char *msg)
 }
 
 /* malloc popped a block without the free key: a double free or a write after free. */
+TEXT_COLD
 void malloc_corrupt(page_t *page, void *b)
 {
     (void)page;
@@ -230,12 +233,14 @@ void malloc_corrupt(page_t *page, void *b)
 
 /* The same, for the malloc fast path's tail call: a noreturn function is called, not jumped
  * to, and the call made the fast path set up a stack frame. */
+TEXT_COLD
 void *malloc_corrupt_tail(page_t *page, void *b)
 {
     malloc_corrupt(page, b);
 }
 
 /* The block that contains p (p may be an aligned interior pointer). */
+TEXT_BUSY
 void *block_start(page_t *page, void *p)
 {
     size_t off = (size_t)((uint8_t *)p - page->start);
@@ -245,6 +250,7 @@ void *block_start(page_t *page, void *p)
 /* In a page with aligned blocks: the start of the block p names (p is a block's start that
  * memalign did not move, or the pointer memalign handed out, as its mark says), or NULL when
  * p names none (an interior pointer). Reads the first word of p's block. */
+TEXT_BUSY
 void *block_named(page_t *page, void *p)
 {
     uint8_t *s = block_start(page, p);

@@ -49,6 +49,7 @@ static _Atomic int load_state; /* 0 not loaded, 1 loading, 2 loaded */
 static bool verbose;
 static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
 
+TEXT_COLD
 static void verbose_report(void *ctx, const char *file, int line, const char *msg)
 {
     (void)ctx;
@@ -88,6 +89,7 @@ static void say_policy(void)
     }
 }
 
+TEXT_COLD
 void policy_say_passthrough(size_t pagesize)
 {
     if (getauxval(AT_SECURE) != 0 || !env_is_one("THPALLOC_VERBOSE"))
@@ -143,6 +145,7 @@ void introspect_set_active(bool active)
 }
 
 /* introspect_set_active(true) was called. */
+TEXT_COLD
 bool introspect_in_charge(void)
 {
     return introspect_state.active == 1;
@@ -186,6 +189,7 @@ void introspect_add_range(void *base, size_t size)
     pthread_mutex_unlock(&ranges_lock);
 }
 
+TEXT_COLD
 void introspect_remove_range(void *base)
 {
     pthread_mutex_lock(&ranges_lock);
@@ -200,6 +204,7 @@ void introspect_remove_range(void *base)
     pthread_mutex_unlock(&ranges_lock);
 }
 
+TEXT_BUSY
 void policy_fork(enum fork_phase phase)
 {
     fork_mutex(&ranges_lock, phase);
@@ -238,6 +243,7 @@ static void format_origin(const struct cfg_where *w, char *o, size_t cap)
     strncat(o, "]", cap - strlen(o) - 1);
 }
 
+TEXT_COLD
 API int thpalloc_policy(struct thpalloc_setting *out, size_t n)
 {
     policy_ensure_loaded();

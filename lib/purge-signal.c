@@ -164,6 +164,7 @@ bool purger_thread_started(void)
 }
 
 /* The thread could not be created: ask again once twice as much waits. */
+TEXT_COLD
 void purger_thread_not_started(void)
 {
     pthread_mutex_lock(&signal_lock);
@@ -177,11 +178,13 @@ void purger_thread_not_started(void)
 
 /* The purger's sleep: the count of wake-ups (read before a pass), then a sleep until due,
  * or, with due 0, until a free chunk, a dirty page or a wake-up arrives after that count. */
+TEXT_WARM
 uint32_t purge_wakes_seen(void)
 {
     return atomic_load_explicit(&purge_wakes, memory_order_seq_cst);
 }
 
+TEXT_WARM
 void purge_wait_for_work(uint32_t due, uint32_t wakes)
 {
     if (due == 0) {
@@ -208,6 +211,7 @@ void purge_wait_for_work(uint32_t due, uint32_t wakes)
         ;
 }
 
+TEXT_BUSY
 void purge_signal_fork(enum fork_phase phase)
 {
     fork_mutex(&signal_lock, phase);

@@ -45,6 +45,7 @@ static uint32_t purge_due(uint32_t now)
 
 /* Each pass purges what is due and the insides of idle heaps, then sleeps until the next
  * thing is due, or on purge-signal's condition variable when nothing waits. */
+TEXT_WARM
 static void *purger_main(void *arg)
 {
     (void)arg;
@@ -110,6 +111,7 @@ static void purge_inline(void)
     pthread_mutex_unlock(&pass_lock);
 }
 
+TEXT_WARM
 static void purger_start(void)
 {
     sigset_t all, old;
@@ -170,6 +172,7 @@ void purger_start_if_wanted(const void *caller)
 
 /* Gives back everything free now, whatever purge_delay says (thpalloc_purge,
  * malloc_trim): free chunks, dirty page slots, the inside of every heap. Returns bytes. */
+TEXT_WARM
 size_t purge_all(bool force)
 {
     uint32_t next;
@@ -188,6 +191,7 @@ size_t purge_all(bool force)
 /* Every purge pass (the thread's, an inline one, purge_all) holds the pass lock, and
  * fork waits for it: a pass cut off by fork would leave the child pages marked PURGING and
  * abandoned chunks taken out, with no thread to finish them. */
+TEXT_BUSY
 void purger_fork(enum fork_phase phase)
 {
     fork_mutex(&pass_lock, phase);

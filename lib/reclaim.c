@@ -80,6 +80,7 @@ static inline bool bit_test(const uint64_t *m, uint32_t i)
  * blocks taken off the lists (page_refill_holes gives them back to the owner). Keys of
  * those blocks are cleared first, so that with purge = free (old contents may survive) a
  * block in a hole never looks free to the double-free check. */
+TEXT_BUSY
 static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
 {
     size_t bs = p->block_size;
@@ -149,6 +150,7 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
 }
 
 /* Beyond the carved blocks of a page that took a resident slot: old pages. */
+TEXT_BUSY
 static size_t purge_tail(const chunk_t *c, page_t *page, enum os_purge how)
 {
     page->tail_resident = false;
@@ -205,6 +207,7 @@ struct pick {
 
 /* Under the heaps lock: claims the heaps idle for purge_delay that changed since their
  * last reclaim (every heap with force). */
+TEXT_WARM
 static void pick_heap(heap_t *h, void *arg)
 {
     struct pick *k = arg;
@@ -252,6 +255,7 @@ static bool barrier_ready(void)
  * that have been idle for purge_delay (all heaps with force): empty pages a heap keeps
  * for its next allocation, and the OS pages inside free blocks of 8 KiB and more. Returns
  * the bytes purged and sets *next to when it wants to look again (0: not until woken). */
+TEXT_WARM
 size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
 {
     *next = 0;
@@ -518,6 +522,7 @@ size_t reclaim_abandoned(uint32_t now, bool force, uint32_t *next)
 }
 
 /* No claim may be held across fork: the child has no purger to release it. */
+TEXT_BUSY
 void reclaim_fork(enum fork_phase phase)
 {
     fork_mutex(&reclaim_lock, phase);

@@ -12,6 +12,7 @@ struct walk {
     uint64_t in_use, large_bytes, large_count;
 };
 
+TEXT_WARM
 static void walk_chunk(chunk_t *c, void *arg)
 {
     struct walk *w = arg;
@@ -38,11 +39,13 @@ static void walk_chunk(chunk_t *c, void *arg)
 }
 
 /* Extents in the threads' caches are free, not in use. */
+TEXT_WARM
 static void sum_cached(heap_t *h, void *arg)
 {
     *(uint64_t *)arg += __atomic_load_n(&h->ext_cache_bytes, __ATOMIC_RELAXED);
 }
 
+TEXT_COLD
 void stats_collect(struct thpalloc_stats *s)
 {
     struct walk w = {0, 0, 0};
@@ -68,6 +71,7 @@ void stats_collect(struct thpalloc_stats *s)
     s->heaps = thread_heap_count(false);
 }
 
+TEXT_COLD
 API int thpalloc_get_stats(struct thpalloc_stats *out, size_t size)
 {
     if (!out) {
@@ -80,6 +84,7 @@ API int thpalloc_get_stats(struct thpalloc_stats *out, size_t size)
     return 0;
 }
 
+TEXT_COLD
 API struct mallinfo2 mallinfo2(void)
 {
     if (unlikely(lib_passthrough())) {
@@ -100,6 +105,7 @@ API struct mallinfo2 mallinfo2(void)
 }
 
 /* The obsolete int version: values saturate instead of wrapping. */
+TEXT_COLD
 API struct mallinfo mallinfo(void)
 {
     struct mallinfo2 m2 = mallinfo2();
@@ -120,6 +126,7 @@ API struct mallinfo mallinfo(void)
     return m;
 }
 
+TEXT_COLD
 API size_t thpalloc_purge(void)
 {
     return purge_all(true);
@@ -127,6 +134,7 @@ API size_t thpalloc_purge(void)
 
 /* ---- stats = exit ------------------------------------------------------------------------- */
 
+TEXT_COLD
 static void put_field(const char *name, uint64_t bytes)
 {
     char num[21];

@@ -81,17 +81,20 @@ enum thp_system thp_system_setting(void)
     return sys;
 }
 
+TEXT_COLD
 void thp_system_override(enum thp_system sys)
 {
     __atomic_store_n(&system_setting, (int)sys, __ATOMIC_RELAXED);
 }
 
+TEXT_COLD
 const char *thp_mode_name(enum thp_mode mode)
 {
     static const char *const names[] = {"system", "never", "large", "always"};
     return (unsigned)mode < 4 ? names[mode] : "?";
 }
 
+TEXT_COLD
 const char *thp_system_name(enum thp_system sys)
 {
     static const char *const names[] = {"unknown", "always", "madvise", "never"};

@@ -109,6 +109,7 @@ heap_t *thread_heap_create(void)
 }
 
 /* A small block for a thread past its exit destructor, from the shared late heap. */
+TEXT_WARM
 void *thread_late_malloc(size_t size, bool zero)
 {
     pthread_mutex_lock(&late_lock);
@@ -121,6 +122,7 @@ void *thread_late_malloc(size_t size, bool zero)
 
 /* Marks a page of the calling thread's heap (or of the shared late heap, for a thread past
  * its exit destructor) as holding aligned blocks, inside the reclaim handshake. */
+TEXT_BUSY
 void thread_page_set_aligned(page_t *page)
 {
     heap_t *heap = tl_heap;
@@ -295,6 +297,7 @@ size_t thread_heap_count(bool with_parked)
 }
 
 /* The late lock before the heaps lock (the order they nest in); released in reverse. */
+TEXT_BUSY
 void thread_fork(enum fork_phase phase)
 {
     if (phase == FORK_PREPARE)

@@ -62,7 +62,7 @@ lib=$m32/lib/libthpalloc.so.1
 $CC -m32 -shared -fPIC -std=gnu11 -g -O2 $warn -fvisibility=hidden -fno-builtin \
     -ftls-model=initial-exec -fno-plt -pthread $defs -I"$btop/lib" -I"$top/lib" "$top"/lib/*.c \
     -Wl,-z,nodelete -Wl,--version-script="$top/lib/thpalloc.map" -Wl,--exclude-libs,ALL \
-    -Wl,-z,defs -Wl,-soname,libthpalloc.so.1 "$inih" -o "$lib" >"$tap_tmp/lib.cc" 2>&1
+    -Wl,-T,"$top/lib/layout.ld" -Wl,-z,defs -Wl,-soname,libthpalloc.so.1 "$inih" -o "$lib" >"$tap_tmp/lib.cc" 2>&1
 check "the lib/ sources build as a 32-bit libthpalloc.so.1 (-m32, project warnings, -Werror)" \
     test -f "$lib"
 head -n 12 "$tap_tmp/lib.cc" | while IFS= read -r l; do diag "$l"; done
