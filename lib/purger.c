@@ -28,15 +28,17 @@ static uint32_t due_min(uint32_t a, uint32_t b)
  * While the process takes back what the delayed purge gave back (arena.c,
  * purge_delay_now), free chunks and extent runs wait longer; a pass then adds up the
  * heaps' slow-path calls (at most every half purge_delay, and only then: nothing for a
- * process that does not refault) and ends the wait when none was made since the last look.
- * Passes come at least every half purge_delay meanwhile, so an idle process gets its memory
- * back within about one purge_delay and a half of its frees. Its CPU time (getrusage) told
- * a process that other processes kept off the CPU for a while from one asleep: clang under
- * load lost the wait. */
+ * process that does not refault) and ends the wait when none was made in two looks in a
+ * row (one look of 100 ms: a busy process that other processes kept off a loaded machine's
+ * CPUs looked asleep, tests/policy-storm `refault`). Passes come at least every half
+ * purge_delay meanwhile, so an idle process gets its memory back within about two
+ * purge_delays of its frees. Its CPU time (getrusage) read a process kept off the CPU the
+ * same way: clang under load lost the wait. */
 #define REFAULT_SAMPLE_MIN_MS 50u
 
-static uint32_t sample_ops; /* the heaps' slow_ops added up at the last look */
-static uint32_t sample_at;  /* ms clock of the last look (pass lock held) */
+static uint32_t sample_ops;  /* the heaps' slow_ops added up at the last look */
+static uint32_t sample_at;   /* ms clock of the last look (pass lock held) */
+static unsigned quiet_looks; /* looks in a row that found no slow-path call */
 
 static void add_ops(heap_t *h, void *arg)
 {
@@ -55,10 +57,11 @@ static void refault_sleeping(uint32_t now)
         return;
     uint32_t ops = 0;
     thread_foreach_heap(add_ops, &ops);
-    bool sleeping = ops == sample_ops && now - sample_at <= 60000u; /* a first look: no */
+    bool quiet = ops == sample_ops && now - sample_at <= 60000u; /* a first look: no */
     sample_ops = ops;
     sample_at = now;
-    purge_refault_asleep(sleeping);
+    quiet_looks = quiet ? quiet_looks + 1 : 0;
+    purge_refault_asleep(quiet_looks >= 2);
 }
 
 /* What both the thread and the inline pass purge: free chunks, dirty page slots, free extent
