@@ -23,6 +23,21 @@ static arena_t *arena_desc_free;
 static uint32_t next_purge_ms; /* earliest time a dirty chunk expires */
 static bool purge_armed;       /* some dirty chunk waits for its delay */
 
+/* Refaults of the delayed purge: a chunk it gave back and a request took again within
+ * 16 purge_delays was faulted in twice for nothing (a compiler's phases free
+ * and take back tens of MiB seconds apart: clang's 72 MiB of 4 KiB faults). Each take of
+ * such chunks doubles the wait of the free chunks (refault_shift, up to REFAULT_MAX_SHIFT)
+ * until 16 purge_delays pass without one. Growth is not a refault: a purged chunk taken
+ * later, or a fresh one, counts nothing. The longer wait holds no memory past the peak:
+ * a request that takes fresh chunks purges as many waiting ones first (purge_for_room).
+ * It ends at the first pass that finds the process asleep (purger.c, refault_sleeping):
+ * an idle process gets its memory back one purge_delay after its frees, as ever. */
+#define REFAULT_MAX_SHIFT 4u
+#define REFAULT_WINDOW_SHIFT 4u        /* 16 purge_delays */
+static _Atomic unsigned refault_shift; /* read by the extents' purge without arena_lock */
+static _Atomic uint32_t refault_at;    /* the last take of a chunk purged late (ms clock) */
+static _Atomic bool refault_asleep;    /* purger.c saw no activity at its last look */
+
 /* ---- bitmaps ------------------------------------------------------------------------ */
 
 static inline bool bit_get(const uint64_t *bm, size_t i)
@@ -377,6 +392,63 @@ static void purge_for_room(size_t fresh)
 
 static void purge_locked(uint32_t now, bool force, bool unmap);
 
+/* A request takes chunks first..first+n-1 of a: a refault when the delayed purge gave one
+ * of them back less than 16 purge_delays ago. arena_lock held. */
+static long refault_span(long delay, unsigned shift)
+{
+    long max = 24L * 3600 * 1000; /* what the clock's comparisons take */
+    return delay > (max >> shift) ? max : delay << shift;
+}
+
+static void note_take(arena_t *a, size_t first, size_t n)
+{
+    long delay = policy_in_force.purge_delay_ms;
+    if (delay <= 0)
+        return;
+    uint32_t now = now_ms();
+    bool refault = false;
+    for (size_t i = first; i < first + n; i++)
+        if (bit_get(a->purged_late, i)) {
+            bit_clear(a->purged_late, i);
+            refault |=
+                !clock_passed(now, a->freed_at[i], refault_span(delay, REFAULT_WINDOW_SHIFT));
+        }
+    if (!refault)
+        return;
+    unsigned shift = atomic_load_explicit(&refault_shift, memory_order_relaxed);
+    if (shift < REFAULT_MAX_SHIFT)
+        atomic_store_explicit(&refault_shift, shift + 1, memory_order_relaxed);
+    atomic_store_explicit(&refault_at, now, memory_order_relaxed);
+}
+
+/* Whether the wait is longer now (a pass then looks at whether the process sleeps). */
+bool purge_refaulting(void)
+{
+    return atomic_load_explicit(&refault_shift, memory_order_relaxed) != 0;
+}
+
+/* Whether the process sleeps (purger.c): meanwhile what waits goes after purge_delay. */
+void purge_refault_asleep(bool asleep)
+{
+    atomic_store_explicit(&refault_asleep, asleep, memory_order_relaxed);
+}
+
+/* The wait of free memory now (free chunks, free extent runs): purge_delay, doubled by
+ * the refaults seen within the last 16 purge_delays. */
+long purge_delay_now(uint32_t now)
+{
+    long delay = policy_in_force.purge_delay_ms;
+    unsigned shift = atomic_load_explicit(&refault_shift, memory_order_relaxed);
+    if (!shift || delay <= 0 || atomic_load_explicit(&refault_asleep, memory_order_relaxed))
+        return delay;
+    if (clock_passed(now, atomic_load_explicit(&refault_at, memory_order_relaxed),
+                     refault_span(delay, REFAULT_WINDOW_SHIFT))) {
+        atomic_store_explicit(&refault_shift, 0, memory_order_relaxed);
+        return delay;
+    }
+    return refault_span(delay, shift);
+}
+
 /* Gets a run of n chunks for `use` (advised as policy says); is_zero tells whether the
  * memory is known to read as zero. NULL + ENOMEM when address space runs out. */
 uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t block_size,
@@ -441,6 +513,7 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
     bool zero = true;
     size_t fresh = n;
     if (!a->dedicated) {
+        note_take(a, first, n);
         for (size_t i = first; i < first + n; i++) {
             if (bit_get(a->dirty, i)) {
                 fresh--;
@@ -599,6 +672,7 @@ static void free_locked(arena_t *a, uint8_t *base, size_t n, uint32_t now)
             advice_tail_unpad(a, i);
         bit_clear(a->used, i);
         bit_set(a->dirty, i);
+        bit_clear(a->purged_late, i);
         a->freed_at[i] = now;
     }
     a->nfree += (uint32_t)n;
@@ -703,7 +777,7 @@ static size_t purge_run(arena_t *a, size_t i, size_t j, bool resident)
  * Whole chunks only, so a huge page is never split. */
 static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
 {
-    long delay = policy_in_force.purge_delay_ms;
+    long delay = purge_delay_now(now);
     size_t purged = 0;
     size_t i = 0;
     while (i < a->nchunks) {
@@ -723,6 +797,11 @@ static size_t purge_arena(arena_t *a, uint32_t now, bool force, uint32_t *next)
                (force || clock_passed(now, a->freed_at[j], delay)))
             j++;
         size_t got = purge_run(a, i, j, true);
+        if (got && !force)
+            for (size_t k = i; k < j; k++) { /* a take within the window is a refault */
+                bit_set(a->purged_late, k);
+                a->freed_at[k] = now;
+            }
         if (got == 0 && delay >= 0) {
             /* refused (mlock, or no memory for the kernel's own work): try again later,
              * not at every pass, and not never */
@@ -763,7 +842,8 @@ static void purge_locked(uint32_t now, bool force, bool unmap)
 uint32_t arena_purge_due(uint32_t now)
 {
     pthread_mutex_lock(&arena_lock);
-    if (purge_armed && clock_reached(now, next_purge_ms))
+    /* a refaulting process's wait may have ended early (purge_refault_asleep) */
+    if (purge_armed && (clock_reached(now, next_purge_ms) || purge_refaulting()))
         purge_locked(now, false, true);
     uint32_t next = purge_armed ? next_purge_ms : 0;
     pthread_mutex_unlock(&arena_lock);

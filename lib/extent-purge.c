@@ -173,7 +173,7 @@ static void run_purge_now(struct extent_map *m, struct ext_free *n, bool trim)
 /* One shard's pass (extents_purge); *next as there, for its runs. */
 static size_t shard_purge(struct ext_shard *s, uint32_t now, bool force, uint32_t *next)
 {
-    long delay = policy_in_force.purge_delay_ms;
+    long delay = purge_delay_now(now);
     size_t purged = 0;
     pthread_mutex_lock(shard_lock(s));
     if (!s->pending_granules || (delay < 0 && !force)) {

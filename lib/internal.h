@@ -167,6 +167,10 @@ HIDDEN uint8_t *arena_resize_dedicated(arena_t *arena, chunk_t *desc, size_t wan
 HIDDEN uint32_t arena_freed_at(const arena_t *a, const uint8_t *base);
 HIDDEN void arena_readvise(arena_t *arena, uint8_t *base, size_t n, size_t block_size);
 HIDDEN uint32_t arena_purge_due(uint32_t now);
+/* purge_delay, longer while the process takes back what the delayed purge gave back. */
+HIDDEN long purge_delay_now(uint32_t now);
+HIDDEN bool purge_refaulting(void);
+HIDDEN void purge_refault_asleep(bool asleep);
 HIDDEN size_t arena_purge_chunks(bool force);
 HIDDEN void arena_fork(enum fork_phase phase);
 

@@ -24,11 +24,54 @@ static uint32_t due_min(uint32_t a, uint32_t b)
     return a == 0 || (b != 0 && (int32_t)(b - a) < 0) ? b : a;
 }
 
+/* ---- the longer wait of a refaulting process ends when it sleeps ----------------------
+ * While the process takes back what the delayed purge gave back (arena.c,
+ * purge_delay_now), free chunks and extent runs wait longer; a pass then adds up the
+ * heaps' slow-path calls (at most every half purge_delay, and only then: nothing for a
+ * process that does not refault) and ends the wait when none was made in two looks in a
+ * row (one look of 100 ms: a busy process that other processes kept off a loaded machine's
+ * CPUs looked asleep, tests/policy-storm `refault`). Passes come at least every half
+ * purge_delay meanwhile, so an idle process gets its memory back within about two
+ * purge_delays of its frees. Its CPU time (getrusage) read a process kept off the CPU the
+ * same way: clang under load lost the wait. */
+#define REFAULT_SAMPLE_MIN_MS 50u
+
+static uint32_t sample_ops;  /* the heaps' slow_ops added up at the last look */
+static uint32_t sample_at;   /* ms clock of the last look (pass lock held) */
+static unsigned quiet_looks; /* looks in a row that found no slow-path call */
+
+static void add_ops(heap_t *h, void *arg)
+{
+    *(uint32_t *)arg += __atomic_load_n(&h->slow_ops, __ATOMIC_RELAXED);
+}
+
+static uint32_t refault_look_gap(void)
+{
+    uint32_t half = (uint32_t)policy_in_force.purge_delay_ms / 2;
+    return half > REFAULT_SAMPLE_MIN_MS ? half : REFAULT_SAMPLE_MIN_MS;
+}
+
+static void refault_sleeping(uint32_t now)
+{
+    if (now - sample_at < refault_look_gap())
+        return;
+    uint32_t ops = 0;
+    thread_foreach_heap(add_ops, &ops);
+    bool quiet = ops == sample_ops && now - sample_at <= 60000u; /* a first look: no */
+    sample_ops = ops;
+    sample_at = now;
+    quiet_looks = quiet ? quiet_looks + 1 : 0;
+    purge_refault_asleep(quiet_looks >= 2);
+}
+
 /* What both the thread and the inline pass purge: free chunks, dirty page slots, free extent
  * runs and exited threads' chunks whose purge_delay has passed. Returns when the next is
  * due (0: nothing waits). */
 static uint32_t purge_due(uint32_t now)
 {
+    bool longer = purge_refaulting();
+    if (longer)
+        refault_sleeping(now);
     uint32_t due = arena_purge_due(now);
     if (atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed)) {
         uint32_t pages_next = 0, ext_next = 0;
@@ -40,7 +83,11 @@ static uint32_t purge_due(uint32_t now)
     due = due_min(due, thread_unpark_due(now, false));
     uint32_t abandoned_next = 0;
     reclaim_abandoned(now, false, &abandoned_next);
-    return due_min(due, abandoned_next);
+    due = due_min(due, abandoned_next);
+    if (due && longer && purge_refaulting()) { /* look again soon: the process may sleep */
+        due = due_min(due, now + refault_look_gap());
+    }
+    return due;
 }
 
 /* Each pass purges what is due and the insides of idle heaps, then sleeps until the next
@@ -195,4 +242,6 @@ TEXT_BUSY
 void purger_fork(enum fork_phase phase)
 {
     fork_mutex(&pass_lock, phase);
+    if (phase == FORK_CHILD)
+        sample_at = now_ms() - 60001u; /* the child's heaps: a first look */
 }

@@ -404,6 +404,8 @@ struct arena {
     arena_t *next;
     uint64_t used[ARENA_MAX_CHUNKS / 64];  /* chunk handed out */
     uint64_t dirty[ARENA_MAX_CHUNKS / 64]; /* free, maybe resident, not zero */
+    /* free, purged by the delayed purge at freed_at (arena.c, a refault if taken soon) */
+    uint64_t purged_late[ARENA_MAX_CHUNKS / 64];
     /* strict overcommit (vm.overcommit_memory = 2): chunk read/write, charged */
     uint64_t committed[ARENA_MAX_CHUNKS / 64];
     uint8_t advice[ARENA_MAX_CHUNKS];    /* enum os_advice the chunk carries, | ADVICE_MAYBE_OLD */

@@ -301,6 +301,48 @@ int main(int argc, char **argv)
         out_u("threads", (unsigned long)threads());
         return 0;
     }
+    if (strcmp(argv[1], "refault") == 0) {
+        /* 32 MiB of 1.5 MiB blocks (a chunk each) freed, purged after purge_delay and taken
+         * back (a refault), freed again; then kept busy in small blocks (slow-path calls)
+         * for 5 purge_delays, then asleep for 5 more. The anonymous RSS after each. */
+        long delay = strtol(getenv("PROBE_DELAY_MS") ? getenv("PROBE_DELAY_MS") : "200", NULL, 10);
+        enum { N = 21, SMALL = 4000 };
+        static void *big[N], *small[SMALL];
+        unsigned long kb[2] = {0, 0};
+        for (int round = 0; round < 2; round++) {
+            for (int i = 0; i < N; i++) {
+                big[i] = malloc(3 << 19);
+                if (!big[i])
+                    return 1;
+                memset(big[i], 7, 3 << 19);
+                escape(big[i]);
+            }
+            for (int i = 0; i < N; i++)
+                free(big[i]);
+            if (round == 0) {
+                struct timespec ts = {0, (delay * 3) * 1000000L};
+                nanosleep(&ts, NULL); /* the purger gives them back */
+            }
+        }
+        for (long t0 = now_ms(); now_ms() - t0 < 5 * delay;) {
+            for (int i = 0; i < SMALL; i++) {
+                small[i] = malloc(16 + (size_t)(i % 64) * 16);
+                if (!small[i])
+                    return 1;
+                escape(small[i]);
+            }
+            for (int i = 0; i < SMALL; i++)
+                free(small[i]);
+        }
+        kb[0] = field_kb(read_proc("/proc/self/smaps_rollup"), "Anonymous:");
+        struct timespec ts = {(5 * delay) / 1000, ((5 * delay) % 1000) * 1000000L};
+        nanosleep(&ts, NULL); /* no allocator call from here on */
+        kb[1] = field_kb(read_proc("/proc/self/smaps_rollup"), "Anonymous:");
+        out_u("busy_kb", kb[0]);
+        out_u("idle_kb", kb[1]);
+        out_u("threads", (unsigned long)threads());
+        return 0;
+    }
     if (strcmp(argv[1], "purge") == 0 && argc == 4) {
         size_t total = strtoull(argv[2], NULL, 0) << 20;
         unsigned long full;

@@ -99,7 +99,20 @@ int main(void)
     q = get(1, &b, &zero);
     tap_ok(q == p && zero && !strcmp(prot_at(p), "rw-p"),
            "handed out again: committed again, and known zero");
+    /* That take was a refault: the delayed purge gave the chunk back 0 ms before. Freed
+     * again, it waits twice purge_delay while the process works, purge_delay once it
+     * sleeps (purger.c tells). */
     arena_free_chunks(b, q, 1);
+    uint32_t freed = now_ms(); /* the clock is passed in: no sleep a loaded machine stretches */
+    arena_purge_due(freed + 75);
+    tap_ok(!strcmp(prot_at(p), "rw-p"),
+           "taken back right after its delayed purge (a refault), the chunk freed again waits "
+           "longer than purge_delay (%s 75 ms after)",
+           prot_at(p));
+    purge_refault_asleep(true);
+    arena_purge_due(now_ms() + 75);
+    tap_ok(!strcmp(prot_at(p), "---p"), "once the process sleeps, it goes after purge_delay (%s)",
+           prot_at(p));
 
     /* Three arenas' worth of chunks, all freed: after purge_delay twice (purged, then
      * idle), all but one arena are unmapped. */
