@@ -127,9 +127,9 @@ void abandon_heap(heap_t *heap)
             for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
                 page_t *p = chunk_page(c, i);
                 /* Only slots in use have an owner to drop: a free or dirty one was left
-                 * unowned when it emptied (chunk_page_free), and writing the 128
-                 * descriptors of a fresh chunk made 4 zero-page reads resident (16 KiB a
-                 * short-lived thread's chunk). USED is set and cleared by the owner only. */
+                 * unowned when it emptied (chunk_page_free), and writing every descriptor of a
+                 * fresh chunk would make its untouched descriptor pages resident.
+                 * USED is set and cleared by the owner only. */
                 if (atomic_load_explicit(&p->in_use, memory_order_relaxed) != PAGE_USED)
                     continue;
                 p->next = p->prev = NULL;

@@ -237,7 +237,7 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
     } else {
         heap_t *fo = atomic_load_explicit(&page->fast_owner, memory_order_relaxed);
         /* Straight to heap.c's function (a tail call) unless a safe point has work: the
-         * wrapper's frame cost a remote free 8 instructions of about 50. */
+         * wrapper's frame is a sixth of a remote free. */
         bool wanted = atomic_load_explicit(&purger_wanted, memory_order_relaxed);
         if (fo == fast_owner_full(heap)) {
             if (likely(!wanted))

@@ -25,7 +25,7 @@ static bool purge_armed;       /* some dirty chunk waits for its delay */
 
 /* Refaults of the delayed purge: a chunk it gave back and a request took again within
  * 16 purge_delays was faulted in twice for nothing (a compiler's phases free
- * and take back tens of MiB seconds apart: clang's 72 MiB of 4 KiB faults). Each take of
+ * and take back tens of MiB seconds apart). Each take of
  * such chunks doubles the wait of the free chunks (refault_shift, up to REFAULT_MAX_SHIFT)
  * until 16 purge_delays pass without one. Growth is not a refault: a purged chunk taken
  * later, or a fresh one, counts nothing. The longer wait holds no memory past the peak:

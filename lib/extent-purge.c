@@ -118,7 +118,7 @@ static void trim_batch(struct ext_shard *s)
 
 /* After a free that left memory waiting (the shard's lock released); counted: its unlock
  * wrote stat_pages_dirty. Only then is the purger told (a fence and two loads on every
- * extent free, 2-3 % of the mixed bench's time, before): while the shard's count stands
+ * extent free showed in the mixed bench's profile): while the shard's count stands
  * above 0 the purger does not sleep without a due time, and an inline pass that finds it
  * nonzero arms the next. */
 void note_pending(bool counted)

@@ -29,8 +29,8 @@ static uint32_t due_min(uint32_t a, uint32_t b)
  * purge_delay_now), free chunks and extent runs wait longer; a pass then adds up the
  * heaps' slow-path calls (at most every half purge_delay, and only then: nothing for a
  * process that does not refault) and ends the wait when none was made in two looks in a
- * row (one look of 100 ms: a busy process that other processes kept off a loaded machine's
- * CPUs looked asleep, tests/policy-storm `refault`). Passes come at least every half
+ * row (after a single look, a busy process that other processes kept off a loaded
+ * machine's CPUs looked asleep, tests/policy-storm `refault`). Passes come at least every half
  * purge_delay meanwhile, so an idle process gets its memory back within about two
  * purge_delays of its frees. Its CPU time (getrusage) read a process kept off the CPU the
  * same way: clang under load lost the wait. */

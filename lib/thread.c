@@ -33,8 +33,8 @@ struct parking {
 };
 /* From the meta pool at the first park; only the pointer is a global, in .data beside the
  * other globals every process writes: .bss's first page, written by every process, was
- * full, and three more of its words moved some of them to a page of their own (idle16:
- * +4 KiB). */
+ * full, and three more of its words moved some of them to a page of their own (one more
+ * page in every idle thread-using process). */
 static struct parking *parking __attribute__((section(".data")));
 
 /* Threads past their heap's exit destructor share one heap, under late_lock: a heap of
