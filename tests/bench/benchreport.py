@@ -291,12 +291,14 @@ def build_report(ctx, workloads, footprint, allocs, results):
     if hp_rows:
         table("Huge-page share", "AnonHugePages / RSS of the process at the workload's peak "
               "(bigblock: every block live).", hp_rows, huge_cell)
-    frag_rows = [w for w in workloads if w.name in ("frag", "phase")]
+    frag_rows = [w for w in workloads if w.name in ("frag", "phase", "idlereturn")]
     if frag_rows:
-        table("Memory given back (frag, phase)", "frag: RSS after freeing 90 % of the small "
-              "objects and waiting past the purge delay; phase: RSS after a 12 MiB phase, all "
-              "freed, and 1.5 s of light work; \"× live\" is that RSS over the bytes still "
-              "allocated (1.0 is perfect).", frag_rows, retained_cell)
+        table("Memory given back (frag, phase, idlereturn)", "frag: RSS after freeing 90 % of "
+              "the small objects and waiting past the purge delay; phase: RSS after a 12 MiB "
+              "phase, all freed, and 1.5 s of light work; idlereturn: RSS after 1 GiB of "
+              "1..64 KiB blocks, 90 % freed, and 3 s asleep with no allocator call; \"× live\" "
+              "is that RSS over the bytes still allocated (1.0 is perfect).", frag_rows,
+              retained_cell)
     foot_js = footprint_table(L, ctx, footprint, names, results)
     failures = []
     for w in workloads + footprint:
