@@ -51,6 +51,9 @@ void bench_size_table(size_t *table, size_t n, size_t lo, size_t hi, uint64_t se
 /* Monotonic seconds. */
 double bench_now(void);
 
+/* Sleeps s seconds (resumed after a signal), with no allocator call. */
+void bench_sleep(double s);
+
 /* Parses a positive number (accepts 1e6, 2.5); exits with a usage message on error. */
 double bench_arg(int argc, char **argv, int i, double dflt, const char *usage);
 

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 int main(int argc, char **argv)
 {
@@ -61,9 +60,7 @@ int main(int argc, char **argv)
     bench_unmap(obj, cap * sizeof *obj);
     long rss_after_free = bench_proc_kib("/proc/self/status", "VmRSS");
 
-    struct timespec ts = {(time_t)sleep_s, (long)((sleep_s - (double)(time_t)sleep_s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
+    bench_sleep(sleep_s);
     /* a little activity: purges that wait for the next malloc/free happen now */
     for (int i = 0; i < 1000; i++) {
         void *p = bench_xmalloc(64);

@@ -23,13 +23,6 @@
 static pthread_barrier_t ready;
 static double seconds;
 
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
 static void *worker(void *arg)
 {
     bench_rng r;
@@ -42,7 +35,7 @@ static void *worker(void *arg)
         bench_block_fill(blk[i], n, (unsigned char)i);
     }
     pthread_barrier_wait(&ready);
-    sleep_s(seconds);
+    bench_sleep(seconds);
     for (int i = 0; i < BLOCKS; i++) {
         bench_block_read(blk[i], &sum);
         free(blk[i]);
@@ -63,7 +56,7 @@ int main(int argc, char **argv)
     pthread_barrier_wait(&ready);
     bench_sample();
     double t0 = bench_now();
-    sleep_s(seconds);
+    bench_sleep(seconds);
     for (unsigned t = 0; t < threads; t++)
         pthread_join(tid[t], NULL);
     double t1 = bench_now();

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 int main(int argc, char **argv)
 {
@@ -60,9 +59,7 @@ int main(int argc, char **argv)
     bench_unmap(size, cap * sizeof *size);
     long rss_after_free = bench_proc_kib("/proc/self/status", "VmRSS");
 
-    struct timespec ts = {(time_t)sleep_s, (long)((sleep_s - (double)(time_t)sleep_s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
+    bench_sleep(sleep_s);
     long rss_idle = bench_proc_kib("/proc/self/status", "VmRSS");
     char extra[256];
     snprintf(extra, sizeof extra,
