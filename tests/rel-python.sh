@@ -42,11 +42,11 @@ check "thpalloc is the malloc in charge in $PY (thpalloc_active() = $active)" te
 # to the local CID; without vsock loopback (a Firecracker guest: ENODEV) that accept waits
 # forever under glibc's malloc as under ours (issue 38's 22-minute hang), and the worker it
 # leaves behind holds the port, so that every later run fails it with EADDRINUSE.
-runpy() { # NAME PRELOAD
+runpy() { # NAME PRELOAD [JOBS [MODULES]]
     mkdir -p "$tap_tmp/$1/tmp"
     (cd "$tap_tmp/$1" && TMPDIR=$tap_tmp/$1/tmp PYTHONDONTWRITEBYTECODE=1 LC_ALL=C.UTF-8 \
-        tap_timeout 1500 env ${2:+LD_PRELOAD=$2} "$PY" -m test -j2 --timeout 600 \
-        --ignore '*VSOCK*' --junit-xml "$tap_tmp/$1.xml" $mods >"$tap_tmp/$1.out" 2>&1
+        tap_timeout 1500 env ${2:+LD_PRELOAD=$2} "$PY" -m test -j${3:-2} --timeout 600 \
+        --ignore '*VSOCK*' --junit-xml "$tap_tmp/$1.xml" ${4:-$mods} >"$tap_tmp/$1.out" 2>&1
      echo $? >"$tap_tmp/$1.rc")
 }
 start=$(date +%s)
@@ -59,8 +59,8 @@ wait $pid_t
 diag "both runs: $(($(date +%s) - start)) s for $nmods modules"
 
 # Per module: the status line regrtest prints, and the junit counts.
-summarise() { # NAME -> $tap_tmp/NAME.sum: "module status tests failures errors skipped"
-    "$PY" - "$tap_tmp/$1.out" "$tap_tmp/$1.xml" "$mods" >"$tap_tmp/$1.sum" <<'PYEOF'
+summarise() { # NAME [MODULES] -> $tap_tmp/NAME.sum: "module status tests failures errors skipped"
+    "$PY" - "$tap_tmp/$1.out" "$tap_tmp/$1.xml" "${2:-$mods}" >"$tap_tmp/$1.sum" <<'PYEOF'
 import re, sys, xml.etree.ElementTree as ET
 out, xmlf, mods = sys.argv[1], sys.argv[2], sys.argv[3].split()
 status = {}
@@ -95,18 +95,50 @@ diag "glibc: exit $(cat "$tap_tmp/glibc.rc"), $(grep -c ' passed ' "$tap_tmp/gli
     "thpalloc: exit $(cat "$tap_tmp/thp.rc"), $(grep -c ' passed ' "$tap_tmp/thp.sum") of $nmods passed"
 check "the run under thpalloc finished (exit $(cat "$tap_tmp/thp.rc"), not killed or timed out)" \
     test "$(cat "$tap_tmp/thp.rc")" -lt 124
+# A module whose results differ runs again, alone, under each malloc in turn (one worker,
+# nothing else of this test beside it), at most twice. Some of CPython's tests are timing
+# tests (test_signal's interval timers, test_threading's waits): on a loaded 2-core CI
+# machine one of them failed under glibc's malloc while it passed under ours. A difference
+# that comes back in both reruns is reported; one that does not is noted as the machine's.
+agree() { # MODULE SUMFILE_A SUMFILE_B: same status and counts, and the module ran
+    _a=$(grep "^$1 " "$2" | cut -d' ' -f2-)
+    _b=$(grep "^$1 " "$3" | cut -d' ' -f2-)
+    test "$_a" = "$_b" && test "${_a%% *}" != missing && test -n "$_a"
+}
 for m in $mods; do
     g=$(grep "^$m " "$tap_tmp/glibc.sum" | cut -d' ' -f2-)
     t=$(grep "^$m " "$tap_tmp/thp.sum" | cut -d' ' -f2-)
+    if ! agree "$m" "$tap_tmp/glibc.sum" "$tap_tmp/thp.sum"; then
+        diag "$m: first run differs: glibc [$g] thpalloc [$t]; running it again, alone"
+        for r in glibc thp; do
+            grep -E "^(FAIL|ERROR): " "$tap_tmp/$r.out" | head -n 5 | while IFS= read -r l; do diag "  $r: $l"; done
+        done
+        for try in 1 2; do
+            runpy "glibc-$m-$try" "" 1 "$m"
+            runpy "thp-$m-$try" "$THPALLOC_LIB" 1 "$m"
+            summarise "glibc-$m-$try" "$m"
+            summarise "thp-$m-$try" "$m"
+            g=$(grep "^$m " "$tap_tmp/glibc-$m-$try.sum" | cut -d' ' -f2-)
+            t=$(grep "^$m " "$tap_tmp/thp-$m-$try.sum" | cut -d' ' -f2-)
+            diag "$m: rerun $try: glibc [$g] thpalloc [$t]"
+            if agree "$m" "$tap_tmp/glibc-$m-$try.sum" "$tap_tmp/thp-$m-$try.sum"; then
+                break
+            fi
+        done
+        last=$try
+    else
+        last=
+    fi
     # fields: status tests failures errors skipped
     set -- $t
     desc="$m: same result as glibc ($1, $2 cases, $3 failed, $4 errors, $5 skipped)"
+    test -n "$last" && desc="$desc, on rerun $last"
     if test "$g" = "$t" && test "${1:-missing}" != missing; then
         pass "$desc"
     else
         fail "$desc"
         diag "$m: glibc [$g] thpalloc [$t]"
-        grep -n -A 30 "$m\b" "$tap_tmp/thp.out" | grep -E 'FAIL|ERROR|Error|Traceback|Fatal|Segmentation|signal' | head -n 15 | while IFS= read -r l; do diag "  $l"; done
+        grep -n -A 30 "$m\b" "$tap_tmp/thp${last:+-$m-$last}.out" | grep -E 'FAIL|ERROR|Error|Traceback|Fatal|Segmentation|signal' | head -n 15 | while IFS= read -r l; do diag "  $l"; done
     fi
 done
 # regrtest's final verdict, for the record
