@@ -324,9 +324,12 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
 static inline __attribute__((always_inline)) void free_push_remote(page_t *page, block_t *b,
                                                                    heap_t *owner)
 {
-    if (unlikely(b->key == block_key(b)))
+    /* One atomic exchange, not a load then a store: two threads freeing b at the same
+     * moment could both load the old key before either stored, and both push b (a cycle,
+     * or b handed out while still listed). Of two exchanges one reads the other's key. */
+    uintptr_t key = block_key(b);
+    if (unlikely(__atomic_exchange_n(&b->key, key, __ATOMIC_RELAXED) == key))
         lib_fatal("free(): double free detected", b);
-    b->key = block_key(b);
     block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
     do {
         block_set_next(b, head);

@@ -48,6 +48,9 @@
  *                    (the owner's free into its full page, heap_free_full)
  *   remote-double    the same p freed twice by the other thread; then the owner mallocs 48
  *                    bytes until it collects the page's remote frees (up to 20000 calls)
+ *   remote-race-double  two threads that do not own p = malloc(48) free it at the same
+ *                    moment (rel-misuse-race.sh: also with each stopped after its look at
+ *                    the block, under gdb)
  *   mid-double       p, q = malloc(2000); free(p), free(q), free(p); then malloc(2000)
  *                    three times (a class above 1 KiB: the fast path pops by the class table)
  *   ok               no misuse at all (the control: must exit 0)
@@ -463,6 +466,49 @@ static int full_remote_double(int owner_frees)
     return 3;
 }
 
+/* remote-race-double: two threads, neither the block's owner, free p = malloc(48) at the
+ * same moment. race_armed names the word a free block keeps its key in (the second of
+ * block_t's, lib/types.h) so that rel-misuse-race.sh can stop each thread in gdb right
+ * after its access to it: with a load and a store both loads came before either store. */
+void race_armed(volatile uintptr_t *key_word);
+__attribute__((noinline)) void race_armed(volatile uintptr_t *key_word)
+{
+    __asm__ volatile("" : : "r"(key_word) : "memory");
+}
+
+static void *race_remote_free(void *p)
+{
+    free(launder(malloc(48))); /* a heap of its own */
+    pthread_barrier_wait(&xt_barrier);
+    free(launder(p));
+    return NULL;
+}
+
+static int remote_race_double(void)
+{
+    pthread_t t[2];
+    char *p = malloc(48);
+    if (!p || pthread_barrier_init(&xt_barrier, NULL, 3))
+        return 2;
+    memset(p, 0x5a, 48);
+    announce(p);
+    race_armed((volatile uintptr_t *)p + 1);
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&t[i], NULL, race_remote_free, p))
+            return 2;
+    pthread_barrier_wait(&xt_barrier);
+    for (int i = 0; i < 2; i++)
+        if (pthread_join(t[i], NULL))
+            return 2;
+    /* both frees returned: p is listed twice (a cycle) among the page's remote frees */
+    for (int i = 0; i < 20000; i++)
+        if (!malloc(48))
+            return 2;
+    printf("misuse went undetected\n");
+    fflush(stdout);
+    return 3;
+}
+
 static int mid_double(void)
 {
     char *p = malloc(2000), *q = malloc(2000);
@@ -542,6 +588,8 @@ int main(int argc, char **argv)
         return full_remote_double(1);
     if (!strcmp(c, "remote-double"))
         return full_remote_double(0);
+    if (!strcmp(c, "remote-race-double"))
+        return remote_race_double();
     if (!strcmp(c, "mid-double"))
         return mid_double();
     if (!strcmp(c, "ok")) {
