@@ -420,7 +420,7 @@ API void *realloc(void *p, size_t size)
     /* Large blocks grow and shrink where they stand when they can (no copy, and no hole
      * left behind for a growing buffer to step over). */
     if (c->kind == CHUNK_LARGE && size > SC_MAX_SIZE) {
-        void *q = large_resize(c, size);
+        void *q = large_resize(c, p, size);
         safe_point();
         if (q)
             return q;

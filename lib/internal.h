@@ -292,7 +292,7 @@ HIDDEN bool extent_resize(chunk_t *c, void *p, size_t size);
 /* ---- large.c: blocks with chunks of their own ------------------------------------------- */
 HIDDEN void *large_alloc(size_t size, size_t align, bool zero);
 HIDDEN void large_free(chunk_t *c, void *p);
-HIDDEN void *large_resize(chunk_t *c, size_t size);
+HIDDEN void *large_resize(chunk_t *c, void *p, size_t size);
 
 /* ---- abandon.c: the chunks of exited threads -------------------------------------------- */
 HIDDEN void abandon_heap(heap_t *heap);

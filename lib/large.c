@@ -52,17 +52,15 @@ void *large_alloc(size_t size, size_t align, bool zero)
  * follow it, or by giving back its tail; a block with a mapping of its own is resized with
  * mremap, moved if need be, never copied (glibc's realloc of an mmapped chunk does the
  * same; copying held both blocks resident). NULL when it would have to be copied. */
-void *large_resize(chunk_t *c, size_t size)
+static void *large_resize_claimed(chunk_t *c, size_t size)
 {
-    if (size > ALLOC_MAX)
-        return NULL;
     size_t usable = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
     size_t n = c->nchunks, want = (usable + CHUNK_MASK) >> CHUNK_SHIFT;
     if (c->arena->dedicated) {
         uint8_t *base = arena_resize_dedicated(c->arena, c, want, usable);
         if (!base)
             return NULL;
-        c->base = c->large_start = base;
+        c->base = base;
         c->nchunks = want;
         c->large_size = usable;
         return base;
@@ -87,11 +85,31 @@ void *large_resize(chunk_t *c, size_t size)
     return c->base;
 }
 
+/* realloc's resize of the large block p, claimed as large_free claims it (a free racing
+ * with it fails there, instead of giving back chunks that the resize grows into). */
+void *large_resize(chunk_t *c, void *p, size_t size)
+{
+    if (size > ALLOC_MAX)
+        return NULL;
+    uint8_t *want = p;
+    if (unlikely(!__atomic_compare_exchange_n(&c->large_start, &want, NULL, false, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE)))
+        lib_fatal(want ? "realloc(): invalid pointer" : "realloc(): double free detected", p);
+    void *q = large_resize_claimed(c, size);
+    __atomic_store_n(&c->large_start, q ? (uint8_t *)q : (uint8_t *)p, __ATOMIC_RELEASE);
+    return q;
+}
+
 TEXT_BUSY
 void large_free(chunk_t *c, void *p)
 {
-    if (unlikely((uint8_t *)p != c->large_start))
-        lib_fatal("free(): invalid pointer", p);
+    /* Claimed by a CAS of its start to NULL: of two threads that found the block in the
+     * registry at the same moment one fails here, instead of both giving its chunks back
+     * (handed out twice later). */
+    uint8_t *want = p;
+    if (unlikely(!__atomic_compare_exchange_n(&c->large_start, &want, NULL, false, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE)))
+        lib_fatal(want ? "free(): invalid pointer" : "free(): double free detected", p);
     uint8_t *base = c->base;
     size_t n = c->nchunks;
     arena_t *arena = c->arena;

@@ -51,6 +51,7 @@
  *   remote-race-double  two threads that do not own p = malloc(48) free it at the same
  *                    moment (rel-misuse-race.sh: also with each stopped after its look at
  *                    the block, under gdb)
+ *   large-race-double  the same with p = malloc(4 MiB)
  *   mid-double       p, q = malloc(2000); free(p), free(q), free(p); then malloc(2000)
  *                    three times (a class above 1 KiB: the fast path pops by the class table)
  *   ok               no misuse at all (the control: must exit 0)
@@ -509,6 +510,33 @@ static int remote_race_double(void)
     return 3;
 }
 
+/* large-race-double: the same with p = malloc(4 MiB) (chunks of its own); rel-misuse-race.sh
+ * stops each thread in gdb as it enters the library's large-block free. */
+static int large_race_double(void)
+{
+    pthread_t t[2];
+    char *p = malloc(4 * MiB);
+    if (!p || pthread_barrier_init(&xt_barrier, NULL, 3))
+        return 2;
+    memset(p, 0x5a, 4 * MiB);
+    announce(p);
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&t[i], NULL, race_remote_free, p))
+            return 2;
+    pthread_barrier_wait(&xt_barrier);
+    for (int i = 0; i < 2; i++)
+        if (pthread_join(t[i], NULL))
+            return 2;
+    /* both frees returned: the chunks went back twice */
+    void *a = malloc(4 * MiB), *b = malloc(4 * MiB);
+    if (a && a == b)
+        printf("silent corruption: malloc(4 MiB) returned %p twice\n", a);
+    else
+        printf("misuse went undetected (a=%p b=%p)\n", a, b);
+    fflush(stdout);
+    return 3;
+}
+
 static int mid_double(void)
 {
     char *p = malloc(2000), *q = malloc(2000);
@@ -590,6 +618,8 @@ int main(int argc, char **argv)
         return full_remote_double(0);
     if (!strcmp(c, "remote-race-double"))
         return remote_race_double();
+    if (!strcmp(c, "large-race-double"))
+        return large_race_double();
     if (!strcmp(c, "mid-double"))
         return mid_double();
     if (!strcmp(c, "ok")) {
