@@ -139,6 +139,12 @@ for T in $TOOLS; do
             if [ $mode = valid ] || [ $mode = v1 ]; then
                 ok $([ "$RC" -eq 0 ] && grep -qx '    arenas         1 range, 4 MiB reserved' "$OUT"; echo $?) \
                     "$t: a $mode block that tells the truth is believed (1 range, 4 MiB) (rc $RC)"
+                # what it said instead, and the maps it judged (a CI run once missed the line)
+                grep -qx '    arenas         1 range, 4 MiB reserved' "$OUT" || {
+                    sed -n '/thpalloc /,/policy/p' "$OUT" | sed 's/^/#   /'
+                    sed 's/^/#   stderr: /' "$ERR"
+                    sed 's/^/#   maps: /' "/proc/$BPID/maps" 2>/dev/null
+                }
             elif [ $mode = many ]; then
                 ok $([ "$RC" -eq 0 ] && grep -qx '    arenas         6 ranges, 6 MiB reserved' "$OUT"; echo $?) \
                     "$t: six ranges, two in the table beyond the block, are read (6 MiB) (rc $RC)"
