@@ -55,6 +55,9 @@ mkdir -p "$SCRATCH/bogus"
 cp "$TESTS_BUILDDIR/status-bogus" "$BOGUS_EXE"
 bogus() {
     f=$SCRATCH/bogus.$1.$2
+    # The file is the previous tool's otherwise: its "ready" line, read before the new
+    # shell truncates it, sent thp-status to a PID that was still sh, not yet exec'd.
+    rm -f "$f"
     if [ "$1" = self ]; then
         "$BOGUS_EXE" self "$2" >"$f" 2>&1 &
     else
@@ -63,7 +66,7 @@ bogus() {
     BPID=$!
     CLEANUP_PIDS="$CLEANUP_PIDS $BPID"
     i=0
-    while ! grep -q '^ready' "$f" 2>/dev/null; do
+    while ! grep -qx "ready $BPID" "$f" 2>/dev/null; do
         i=$((i + 1))
         [ $i -gt 200 ] || ! kill -0 "$BPID" 2>/dev/null && { sed 's/^/#   /' "$f"; return 1; }
         sleep 0.05
