@@ -74,6 +74,7 @@ Try 'thp-status --help' for more information." "$t: '$o' without its argument: s
             continue
         fi
         victim=$HOLDER_PID
+        : >"$ERR" # not the last run's lines, before the background shell truncates it
         THP_STATUS_TEST_PAUSE="$step:1500" "$T" "$victim" >"$OUT" 2>"$ERR" &
         tpid=$!
         i=0

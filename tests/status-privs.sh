@@ -78,6 +78,7 @@ for T in $TOOLS; do
     [ -n "$why" ] || sed 's/^/#   /' "$OUT" | tail -3
 
     # As root: the capabilities left while it works, and a root process is still readable.
+    : >"$ERR" # not the last run's lines, before the background shell truncates it
     THP_STATUS_TEST_PAUSE="smaps_rollup:1500" "$T" "$ROOTP" >"$OUT" 2>"$ERR" &
     tpid=$!
     i=0
