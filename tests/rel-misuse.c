@@ -66,6 +66,7 @@
 #endif
 #include <malloc.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -445,6 +446,18 @@ static void *free_twice(void *p)
     return NULL;
 }
 
+/* After a double free among a page's remote frees: malloc(48) until the owner collects
+ * them (up to 20000 calls); 3 when nothing stopped the process. */
+static int malloc_until_collected(void)
+{
+    for (int i = 0; i < 20000; i++)
+        if (!malloc(48))
+            return 2;
+    printf("misuse went undetected\n");
+    fflush(stdout);
+    return 3;
+}
+
 static int full_remote_double(int owner_frees)
 {
     char *b = fill_pages();
@@ -459,12 +472,7 @@ static int full_remote_double(int owner_frees)
         look_for_duplicates(48);
         return 3;
     }
-    for (int i = 0; i < 20000; i++)
-        if (!malloc(48))
-            return 2;
-    printf("misuse went undetected\n");
-    fflush(stdout);
-    return 3;
+    return malloc_until_collected();
 }
 
 /* remote-race-double: two threads, neither the block's owner, free p = malloc(48) at the
@@ -485,48 +493,47 @@ static void *race_remote_free(void *p)
     return NULL;
 }
 
-static int remote_race_double(void)
+/* Two threads free p at the same moment (a barrier); false when they could not run. */
+static bool race_two_frees(void *p)
 {
     pthread_t t[2];
+    if (pthread_barrier_init(&xt_barrier, NULL, 3))
+        return false;
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&t[i], NULL, race_remote_free, p))
+            return false;
+    pthread_barrier_wait(&xt_barrier);
+    for (int i = 0; i < 2; i++)
+        if (pthread_join(t[i], NULL))
+            return false;
+    return true;
+}
+
+static int remote_race_double(void)
+{
     char *p = malloc(48);
-    if (!p || pthread_barrier_init(&xt_barrier, NULL, 3))
+    if (!p)
         return 2;
     memset(p, 0x5a, 48);
     announce(p);
     race_armed((volatile uintptr_t *)p + 1);
-    for (int i = 0; i < 2; i++)
-        if (pthread_create(&t[i], NULL, race_remote_free, p))
-            return 2;
-    pthread_barrier_wait(&xt_barrier);
-    for (int i = 0; i < 2; i++)
-        if (pthread_join(t[i], NULL))
-            return 2;
+    if (!race_two_frees(p))
+        return 2;
     /* both frees returned: p is listed twice (a cycle) among the page's remote frees */
-    for (int i = 0; i < 20000; i++)
-        if (!malloc(48))
-            return 2;
-    printf("misuse went undetected\n");
-    fflush(stdout);
-    return 3;
+    return malloc_until_collected();
 }
 
 /* large-race-double: the same with p = malloc(4 MiB) (chunks of its own); rel-misuse-race.sh
  * stops each thread in gdb as it enters the library's large-block free. */
 static int large_race_double(void)
 {
-    pthread_t t[2];
     char *p = malloc(4 * MiB);
-    if (!p || pthread_barrier_init(&xt_barrier, NULL, 3))
+    if (!p)
         return 2;
     memset(p, 0x5a, 4 * MiB);
     announce(p);
-    for (int i = 0; i < 2; i++)
-        if (pthread_create(&t[i], NULL, race_remote_free, p))
-            return 2;
-    pthread_barrier_wait(&xt_barrier);
-    for (int i = 0; i < 2; i++)
-        if (pthread_join(t[i], NULL))
-            return 2;
+    if (!race_two_frees(p))
+        return 2;
     /* both frees returned: the chunks went back twice */
     void *a = malloc(4 * MiB), *b = malloc(4 * MiB);
     if (a && a == b)
