@@ -1157,7 +1157,8 @@ static void test_cache_age(void)
 
 /* Until a second thread allocates, the process frees its extents into the shared runs at
  * once, so that a request of another length reuses what it freed; afterwards a freed extent
- * waits in the freeing thread's cache for a request of its own length (extent-cache.c). Run
+ * waits in the freeing thread's cache for a request of its length, or up to a quarter
+ * shorter (extent-cache.c). Run
  * before any other thread of this program exists. */
 static void *alloc_once(void *arg)
 {
@@ -1189,9 +1190,19 @@ static void test_extent_reuse(void)
            (void *)d, (void *)c);
     char *e = malloc(40 << 10);
     report(e == c, "and the next 40 KiB request takes it from there (%p)", (void *)e);
+    /* A request up to a quarter shorter takes it too, whole; a shorter one does not. */
+    size_t (*usable)(void *) = (size_t(*)(void *))dlsym(RTLD_DEFAULT, "malloc_usable_size");
+    free(e);
+    char *f = malloc(28 << 10);
+    report(f != c, "a 28 KiB request leaves the cached 40 KiB extent (%p, cached %p)", (void *)f,
+           (void *)c);
+    char *g = malloc(32 << 10);
+    report(g == c && usable(g) == (40 << 10),
+           "a 32 KiB request takes it, whole (%p, usable %zu bytes)", (void *)g, usable(g));
     free(b);
     free(d);
-    free(e);
+    free(f);
+    free(g);
     free(fence);
     free(fence2);
 }
