@@ -6,22 +6,22 @@
  * the shared runs under one lock when it fills, at thread exit, when the purger reclaims
  * an idle thread (reclaim.c) and, for a busy thread, once a block has sat there for a whole
  * purge_delay (extent_cache_age), so what one thread frees is never held from the others or
- * from the purge for long. Until a second thread allocates, there is no cache: one thread's
- * extents go to the runs at once. A cached block is marked so in the extent map
- * (extent_cache_in): a second free of it is caught whichever thread makes it, however the
- * block was written since. It keeps the free key in its second word, as a small block does:
- * a write after free is caught when it is handed out again. The cache is the heap's, used inside
- * the reclaim handshake (heap_enter). */
+ * from the purge for long; and before its thread would take fresh memory. Until a second thread
+ * allocates, there is no cache: one thread's extents go to the runs at once. A cached block is
+ * marked so in the extent map (extent_cache_in): a second free of it is caught whichever thread
+ * makes it, however the block was written since. It keeps the free key in its second word, as a
+ * small block does: a write after free is caught when it is handed out again. The cache is the
+ * heap's, used inside the reclaim handshake (heap_enter). */
 #include "extent-map.h"
 #include "internal.h"
 
 #include <string.h>
 
 #define CACHE_LEN_MAX 16 /* granules: blocks up to 64 KiB */
-/* 512 KiB: with 128 KiB, ~4 blocks of xchange's ~30 KiB, the cache was flushed every ~3 frees
- * and 70 % of its requests missed it (37 % with 512 KiB, with no peak RSS of mixed or
- * xchange more over 15 runs: the blocks held are a thread's resident memory either way) */
-#define CACHE_BYTES ((size_t)512 << 10)
+/* 256 KiB: with 128 KiB, ~4 blocks of xchange's ~30 KiB, the cache was flushed every ~3 frees
+ * and 70 % of its requests missed it; 54 % with 256 KiB, 37 % with 512 KiB, but what the
+ * caches hold is kept from the other threads: xchange's peak grew by ~1 and ~3 MiB of 57. */
+#define CACHE_BYTES ((size_t)256 << 10)
 
 static inline heap_t *cache_heap(void)
 {
@@ -130,9 +130,13 @@ void *extent_malloc_cached(size_t size, size_t align, bool zero)
 {
     unsigned len = (unsigned)((size + ((size_t)1 << EXT_GRANULE_SHIFT) - 1) >> EXT_GRANULE_SHIFT);
     heap_t *heap = cache_heap();
-    if (heap && heap->ext_cache_n && len <= CACHE_LEN_MAX && align <= OS_PAGE_SIZE) {
+    if (heap && heap->ext_cache_n) {
         heap_enter(heap);
-        void *p = cache_take(heap, len);
+        void *p = len <= CACHE_LEN_MAX && align <= OS_PAGE_SIZE ? cache_take(heap, len) : NULL;
+        /* The cache never makes its thread touch fresh memory: with no resident run that
+         * fits, what it holds goes back first, to be reused (merged) by this request. */
+        if (!p && heap->ext_cache_n && !extent_resident_fits(len))
+            extent_cache_flush(heap);
         heap_leave(heap);
         if (p) {
             if (zero)

@@ -77,6 +77,29 @@ void *extent_alloc(size_t size, size_t align, bool zero)
     return p;
 }
 
+/* Whether some shard has a resident free run of at least len granules: a look without the
+ * locks at their pendmaps (a hint). Where purges are off, nothing is marked: any run is
+ * resident as far as this knows. */
+TEXT_BUSY
+bool extent_resident_fits(unsigned len)
+{
+    if (!purge_enabled())
+        return true;
+    for (unsigned i = 0; i < EXT_SHARDS; i++) {
+        struct ext_shard *o = shard_at(i);
+        if (!o)
+            continue;
+        for (unsigned w = len / 64; w < MAP_WORDS; w++) {
+            uint64_t bits = __atomic_load_n(&o->pendmap[w], __ATOMIC_RELAXED);
+            if (w == len / 64)
+                bits &= ~(uint64_t)0 << (len % 64);
+            if (bits)
+                return true;
+        }
+    }
+    return false;
+}
+
 TEXT_COLD
 unsigned extent_block_len(const chunk_t *c, const void *p)
 {
