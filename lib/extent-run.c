@@ -72,6 +72,13 @@ static void pendmap_set(struct ext_shard *s, unsigned len, bool pending)
     __atomic_store_n(&s->pendmap[len / 64], pending ? w | bit : w & ~bit, __ATOMIC_RELAXED);
 }
 
+/* atomic: other shards' requests peek at it without the lock (shard_may_fit) */
+static void binmap_set(struct ext_shard *s, unsigned len, bool on)
+{
+    uint64_t bit = (uint64_t)1 << (len % 64), w = s->binmap[len / 64];
+    __atomic_store_n(&s->binmap[len / 64], on ? w | bit : w & ~bit, __ATOMIC_RELAXED);
+}
+
 TEXT_BUSY
 static void bin_insert(struct ext_shard *s, struct ext_free *n)
 {
@@ -80,7 +87,7 @@ static void bin_insert(struct ext_shard *s, struct ext_free *n)
         n->next = NULL;
         n->prev = n;
         *b = n;
-        s->binmap[n->len / 64] |= (uint64_t)1 << (n->len % 64);
+        binmap_set(s, n->len, true);
         pendmap_set(s, n->len, n->dirty != 0);
     } else if (n->dirty) { /* resident first: reuse before touching purged memory */
         n->next = f;
@@ -111,7 +118,7 @@ void bin_remove(struct ext_shard *s, struct ext_free *n)
         f->prev = n->prev; /* n was the last */
     n->next = n->prev = NULL;
     if (!*b)
-        s->binmap[n->len / 64] &= ~((uint64_t)1 << (n->len % 64));
+        binmap_set(s, n->len, false);
     if (n == f)
         pendmap_set(s, n->len, *b && (*b)->dirty);
 }
@@ -581,13 +588,39 @@ static struct ext_shard *better_shard(const struct ext_shard *s, unsigned want, 
     return best;
 }
 
+/* Whether o, looked at without its lock (a hint), has a run of at least want granules that
+ * bin_find_other takes: a resident one (pendmap), or any when the request has no fit (!k). */
+static bool shard_may_fit(const struct ext_shard *o, unsigned want, unsigned k)
+{
+    const uint64_t *map = k ? o->pendmap : o->binmap;
+    for (unsigned w = want / 64; w < MAP_WORDS; w++) {
+        uint64_t bits = __atomic_load_n(&map[w], __ATOMIC_RELAXED);
+        if (w == want / 64)
+            bits &= ~(uint64_t)0 << (want % 64);
+        if (bits)
+            return true;
+    }
+    return false;
+}
+
+/* Only the shards that may fit it are locked, and s's lock is kept when none may: each
+ * request without a resident fit locked every other shard in turn and its own again
+ * (xchange: 51,207 locks for 30,566 requests). */
 static unsigned bin_find_other(struct ext_shard **sp, unsigned want, unsigned k)
 {
     struct ext_shard *s = *sp;
-    shard_unlock(s);
-    for (unsigned i = 0; i < EXT_SHARDS; i++) {
+    unsigned i;
+    for (i = 0; i < EXT_SHARDS; i++) {
         struct ext_shard *o = shard_at(i);
-        if (!o || o == s)
+        if (o && o != s && shard_may_fit(o, want, k))
+            break;
+    }
+    if (i == EXT_SHARDS)
+        return k;
+    shard_unlock(s);
+    for (; i < EXT_SHARDS; i++) {
+        struct ext_shard *o = shard_at(i);
+        if (!o || o == s || !shard_may_fit(o, want, k))
             continue;
         pthread_mutex_lock(shard_lock(o));
         unsigned ko = bin_find(o, want);
