@@ -590,7 +590,8 @@ static struct ext_shard *better_shard(const struct ext_shard *s, unsigned want, 
 
 /* Whether o, looked at without its lock (a hint), has a run of at least want granules that
  * bin_find_other takes: a resident one (pendmap), or any when the request has no fit (!k). */
-static bool shard_may_fit(const struct ext_shard *o, unsigned want, unsigned k)
+TEXT_BUSY
+bool shard_may_fit(const struct ext_shard *o, unsigned want, unsigned k)
 {
     const uint64_t *map = k ? o->pendmap : o->binmap;
     for (unsigned w = want / 64; w < MAP_WORDS; w++) {

@@ -87,15 +87,8 @@ bool extent_resident_fits(unsigned len)
         return true;
     for (unsigned i = 0; i < EXT_SHARDS; i++) {
         struct ext_shard *o = shard_at(i);
-        if (!o)
-            continue;
-        for (unsigned w = len / 64; w < MAP_WORDS; w++) {
-            uint64_t bits = __atomic_load_n(&o->pendmap[w], __ATOMIC_RELAXED);
-            if (w == len / 64)
-                bits &= ~(uint64_t)0 << (len % 64);
-            if (bits)
-                return true;
-        }
+        if (o && shard_may_fit(o, len, 1))
+            return true;
     }
     return false;
 }
