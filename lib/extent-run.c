@@ -72,6 +72,13 @@ static void pendmap_set(struct ext_shard *s, unsigned len, bool pending)
     __atomic_store_n(&s->pendmap[len / 64], pending ? w | bit : w & ~bit, __ATOMIC_RELAXED);
 }
 
+/* atomic: other shards' requests peek at it without the lock (shard_may_fit) */
+static void binmap_set(struct ext_shard *s, unsigned len, bool on)
+{
+    uint64_t bit = (uint64_t)1 << (len % 64), w = s->binmap[len / 64];
+    __atomic_store_n(&s->binmap[len / 64], on ? w | bit : w & ~bit, __ATOMIC_RELAXED);
+}
+
 TEXT_BUSY
 static void bin_insert(struct ext_shard *s, struct ext_free *n)
 {
@@ -80,7 +87,7 @@ static void bin_insert(struct ext_shard *s, struct ext_free *n)
         n->next = NULL;
         n->prev = n;
         *b = n;
-        s->binmap[n->len / 64] |= (uint64_t)1 << (n->len % 64);
+        binmap_set(s, n->len, true);
         pendmap_set(s, n->len, n->dirty != 0);
     } else if (n->dirty) { /* resident first: reuse before touching purged memory */
         n->next = f;
@@ -111,7 +118,7 @@ void bin_remove(struct ext_shard *s, struct ext_free *n)
         f->prev = n->prev; /* n was the last */
     n->next = n->prev = NULL;
     if (!*b)
-        s->binmap[n->len / 64] &= ~((uint64_t)1 << (n->len % 64));
+        binmap_set(s, n->len, false);
     if (n == f)
         pendmap_set(s, n->len, *b && (*b)->dirty);
 }
@@ -401,6 +408,26 @@ struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, bo
     return run_free_held(m, first, len, dirty, zero, trimmed, freed_at, NULL);
 }
 
+/* A part of a run split by run_take, [first, first+len) with its dirty granules (counted as
+ * waiting already), made a free run: no free neighbour to merge with (the run had none, and
+ * the part taken is between), so none is looked for (a fifth of a split's instructions). */
+TEXT_BUSY
+static void run_put(struct extent_map *m, unsigned first, unsigned len, unsigned dirty, bool zero,
+                    uint32_t freed_at)
+{
+    LIB_ASSERT(dirty == dirty_count(m, first, len));
+    struct ext_free *n = &m->node[first];
+    *n = (struct ext_free){
+        .freed_at = freed_at,
+        .len = len & TAG_LEN,
+        .index = first & 0x3ff,
+        .dirty = dirty & TAG_LEN,
+        .zero = zero,
+    };
+    tags_set(m, first, len, TAG_FREE);
+    bin_insert(m->shard, n);
+}
+
 /* A trimmed run is handed out again, len granules of it. Within purge_delay of its trim,
  * the trim bought only the page faults that follow (the delayed purge would have left it):
  * a refault, priced in granules faulted again, a granule for each and TRIM_COST_CALL for the
@@ -437,7 +464,6 @@ bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned
     uint32_t at = n->freed_at;
     bin_remove(s, n);
     tags_clear(m, start, total);
-    pending_add(s, -(long)dirty);
     if (trimmed)
         trim_taken(s, at, len); /* once a trim: the rest of the run is not flagged again */
     /* A storm whose memory is taken again as it goes (thread churn) is no reason for the
@@ -459,11 +485,11 @@ bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned
         before_dirty = before ? dirty_count(m, start, before) : 0;
         dirty_mark(m, first, len, false);
     }
+    pending_add(s, -(long)taken_dirty);
     if (before)
-        run_free_own(m, start, before, before_dirty, zero, false, at, NULL);
+        run_put(m, start, before, before_dirty, zero, at);
     if (after)
-        run_free_own(m, first + len, after, dirty - taken_dirty - before_dirty, zero, false, at,
-                     NULL);
+        run_put(m, first + len, after, dirty - taken_dirty - before_dirty, zero, at);
     tags_set(m, first, len, 0);
     m->used += len;
     if (m->chunk == s->spare)
@@ -562,13 +588,40 @@ static struct ext_shard *better_shard(const struct ext_shard *s, unsigned want, 
     return best;
 }
 
+/* Whether o, looked at without its lock (a hint), has a run of at least want granules that
+ * bin_find_other takes: a resident one (pendmap), or any when the request has no fit (!k). */
+TEXT_BUSY
+bool shard_may_fit(const struct ext_shard *o, unsigned want, unsigned k)
+{
+    const uint64_t *map = k ? o->pendmap : o->binmap;
+    for (unsigned w = want / 64; w < MAP_WORDS; w++) {
+        uint64_t bits = __atomic_load_n(&map[w], __ATOMIC_RELAXED);
+        if (w == want / 64)
+            bits &= ~(uint64_t)0 << (want % 64);
+        if (bits)
+            return true;
+    }
+    return false;
+}
+
+/* Only the shards that may fit it are locked, and s's lock is kept when none may: each
+ * request without a resident fit locked every other shard in turn and its own again
+ * (xchange: 51,207 locks for 30,566 requests). */
 static unsigned bin_find_other(struct ext_shard **sp, unsigned want, unsigned k)
 {
     struct ext_shard *s = *sp;
-    shard_unlock(s);
-    for (unsigned i = 0; i < EXT_SHARDS; i++) {
+    unsigned i;
+    for (i = 0; i < EXT_SHARDS; i++) {
         struct ext_shard *o = shard_at(i);
-        if (!o || o == s)
+        if (o && o != s && shard_may_fit(o, want, k))
+            break;
+    }
+    if (i == EXT_SHARDS)
+        return k;
+    shard_unlock(s);
+    for (; i < EXT_SHARDS; i++) {
+        struct ext_shard *o = shard_at(i);
+        if (!o || o == s || !shard_may_fit(o, want, k))
             continue;
         pthread_mutex_lock(shard_lock(o));
         unsigned ko = bin_find(o, want);

@@ -147,6 +147,7 @@ HIDDEN struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned 
 HIDDEN bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len);
 HIDDEN void chunk_maybe_drop(struct extent_map *m);
 HIDDEN void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero);
+HIDDEN bool shard_may_fit(const struct ext_shard *o, unsigned want, unsigned k);
 #ifdef THPALLOC_DEBUG
 HIDDEN void map_check(const struct extent_map *m);
 HIDDEN void pending_check(struct ext_shard *s);

@@ -3,7 +3,8 @@
  * mincore(2), OS page by OS page, so every check is exact.
  *
  *   rel-reclaim kept|holes|inside|busy|fork|kept-fork|background|nobarrier|hole-double-free|loop|
- *               recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse|cache-age
+ *               recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse|cache-age|
+ *               extent-guard
  *
  * A worker thread allocates on command and otherwise waits on a condition variable (no
  * allocator call: idle, as far as thpalloc can tell); the main thread makes thpalloc
@@ -1157,7 +1158,8 @@ static void test_cache_age(void)
 
 /* Until a second thread allocates, the process frees its extents into the shared runs at
  * once, so that a request of another length reuses what it freed; afterwards a freed extent
- * waits in the freeing thread's cache for a request of its own length (extent-cache.c). Run
+ * waits in the freeing thread's cache for a request of its length, or up to a quarter
+ * shorter (extent-cache.c). Run
  * before any other thread of this program exists. */
 static void *alloc_once(void *arg)
 {
@@ -1189,11 +1191,51 @@ static void test_extent_reuse(void)
            (void *)d, (void *)c);
     char *e = malloc(40 << 10);
     report(e == c, "and the next 40 KiB request takes it from there (%p)", (void *)e);
+    /* A request up to a quarter shorter takes it too, whole; a shorter one does not. */
+    size_t (*usable)(void *) = (size_t(*)(void *))dlsym(RTLD_DEFAULT, "malloc_usable_size");
+    free(e);
+    char *f = malloc(12 << 10); /* the resident run left of the first 40 KiB fits it */
+    report(f != c, "a 12 KiB request leaves the cached 40 KiB extent (%p, cached %p)", (void *)f,
+           (void *)c);
+    char *g = malloc(32 << 10);
+    report(g == c && usable(g) == (40 << 10),
+           "a 32 KiB request takes it, whole (%p, usable %zu bytes)", (void *)g, usable(g));
     free(b);
     free(d);
-    free(e);
+    free(f);
+    free(g);
     free(fence);
     free(fence2);
+}
+
+/* A thread's extent cache never makes it touch fresh memory: a request that no resident
+ * free run fits gets the cached blocks back in the runs first, merged, and takes them. */
+static void test_extent_guard(void)
+{
+    free(malloc(SMALL)); /* a heap for the main thread */
+    pthread_t t;
+    if (pthread_create(&t, NULL, alloc_once, NULL) || pthread_join(t, NULL)) {
+        report(0, "pthread_create");
+        return;
+    }
+    char *fence0 = malloc(40 << 10), *q[4], *fence1;
+    for (int i = 0; i < 4; i++)
+        q[i] = malloc(48 << 10);
+    fence1 = malloc(40 << 10);
+    for (int i = 0; i < 4; i++)
+        memset(q[i], 0x5a, 48 << 10);
+    report(q[1] == q[0] + (48 << 10) && q[3] == q[0] + 3 * (48 << 10),
+           "four 48 KiB blocks side by side (%p .. %p)", (void *)q[0], (void *)q[3]);
+    for (int i = 0; i < 4; i++)
+        free(q[i]); /* into the thread's cache: 192 KiB */
+    char *big = malloc(160 << 10);
+    report(big == q[0],
+           "a 160 KiB request that no resident run fits takes the cached blocks, merged "
+           "(%p, first cached %p)",
+           (void *)big, (void *)q[0]);
+    free(big);
+    free(fence0);
+    free(fence1);
 }
 
 /* ---- dirty-count: an empty page's slot counts what was carved of it ------------------- */
@@ -1355,6 +1397,8 @@ int main(int argc, char **argv)
         test_extent_reuse();
     else if (!strcmp(what, "cache-age"))
         test_cache_age();
+    else if (!strcmp(what, "extent-guard"))
+        test_extent_guard();
     else if (!strcmp(what, "dirty-count"))
         test_dirty_count();
     else {
@@ -1362,7 +1406,7 @@ int main(int argc, char **argv)
                 "usage: rel-reclaim "
                 "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop|"
                 "recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse|cache-age|"
-                "dirty-count\n");
+                "extent-guard|dirty-count\n");
         return 2;
     }
     printf("end\n");

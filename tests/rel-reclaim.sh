@@ -30,6 +30,10 @@ for what in kept holes inside busy fork kept-fork recycle nobarrier loop remote 
 done
 relay background 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" background
 relay cache-age 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" cache-age
+# A thread's cached extents go back before a request that no resident run fits would take
+# fresh memory (extent-guard; purges on, as they are unless THP is always).
+relay extent-guard 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_THP=never THPALLOC_PURGE_DELAY=10s \
+    "$prog" extent-guard
 
 # A double free of a block in a hole, or of a block of a page reset empty, aborts with
 # glibc's words, like any other.
