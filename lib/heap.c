@@ -90,7 +90,11 @@ void heap_forget_kept(heap_t *heap)
 }
 
 /* Other threads freed into full pages: bring those pages back to their queues, their frees
- * collected. may_free: empty ones go (the owner); else they stay for the caller to reset
+ * collected. may_free: empty ones go (the owner), but one that its class needs next (its
+ * queue was empty, or held only a page without a block): given back, it was followed by a
+ * new page of the same class, slot and carving set up again. Keeping every emptied page
+ * with its class instead saved xthread 3.5 % of its instructions but raised its peak RSS
+ * by 3 %: the slots given back serve every class. Else they stay for the caller to reset
  * (the purger, holding the heap by its claim: no chunk may go back to the arena there). */
 void heap_rescue_full(heap_t *heap, bool may_free)
 {
@@ -100,11 +104,15 @@ void heap_rescue_full(heap_t *heap, bool may_free)
         next = p->next;
         if (!atomic_load_explicit(&p->xthread_free, memory_order_relaxed))
             continue;
+        page_queue_t *q = &heap->queues[p->cls];
+        const page_t *first = q->first;
+        /* the class's next page: its queue holds a page without a block at most */
+        bool needed = !first || (!first->next && !first->free && !first->local_free);
         page_unfull(heap, p);
         page_collect(p);
-        page_queue_push_back(&heap->queues[p->cls], p);
-        if (may_free && p->used == 0 && heap->queues[p->cls].first != p) {
-            page_queue_remove(&heap->queues[p->cls], p);
+        page_queue_push_back(q, p);
+        if (may_free && p->used == 0 && !needed) {
+            page_queue_remove(q, p);
             chunk_page_free(heap, p);
         } else {
             direct_update(heap, p->cls);
