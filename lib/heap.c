@@ -279,12 +279,14 @@ static inline __attribute__((always_inline)) bool page_to_full_first(heap_t *hea
     return true;
 }
 
-/* A full page the owner freed into back to the end of its queue. */
-static inline __attribute__((always_inline)) void page_requeue(heap_t *heap, page_t *page)
+/* A full page the owner freed into back to the end of its queue; flags: its flags (a
+ * constant where the caller knows them). */
+static inline __attribute__((always_inline)) void page_requeue(heap_t *heap, page_t *page,
+                                                               uint8_t flags)
 {
-    LIB_ASSERT(!page->kept_quiet);
+    LIB_ASSERT(!page->kept_quiet && flags == page->flags && (flags & PAGE_IN_FULL));
     DLIST_REMOVE(&heap->full, page); /* page_unfull's: no kept page on the full list */
-    page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_IN_FULL);
+    page_set_flags(page, heap, flags & (uint8_t)~PAGE_IN_FULL);
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     page_queue_t *q = &heap->queues[page->cls];
     if (q->first)
@@ -397,8 +399,24 @@ static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t 
     b->key = block_key(b);
     block_set_next(b, page->local_free);
     page->local_free = b;
-    if (page->flags & PAGE_IN_FULL)
-        page_requeue(heap, page);
+    uint8_t flags = page->flags;
+    if (flags & PAGE_IN_FULL)
+        page_requeue(heap, page, flags);
+    if (--page->used == 0)
+        heap_page_retire(heap, page);
+}
+
+/* free_own for a page whose flags are PAGE_IN_FULL alone (heap_free_full). */
+static inline __attribute__((always_inline)) void free_own_full(heap_t *heap, page_t *page,
+                                                                block_t *b)
+{
+    heap->slow_ops++;
+    if (unlikely(b->key == block_key(b)))
+        free_check_double(page, b, "free(): double free detected");
+    b->key = block_key(b);
+    block_set_next(b, page->local_free);
+    page->local_free = b;
+    page_requeue(heap, page, PAGE_IN_FULL);
     if (--page->used == 0)
         heap_page_retire(heap, page);
 }
@@ -414,13 +432,15 @@ void heap_free_full(heap_t *heap, page_t *page, void *p)
         heap_free_slow(page->chunk, page, p);
         return;
     }
-    /* heap_free_slow's checks that the page's flags leave: no aligned blocks, no holes, not
-     * reset (its blocks are all carved: block_freed's capacity look stays) */
+    /* heap_free_slow's checks that the page's flags leave: no aligned blocks, no holes (the
+     * purger sets holes and PAGE_HAS_HOLES together, under its claim), not reset; of
+     * block_freed, the capacity look stays (the page's tail past its last block) */
     if (unlikely(block_misaligned(page, p)))
         lib_fatal("free(): invalid pointer", p);
-    if (unlikely(block_freed(page, p)))
+    LIB_ASSERT(!page->holes);
+    if (unlikely((size_t)((uint8_t *)p - page->start) >= (size_t)page->capacity * page->block_size))
         lib_fatal("free(): double free detected", p);
-    free_own(heap, page, p);
+    free_own_full(heap, page, p);
     heap_leave(heap);
 }
 
