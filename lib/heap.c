@@ -306,9 +306,15 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
 {
     page_t *next = page->next;
     /* page_empty and heap_empty have no next page: nothing is written to them */
-    if (!next || page_may_ready(page) || heap->reclaimed ||
-        atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))
+    /* page_may_ready's looks less two: free is empty (the fast path saw it, inside this
+     * handshake), and holes come with PAGE_HAS_HOLES (the purger sets both under its claim) */
+    LIB_ASSERT(!page->free && (page->holes == 0) == !(page->flags & PAGE_HAS_HOLES));
+    if (!next || page->local_free ||
+        atomic_load_explicit(&page->xthread_free, memory_order_relaxed) ||
+        (page->flags & (PAGE_HAS_HOLES | PAGE_RESET)) || page->capacity < page->reserved ||
+        heap->reclaimed || atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))
         goto slow;
+    LIB_ASSERT(!page_may_ready(page));
     /* the next page ready as it is: page_ready's first case, nothing to collect or carve */
     if (atomic_load_explicit(&next->xthread_free, memory_order_relaxed) ||
         (next->flags & PAGE_RESET) || (!next->free && !next->local_free))
