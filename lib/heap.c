@@ -396,8 +396,10 @@ static inline __attribute__((always_inline)) void free_push_remote(page_t *page,
 }
 
 /* The owner's free of block b (checked) into its page: the key, the local list, a full
- * page back to its queue, the last block's retire. Inside the handshake. */
-static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t *page, block_t *b)
+ * page back to its queue, the last block's retire. Inside the handshake. full_only: the
+ * caller knows the page's flags are PAGE_IN_FULL alone (heap_free_full), not read again. */
+static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t *page, block_t *b,
+                                                           bool full_only)
 {
     heap->slow_ops++;
     if (unlikely(b->key == block_key(b)))
@@ -405,24 +407,9 @@ static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t 
     b->key = block_key(b);
     block_set_next(b, page->local_free);
     page->local_free = b;
-    uint8_t flags = page->flags;
+    uint8_t flags = full_only ? PAGE_IN_FULL : page->flags;
     if (flags & PAGE_IN_FULL)
         page_requeue(heap, page, flags);
-    if (--page->used == 0)
-        heap_page_retire(heap, page);
-}
-
-/* free_own for a page whose flags are PAGE_IN_FULL alone (heap_free_full). */
-static inline __attribute__((always_inline)) void free_own_full(heap_t *heap, page_t *page,
-                                                                block_t *b)
-{
-    heap->slow_ops++;
-    if (unlikely(b->key == block_key(b)))
-        free_check_double(page, b, "free(): double free detected");
-    b->key = block_key(b);
-    block_set_next(b, page->local_free);
-    page->local_free = b;
-    page_requeue(heap, page, PAGE_IN_FULL);
     if (--page->used == 0)
         heap_page_retire(heap, page);
 }
@@ -446,7 +433,7 @@ void heap_free_full(heap_t *heap, page_t *page, void *p)
     LIB_ASSERT(!page->holes);
     if (unlikely((size_t)((uint8_t *)p - page->start) >= (size_t)page->capacity * page->block_size))
         lib_fatal("free(): double free detected", p);
-    free_own_full(heap, page, p);
+    free_own(heap, page, p, true);
     heap_leave(heap);
 }
 
@@ -477,7 +464,7 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
     heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
     if (owner == heap) { /* never heap_empty or heap_exited: they own no chunk */
         heap_enter(heap);
-        free_own(heap, page, b); /* our own page, but full or with aligned blocks */
+        free_own(heap, page, b, false); /* our own page, but full or with aligned blocks */
         heap_leave(heap);
         return;
     }
