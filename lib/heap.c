@@ -300,9 +300,14 @@ static inline __attribute__((always_inline)) void page_requeue(heap_t *heap, pag
  * other threads freed into it or into a full page). When the page has nothing to collect or
  * carve and the next page of its queue has blocks of its own, this does what heap_find_page
  * would (the dry page to the full list, the next one to allocate from) without the general
- * path's looks; else it changes nothing and returns NULL, and the slow path decides. Called
- * inside the fast path's handshake (busy set, claimed seen clear), which it ends. */
-void *heap_malloc_dry(heap_t *heap, page_t *page)
+ * path's looks; else it changes nothing and tail-calls slow(heap, size), the caller's slow
+ * path (alloc.c's malloc_slow, which is above this file: given, not called by name; a
+ * wrapper there that called this one and then the slow path cost a frame, 12 instructions
+ * a dry page). Called inside the fast path's handshake (busy set, claimed seen clear), which
+ * it ends. A safe point with work waiting (purger_wanted) is left to the slow path, which
+ * starts with one: the block handed out here needs none after it. */
+void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size,
+                      void *(*slow)(heap_t *heap, size_t size))
 {
     page_t *next = page->next;
     /* page_empty and heap_empty have no next page: nothing is written to them */
@@ -312,7 +317,8 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
     if (!next || page->local_free ||
         atomic_load_explicit(&page->xthread_free, memory_order_relaxed) ||
         (page->flags & (PAGE_HAS_HOLES | PAGE_RESET)) || page->capacity < page->reserved ||
-        heap->reclaimed || atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed))
+        heap->reclaimed || atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed) ||
+        atomic_load_explicit(&purger_wanted, memory_order_relaxed))
         goto slow;
     LIB_ASSERT(!page_may_ready(page));
     /* the next page ready as it is: page_ready's first case, nothing to collect or carve */
@@ -339,7 +345,7 @@ void *heap_malloc_dry(heap_t *heap, page_t *page)
     return b;
 slow:
     heap_leave(heap);
-    return NULL;
+    return slow(heap, size);
 }
 
 /* p, a block's start, lies in a hole or beyond the carved blocks (a page the reclaimer

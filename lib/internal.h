@@ -314,7 +314,8 @@ HIDDEN void abandon_fork(enum fork_phase phase);
 extern HIDDEN heap_t heap_empty, heap_exited;
 extern HIDDEN __thread heap_t *tl_heap __attribute__((tls_model("initial-exec")));
 HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
-HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page);
+HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size,
+                             void *(*slow)(heap_t *heap, size_t size));
 HIDDEN void heap_free_slow(chunk_t *c, page_t *page, void *p);
 HIDDEN void heap_free_full(heap_t *heap, page_t *page, void *p);
 HIDDEN void heap_free_remote(page_t *page, void *p, heap_t *owner);
