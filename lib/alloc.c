@@ -92,15 +92,10 @@ static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p, const void *ca
     safe_point_free(caller);
 }
 
-/* The fast path's page ran dry (inside its handshake, which heap_malloc_dry ends): the
- * next page when it is ready. */
-static NOINLINE void *malloc_dry(heap_t *heap, page_t *page, size_t size)
+/* What heap_malloc_dry hands a dry page's malloc to when it cannot take the next page (it
+ * sits below this file, so it is given the function). */
+static NOINLINE void *malloc_slow_dry(heap_t *heap, size_t size)
 {
-    void *b = heap_malloc_dry(heap, page);
-    if (likely(b)) {
-        safe_point();
-        return b;
-    }
     return malloc_slow(heap, size, false);
 }
 
@@ -148,7 +143,8 @@ static inline __attribute__((always_inline)) void *malloc_page(heap_t *heap, pag
             page->alloc_seen = true;
             heap->slow_ops++;
         } else {
-            return malloc_dry(heap, page, size); /* the next page, if ready */
+            /* the next page if ready, else malloc_slow_dry */
+            return heap_malloc_dry(heap, page, size, malloc_slow_dry);
         }
     }
     if (unlikely(block_outside(page, b) || b->key != block_key(b)))

@@ -138,6 +138,10 @@ static int slot_take(chunk_t *c, bool *was_dirty)
 {
     *was_dirty = true;
     for (unsigned i = 0; i < c->npages && chunk_has_dirty(c); i++) {
+        /* a load first: a locked CAS on every slot before the first dirty one cost more
+         * than the rest of the page's setup */
+        if (atomic_load_explicit(&c->pages[i].in_use, memory_order_relaxed) != PAGE_DIRTY)
+            continue;
         uint8_t st = PAGE_DIRTY;
         if (atomic_compare_exchange_strong_explicit(&c->pages[i].in_use, &st, PAGE_USED,
                                                     memory_order_acq_rel, memory_order_relaxed)) {
@@ -163,9 +167,12 @@ static page_t *kept_page_steal(heap_t *heap, unsigned cls)
 {
     enum chunk_kind kind = kind_of_class(cls);
     for (unsigned k = 1; k < SMALL_CLASSES; k++) {
+        /* one page alone in its queue: first == last, read from the queue, not the page */
         page_t *p = heap->queues[k].first;
-        if (k != cls && p && page_alone(&heap->queues[k], p) && p->used == 0 &&
-            p->chunk->kind == kind && !page_is_sub(p) &&
+        if (!p || p != heap->queues[k].last)
+            continue;
+        LIB_ASSERT(page_alone(&heap->queues[k], p));
+        if (k != cls && p->used == 0 && p->chunk->kind == kind && !page_is_sub(p) &&
             (!heap_is_busy(heap) || heap->slow_ops - p->kept_at >= KEPT_STEAL_AGE)) {
             page_queue_remove(&heap->queues[k], p);
             direct_update(heap, k);

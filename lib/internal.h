@@ -227,8 +227,16 @@ HIDDEN void direct_update(heap_t *heap, unsigned cls);
 HIDDEN void page_unlink(heap_t *heap, page_t *page);
 HIDDEN void page_unfull(heap_t *heap, page_t *page);
 HIDDEN bool page_to_full(heap_t *heap, page_t *page);
-HIDDEN bool page_to_full_first(heap_t *heap, page_t *page);
-HIDDEN void page_requeue(heap_t *heap, page_t *page);
+/* Each class's direct slots [lo, hi] (none: hi 0), by (size + 15) / 16. */
+extern HIDDEN const uint8_t direct_range[SMALL_CLASSES][2];
+
+/* Points the direct slots of class cls at page p. */
+static inline void direct_set(heap_t *heap, unsigned cls, page_t *p)
+{
+    unsigned hi = direct_range[cls][1];
+    for (unsigned w = direct_range[cls][0]; hi && w <= hi; w++)
+        heap->direct[w] = p;
+}
 
 /* ---- chunk.c: pages from the heap's chunks, chunks from the arena ----------------------- */
 extern HIDDEN void (*chunk_new_prepare)(heap_t *heap);
@@ -307,7 +315,8 @@ HIDDEN void abandon_fork(enum fork_phase phase);
 extern HIDDEN heap_t heap_empty, heap_exited;
 extern HIDDEN __thread heap_t *tl_heap __attribute__((tls_model("initial-exec")));
 HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
-HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page);
+HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size,
+                             void *(*slow)(heap_t *heap, size_t size));
 HIDDEN void heap_free_slow(chunk_t *c, page_t *page, void *p);
 HIDDEN void heap_free_full(heap_t *heap, page_t *page, void *p);
 HIDDEN void heap_free_remote(page_t *page, void *p, heap_t *owner);

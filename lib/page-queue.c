@@ -39,18 +39,9 @@ void page_queue_push_back(page_queue_t *q, page_t *p)
 #define DX4(c) X(c) X((c) + 1) X((c) + 2) X((c) + 3)
 #define DX16(c) DX4(c) DX4((c) + 4) DX4((c) + 8) DX4((c) + 12)
 #define X(c) {(uint8_t)DIRECT_LO(c), (uint8_t)DIRECT_HI(c)},
-static const uint8_t direct_range[SMALL_CLASSES][2] = {{0, 0},
-                                                       DX16(1) DX16(17) DX16(33) DX4(49) DX4(53)};
+const uint8_t direct_range[SMALL_CLASSES][2] = {{0, 0}, DX16(1) DX16(17) DX16(33) DX4(49) DX4(53)};
 #undef X
 _Static_assert(SMALL_CLASSES == 57, "direct_range lists classes 1..56");
-
-/* Points the direct slots of class cls at page p. */
-static inline void direct_set(heap_t *heap, unsigned cls, page_t *p)
-{
-    unsigned hi = direct_range[cls][1];
-    for (unsigned w = direct_range[cls][0]; hi && w <= hi; w++)
-        heap->direct[w] = p;
-}
 
 /* Points the direct slots of class cls at the queue's first page. */
 void direct_update(heap_t *heap, unsigned cls)
@@ -101,37 +92,4 @@ bool page_to_full(heap_t *heap, page_t *page)
     page_set_flags(page, heap, page->flags | PAGE_IN_FULL);
     page_queue_push_back(&heap->full, page);
     return true;
-}
-
-/* The slow paths' share of a full page's round trip (the page runs dry, a free brings it
- * back), in one call each way, without the general functions' looks: in a churning heap it
- * is the most frequent slow path. */
-bool page_to_full_first(heap_t *heap, page_t *page)
-{
-    page_queue_t *q = &heap->queues[page->cls];
-    page_t *next = page->next;
-    LIB_ASSERT(q->first == page && next && !page->kept_quiet && !next->kept_quiet);
-    atomic_store_explicit(&page->in_full, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&page->xthread_free, memory_order_seq_cst)) {
-        atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
-        return false;
-    }
-    q->first = next; /* page_queue_remove of the first page */
-    next->prev = NULL;
-    page->next = NULL;
-    page_set_flags(page, heap, page->flags | PAGE_IN_FULL);
-    DLIST_PUSH_BACK(&heap->full, page); /* no kept page on the full list */
-    direct_set(heap, page->cls, next);
-    return true;
-}
-
-void page_requeue(heap_t *heap, page_t *page)
-{
-    DLIST_REMOVE(&heap->full, page); /* page_unfull's, inline: no kept page on the full list */
-    page_set_flags(page, heap, page->flags & (uint8_t)~PAGE_IN_FULL);
-    atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
-    page_queue_t *q = &heap->queues[page->cls];
-    page_queue_push_back(q, page);
-    if (q->first == page)
-        direct_set(heap, page->cls, page); /* the queue was empty */
 }
