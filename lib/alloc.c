@@ -193,14 +193,16 @@ static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
 /* Every path off the fast one is a tail call, so that the fast path saves no register. */
 static inline __attribute__((always_inline)) void free_inline(void *p)
 {
-    chunk_t *c = registry_lookup(p);
-    if (unlikely(!c)) {
+    uintptr_t e = registry_entry(p);
+    if (unlikely(!e)) {
         if (p)
             foreign_free(p); /* not ours: glibc's own, or from before we were in charge */
         return;
     }
-    /* Chunks are 2 MiB-aligned; a large block's PAGE_SHIFT_NONE makes its index 0. */
-    page_t *page = page_of_fast(c, p);
+    /* Chunks are 2 MiB-aligned; a large block's PAGE_SHIFT_NONE makes its index 0. The
+     * shift comes with the entry: no load of the descriptor before the page's. */
+    page_t *page = page_of_entry(e, p);
+    chunk_t *c = chunk_of_entry(e);
     /* One register for the page: left alone, gcc 12 works its address out twice (once for
      * fast_owner, once with the other fields' offsets folded in). */
     __asm__("" : "+r"(page));

@@ -82,19 +82,41 @@ HIDDEN void meta_fork(enum fork_phase phase);
 struct registry_hot {
     _Atomic uintptr_t span; /* bytes from base: the first arena's */
     _Atomic uintptr_t base;
-    chunk_t **_Atomic leaf; /* span >> CHUNK_SHIFT entries, from meta.c */
+    uintptr_t *_Atomic leaf; /* span >> CHUNK_SHIFT entries (registry_tag), from meta.c */
     _Atomic uintptr_t region;
     _Atomic uintptr_t off; /* as a root entry */
 };
 extern HIDDEN _Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
-extern HIDDEN chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
+extern HIDDEN uintptr_t registry_empty_leaf[1u << REG_LEAF_BITS];
 extern HIDDEN struct registry_hot registry_hot;
 HIDDEN bool registry_claim_hot(uint8_t *base, size_t nchunks);
 HIDDEN bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc);
 
-/* The descriptor of the chunk holding p, the unused-chunk marker, or NULL (not ours; also
- * for NULL itself). */
-static inline chunk_t *registry_lookup(const void *p)
+/* Entries are descriptors with their chunk's page_shift in the low bits (descriptors are
+ * 128-byte aligned, shifts below the word size): free finds the page from the entry
+ * without waiting for a second load (page_of_entry). One word, so a racing lookup never
+ * pairs a descriptor with another chunk's shift. */
+#define REG_TAG_MASK ((uintptr_t) _Alignof(chunk_t) - 1)
+_Static_assert(_Alignof(chunk_t) >= 128 && PAGE_SHIFT_NONE <= 127, "registry tags");
+static inline uintptr_t registry_tag(const chunk_t *desc)
+{
+    return desc ? (uintptr_t)desc | desc->page_shift : 0;
+}
+static inline chunk_t *chunk_of_entry(uintptr_t e)
+{
+    return (chunk_t *)(e & ~REG_TAG_MASK);
+}
+/* page_of_fast from a registry entry: the shift from its tag, not from the descriptor. */
+static inline page_t *page_of_entry(uintptr_t e, const void *p)
+{
+    unsigned shift = (unsigned)e & (sizeof(uintptr_t) * 8 - 1); /* x86's shr masks it anyway */
+    uintptr_t off = (((uintptr_t)p & CHUNK_MASK) >> shift) * sizeof(page_t);
+    return (page_t *)((e & ~REG_TAG_MASK) + offsetof(chunk_t, pages) + off);
+}
+
+/* The registry entry of the chunk holding p (registry_tag of its descriptor or of the
+ * unused-chunk marker), or 0 (not ours; also for NULL itself). */
+static inline uintptr_t registry_entry(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     /* span first: read with acquire, so that base and leaf are those it was set with */
@@ -111,11 +133,18 @@ static inline chunk_t *registry_lookup(const void *p)
         off = atomic_load_explicit(&registry_hot.off, memory_order_acquire);
     } else {
         if (unlikely(REG_OUT_OF_RANGE(a)))
-            return NULL;
+            return 0;
         off = atomic_load_explicit(&registry_root[a >> REG_REGION_SHIFT], memory_order_acquire);
     }
-    chunk_t **leaf = (chunk_t **)((uintptr_t)registry_empty_leaf + off);
+    uintptr_t *leaf = (uintptr_t *)((uintptr_t)registry_empty_leaf + off);
     return leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)];
+}
+
+/* The descriptor of the chunk holding p, the unused-chunk marker, or NULL (not ours; also
+ * for NULL itself). */
+static inline chunk_t *registry_lookup(const void *p)
+{
+    return chunk_of_entry(registry_entry(p));
 }
 
 /* ---- purge-signal.c --------------------------------------------------------------------- */
