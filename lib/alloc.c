@@ -221,11 +221,14 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
             page->local_free = b;
             if (unlikely(--page->used == 0)) {
                 if (likely(page->kept_quiet)) {
-                    /* all heap_page_retire would do: a loop of malloc/free of one block
-                     * empties the page on every free */
+                    /* what heap_page_retire would do but its count: a loop of malloc/free
+                     * of one block empties the page on every free. The page's age is
+                     * now; slow_ops need not move for it (a read-modify-write in every
+                     * pair): malloc's swap of local_free counts the loop's activity at
+                     * least once per page's worth of blocks. */
                     LIB_ASSERT(page_alone(&heap->queues[page->cls], page) && page->alloc_seen &&
                                !page->is_sub);
-                    page->kept_at = ++heap->slow_ops;
+                    page->kept_at = heap->slow_ops;
                     heap_leave(heap);
                     return;
                 }
