@@ -203,9 +203,6 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
      * shift comes with the entry: no load of the descriptor before the page's. */
     page_t *page = page_of_entry(e, p);
     chunk_t *c = chunk_of_entry(e);
-    /* One register for the page: left alone, gcc 12 works its address out twice (once for
-     * fast_owner, once with the other fields' offsets folded in). */
-    __asm__("" : "+r"(page));
     heap_t *heap = tl_heap;
     block_t *b = p;
     /* Checked here without touching the block: its start (interior pointers) and the
@@ -573,10 +570,12 @@ static NOINLINE __attribute__((cold)) TEXT_BUSY size_t usable_size_cold(void *p,
 TEXT_BUSY
 API size_t malloc_usable_size(void *p)
 {
-    chunk_t *c = registry_lookup(p);
+    uintptr_t e = registry_entry(p);
+    chunk_t *c = chunk_of_entry(e);
     if (likely(c) && likely(c->kind == CHUNK_SMALL || c->kind == CHUNK_MEDIUM)) {
-        page_t *page = page_sub_of(c, page_of_fast(c, p), p);
-        __asm__("" : "+r"(page)); /* one register for the page, as in free_inline */
+        page_t *page = page_sub_of(c, page_of_entry(e, p), p);
+        /* one register for the page: left alone, gcc 12 works out in_use's address apart */
+        __asm__("" : "+r"(page));
         if (likely(atomic_load_explicit(&page->in_use, memory_order_relaxed) == PAGE_USED &&
                    !(page->flags & PAGE_HAS_ALIGNED) && !block_misaligned(page, p)))
             return page->block_size;

