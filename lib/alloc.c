@@ -78,7 +78,7 @@ static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
 
 /* free's slow path: large blocks, extents, then the heap's (remote, full page, aligned blocks, a
  * bad pointer). */
-static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p, const void *caller)
+static NOINLINE void free_slow(void *p, page_t *page, chunk_t *c, const void *caller)
 {
     if (c->kind == CHUNK_LARGE) {
         large_free(c, p);
@@ -105,16 +105,16 @@ static NOINLINE void *malloc_dry(heap_t *heap, page_t *page, size_t size)
 }
 
 /* The owner frees into its full page (fast_owner_full). */
-static NOINLINE void free_full(heap_t *heap, page_t *page, void *p, const void *caller)
+static NOINLINE void free_full(void *p, page_t *page, heap_t *heap, const void *caller)
 {
-    heap_free_full(heap, page, p);
+    heap_free_full(p, page, heap);
     safe_point_free(caller);
 }
 
 /* Another thread's free into an owned page (heap_free_remote). */
-static NOINLINE void free_remote(page_t *page, void *p, heap_t *owner, const void *caller)
+static NOINLINE void free_remote(void *p, page_t *page, heap_t *owner, const void *caller)
 {
-    heap_free_remote(page, p, owner);
+    heap_free_remote(p, page, owner);
     safe_point_free(caller);
 }
 
@@ -243,24 +243,24 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
         bool wanted = atomic_load_explicit(&purger_wanted, memory_order_relaxed);
         if (fo == fast_owner_full(heap)) {
             if (likely(!wanted))
-                heap_free_full(heap, page, p);
+                heap_free_full(p, page, heap);
             else
-                free_full(heap, page, p, __builtin_return_address(0));
+                free_full(p, page, heap, __builtin_return_address(0));
             return;
         }
         /* another heap's page (its own or full): a remote free, without free_slow's looks */
         heap_t *owner = (heap_t *)((uintptr_t)fo & ~(uintptr_t)1);
         if (fo && owner != heap) {
             if (likely(!wanted))
-                heap_free_remote(page, p, owner);
+                heap_free_remote(p, page, owner);
             else
-                free_remote(page, p, owner, __builtin_return_address(0));
+                free_remote(p, page, owner, __builtin_return_address(0));
             return;
         }
     }
     /* remote, aligned blocks, holes, a bad pointer; the return address is free's (or
      * realloc's): free_inline is always inlined into the API function */
-    free_slow(c, page, p, __builtin_return_address(0));
+    free_slow(p, page, c, __builtin_return_address(0));
 }
 
 /* Usable bytes from p to the end of its block. p must be a block's start (or the pointer

@@ -97,7 +97,10 @@ HIDDEN bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc);
  * without waiting for a second load (page_of_entry). One word, so a racing lookup never
  * pairs a descriptor with another chunk's shift. */
 #define REG_TAG_MASK ((uintptr_t) _Alignof(chunk_t) - 1)
-_Static_assert(_Alignof(chunk_t) >= 128 && PAGE_SHIFT_NONE <= 127, "registry tags");
+_Static_assert(_Alignof(chunk_t) >= 128 && PAGE_SHIFT_NONE <= 127 &&
+                   offsetof(chunk_t, pages) % _Alignof(chunk_t) == 0 &&
+                   sizeof(page_t) % _Alignof(chunk_t) == 0,
+               "registry tags");
 static inline uintptr_t registry_tag(const chunk_t *desc)
 {
     return desc ? (uintptr_t)desc | desc->page_shift : 0;
@@ -114,7 +117,8 @@ static inline page_t *page_of_entry(uintptr_t e, const void *p)
 {
     unsigned shift = (unsigned)e & (sizeof(uintptr_t) * 8 - 1); /* x86's shr masks it anyway */
     uintptr_t off = (((uintptr_t)p & CHUNK_MASK) >> shift) * sizeof(page_t);
-    return (page_t *)((e & ~REG_TAG_MASK) + offsetof(chunk_t, pages) + off);
+    /* the tag masked off last: pages[] and page_t keep the descriptor's alignment */
+    return (page_t *)((e + offsetof(chunk_t, pages) + off) & ~REG_TAG_MASK);
 }
 
 /* The registry entry of the chunk holding p (registry_tag of its descriptor or of the
@@ -340,8 +344,8 @@ extern HIDDEN __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))
 HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
 HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page);
 HIDDEN void heap_free_slow(chunk_t *c, page_t *page, void *p);
-HIDDEN void heap_free_full(heap_t *heap, page_t *page, void *p);
-HIDDEN void heap_free_remote(page_t *page, void *p, heap_t *owner);
+HIDDEN void heap_free_full(void *p, page_t *page, heap_t *heap);
+HIDDEN void heap_free_remote(void *p, page_t *page, heap_t *owner);
 HIDDEN bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p);
 HIDDEN void heap_rescue_full(heap_t *heap, bool may_free);
 HIDDEN void heap_page_retire(heap_t *heap, page_t *page);
