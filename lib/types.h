@@ -151,8 +151,10 @@ typedef struct page {
     uint32_t used;
     uint32_t block_size;
     /* reserved * block_size - sizeof(block_t): a free block with its link and key starts
-     * at or below this offset (block_outside, one compare; 0 for a split slot's marker) */
-    uint32_t pop_max;
+     * at or below this offset (block_outside, one compare with memory; 0 for a split
+     * slot's marker). 64 bits, as the offset it is compared with: a 32-bit one took a
+     * load of its own in malloc's fast path. */
+    uint64_t pop_max;
     uint8_t flags;          /* owner-only: PAGE_HAS_ALIGNED, PAGE_IN_FULL; 0 on the fast path */
     _Atomic uint8_t in_use; /* enum page_state */
     uint8_t cls;
