@@ -232,7 +232,14 @@ static inline void page_set_flags(page_t *page, heap_t *owner, uint8_t flags)
 static inline bool block_misaligned(const page_t *page, const void *p)
 {
     uint64_t off = (uint64_t)((const uint8_t *)p - page->start);
+#if defined(__x86_64__)
+    /* the multiplication from memory: gcc loads div_check into a register for both uses,
+     * one instruction more on free's fast path */
+    __asm__("imulq %1, %0" : "+r"(off) : "m"(page->div_check) : "cc");
+    return off >= page->div_check;
+#else
     return off * page->div_check >= page->div_check;
+#endif
 }
 
 /* true unless b lies inside page with room for its link and key: what a pop checks before
