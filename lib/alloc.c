@@ -166,7 +166,7 @@ static inline __attribute__((always_inline)) bool malloc_enter(heap_t *heap)
 {
     atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
-    if (likely(!atomic_load_explicit(&heap->claimed, memory_order_acquire)))
+    if (likely(!heap_claimed(heap)))
         return true;
     heap_leave(heap);
     return false;
@@ -207,12 +207,12 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
     block_t *b = p;
     /* Checked here without touching the block: its start (interior pointers) and the
      * last free (an immediate double free). Malloc checks the key when it pops. */
-    if (likely(atomic_load_explicit(&page->fast_owner, memory_order_relaxed) == heap &&
-               !block_misaligned(page, p) && b != page->local_free)) {
+    if (likely(page_fast_owned(page, heap) && !block_misaligned(page, p) &&
+               b != page->local_free)) {
         /* heap_enter as in malloc_inline: claimed by the purger, free_slow waits */
         atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
-        if (likely(!atomic_load_explicit(&heap->claimed, memory_order_acquire))) {
+        if (likely(!heap_claimed(heap))) {
             b->key = block_key(b);
             block_set_next(b, page->local_free);
             page->local_free = b;
