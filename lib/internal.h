@@ -92,18 +92,23 @@ extern HIDDEN struct registry_hot registry_hot;
 HIDDEN bool registry_claim_hot(uint8_t *base, size_t nchunks);
 HIDDEN bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc);
 
-/* Entries are descriptors with their chunk's page_shift in the low bits (descriptors are
- * 128-byte aligned, shifts below the word size): free finds the page from the entry
- * without waiting for a second load (page_of_entry). One word, so a racing lookup never
- * pairs a descriptor with another chunk's shift. */
+/* Entries are descriptors with their chunk's page shift in the low bits (descriptors are
+ * 128-byte aligned): free finds the page from the entry without waiting for a second load
+ * (page_of_entry). One word, so a racing lookup never pairs a descriptor with another
+ * chunk's shift. The tag is page_shift - 7, the shift that takes the offset's bits above
+ * 16 KiB (every page size is a multiple) straight to the page's descriptor offset: 7 for
+ * small pages, 9 for medium ones (whose bits 14-15 land below 128, and are masked off with
+ * the tag), 56 (24 on 32-bit) for chunks without pages (page 0). */
 #define REG_TAG_MASK ((uintptr_t) _Alignof(chunk_t) - 1)
-_Static_assert(_Alignof(chunk_t) >= 128 && PAGE_SHIFT_NONE <= 127 &&
+#define REG_SHIFT_BITS (sizeof(uintptr_t) * 8 - 1)
+_Static_assert(_Alignof(chunk_t) >= 128 && sizeof(page_t) == 128 &&
                    offsetof(chunk_t, pages) % _Alignof(chunk_t) == 0 &&
-                   sizeof(page_t) % _Alignof(chunk_t) == 0,
-               "registry tags");
+                   MEDIUM_PAGE_SHIFT - SMALL_PAGE_SHIFT == 2,
+               "registry tags: a medium page's low bits and the tag stay below 128");
 static inline uintptr_t registry_tag(const chunk_t *desc)
 {
-    return desc ? (uintptr_t)desc | desc->page_shift : 0;
+    /* page_shift 0 (a descriptor not set up yet, the unit tests') tags as page 0 too */
+    return desc ? (uintptr_t)desc | ((desc->page_shift - 7u) & REG_SHIFT_BITS) : 0;
 }
 static inline chunk_t *chunk_of_entry(uintptr_t e)
 {
@@ -111,13 +116,12 @@ static inline chunk_t *chunk_of_entry(uintptr_t e)
 }
 /* page_of for the fast paths (free_inline, malloc_usable_size), from a registry entry: the
  * shift from its tag, not from the descriptor, so the page's address waits for one load, not
- * two (8 % of a malloc/free loop's time); the index scaled first and the array's offset
- * added last, one lea. */
+ * two (8 % of a malloc/free loop's time); one shift to the descriptor's offset, one lea, the
+ * tag (and a medium page's low bits) masked off last. */
 static inline page_t *page_of_entry(uintptr_t e, const void *p)
 {
-    unsigned shift = (unsigned)e & (sizeof(uintptr_t) * 8 - 1); /* x86's shr masks it anyway */
-    uintptr_t off = (((uintptr_t)p & CHUNK_MASK) >> shift) * sizeof(page_t);
-    /* the tag masked off last: pages[] and page_t keep the descriptor's alignment */
+    unsigned shift = (unsigned)e & REG_SHIFT_BITS; /* x86's shr masks it anyway */
+    uintptr_t off = ((uintptr_t)p & CHUNK_MASK & ~(SMALL_PAGE_SIZE - 1)) >> shift;
     return (page_t *)((e + offsetof(chunk_t, pages) + off) & ~REG_TAG_MASK);
 }
 
@@ -128,7 +132,14 @@ static inline uintptr_t registry_entry(const void *p)
     uintptr_t a = (uintptr_t)p;
     /* span first: read with acquire, so that base and leaf are those it was set with */
     uintptr_t span = atomic_load_explicit(&registry_hot.span, memory_order_acquire);
+#if defined(__x86_64__) || defined(__i386__)
+    /* base subtracted from memory, after span (a plain x86 load is ordered after the acquire
+     * load): gcc loads an atomic into a register first, an instruction more on free's path */
+    uintptr_t in = a;
+    __asm__("sub %1, %0" : "+r"(in) : "m"(*(const uintptr_t *)&registry_hot.base) : "cc");
+#else
     uintptr_t in = a - atomic_load_explicit(&registry_hot.base, memory_order_relaxed);
+#endif
     if (likely(in < span))
         return __atomic_load_n(
             &atomic_load_explicit(&registry_hot.leaf, memory_order_relaxed)[in >> CHUNK_SHIFT],
