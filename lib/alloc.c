@@ -52,7 +52,7 @@ static void *shared_malloc(size_t size, size_t align, bool zero)
 /* malloc's slow path: init's dormancy probe, large blocks, extents, a thread without a heap yet
  * (its first allocation, a kernel page that is not 4 KiB, a thread past its exit
  * destructor), then the heap's own slow path. */
-static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
+static NOINLINE void *malloc_slow(size_t size, heap_t *heap, bool zero)
 {
     if (unlikely(atomic_load_explicit(&probe_active, memory_order_relaxed)) &&
         pthread_equal(pthread_self(), probe_thread)) {
@@ -94,14 +94,14 @@ static NOINLINE void free_slow(void *p, page_t *page, chunk_t *c, const void *ca
 
 /* The fast path's page ran dry (inside its handshake, which heap_malloc_dry ends): the
  * next page when it is ready. */
-static NOINLINE void *malloc_dry(heap_t *heap, page_t *page, size_t size)
+static NOINLINE void *malloc_dry(size_t size, page_t *page, heap_t *heap)
 {
     void *b = heap_malloc_dry(heap, page);
     if (likely(b)) {
         safe_point();
         return b;
     }
-    return malloc_slow(heap, size, false);
+    return malloc_slow(size, heap, false);
 }
 
 /* The owner frees into its full page (fast_owner_full). */
@@ -148,11 +148,11 @@ static inline __attribute__((always_inline)) void *malloc_page(heap_t *heap, pag
             page->alloc_seen = true;
             heap->slow_ops++;
         } else {
-            return malloc_dry(heap, page, size); /* the next page, if ready */
+            return malloc_dry(size, page, heap); /* the next page, if ready */
         }
     }
     if (unlikely(block_outside(page, b) || b->key != block_key(b)))
-        return malloc_corrupt_tail(page, b);
+        return malloc_corrupt_tail(b, page);
     page->free = block_next(b);
     page->used++;
     b->key = 0;
@@ -187,7 +187,7 @@ static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
             return malloc_page(heap, page ? page : &page_empty, size);
         }
     }
-    return malloc_slow(heap, size, false);
+    return malloc_slow(size, heap, false);
 }
 
 /* Every path off the fast one is a tail call, so that the fast path saves no register. */

@@ -242,7 +242,7 @@ HIDDEN void *block_start(page_t *page, void *p);
 HIDDEN void *block_named(page_t *page, void *p);
 HIDDEN void free_check_double(page_t *page, void *p, const char *msg);
 HIDDEN void malloc_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
-HIDDEN void *malloc_corrupt_tail(page_t *page, void *b) __attribute__((cold));
+HIDDEN void *malloc_corrupt_tail(void *b, page_t *page) __attribute__((cold));
 HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
 HIDDEN size_t page_slots_purge(chunk_t *c, uint32_t now, bool force, uint32_t *next);
 
