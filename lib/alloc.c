@@ -52,7 +52,7 @@ static void *shared_malloc(size_t size, size_t align, bool zero)
 /* malloc's slow path: init's dormancy probe, large blocks, extents, a thread without a heap yet
  * (its first allocation, a kernel page that is not 4 KiB, a thread past its exit
  * destructor), then the heap's own slow path. */
-static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
+static NOINLINE void *malloc_slow(size_t size, heap_t *heap, bool zero)
 {
     if (unlikely(atomic_load_explicit(&probe_active, memory_order_relaxed)) &&
         pthread_equal(pthread_self(), probe_thread)) {
@@ -78,7 +78,7 @@ static NOINLINE void *malloc_slow(heap_t *heap, size_t size, bool zero)
 
 /* free's slow path: large blocks, extents, then the heap's (remote, full page, aligned blocks, a
  * bad pointer). */
-static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p, const void *caller)
+static NOINLINE void free_slow(void *p, page_t *page, chunk_t *c, const void *caller)
 {
     if (c->kind == CHUNK_LARGE) {
         large_free(c, p);
@@ -96,20 +96,20 @@ static NOINLINE void free_slow(chunk_t *c, page_t *page, void *p, const void *ca
  * sits below this file, so it is given the function). */
 static NOINLINE void *malloc_slow_dry(heap_t *heap, size_t size)
 {
-    return malloc_slow(heap, size, false);
+    return malloc_slow(size, heap, false);
 }
 
 /* The owner frees into its full page (fast_owner_full). */
-static NOINLINE void free_full(heap_t *heap, page_t *page, void *p, const void *caller)
+static NOINLINE void free_full(void *p, page_t *page, heap_t *heap, const void *caller)
 {
-    heap_free_full(heap, page, p);
+    heap_free_full(p, page, heap);
     safe_point_free(caller);
 }
 
 /* Another thread's free into an owned page (heap_free_remote). */
-static NOINLINE void free_remote(page_t *page, void *p, heap_t *owner, const void *caller)
+static NOINLINE void free_remote(void *p, page_t *page, heap_t *owner, const void *caller)
 {
-    heap_free_remote(page, p, owner);
+    heap_free_remote(p, page, owner);
     safe_point_free(caller);
 }
 
@@ -148,7 +148,7 @@ static inline __attribute__((always_inline)) void *malloc_page(heap_t *heap, pag
         }
     }
     if (unlikely(block_outside(page, b) || b->key != block_key(b)))
-        return malloc_corrupt_tail(page, b);
+        return malloc_corrupt_tail(b, page);
     page->free = block_next(b);
     page->used++;
     b->key = 0;
@@ -162,7 +162,7 @@ static inline __attribute__((always_inline)) bool malloc_enter(heap_t *heap)
 {
     atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
-    if (likely(!atomic_load_explicit(&heap->claimed, memory_order_acquire)))
+    if (likely(!heap_claimed(heap)))
         return true;
     heap_leave(heap);
     return false;
@@ -183,43 +183,45 @@ static inline __attribute__((always_inline)) void *malloc_inline(size_t size)
             return malloc_page(heap, page ? page : &page_empty, size);
         }
     }
-    return malloc_slow(heap, size, false);
+    return malloc_slow(size, heap, false);
 }
 
 /* Every path off the fast one is a tail call, so that the fast path saves no register. */
 static inline __attribute__((always_inline)) void free_inline(void *p)
 {
-    chunk_t *c = registry_lookup(p);
-    if (unlikely(!c)) {
+    uintptr_t e = registry_entry(p);
+    if (unlikely(!e)) {
         if (p)
             foreign_free(p); /* not ours: glibc's own, or from before we were in charge */
         return;
     }
-    /* Chunks are 2 MiB-aligned; a large block's PAGE_SHIFT_NONE makes its index 0. */
-    page_t *page = page_of_fast(c, p);
-    /* One register for the page: left alone, gcc 12 works its address out twice (once for
-     * fast_owner, once with the other fields' offsets folded in). */
-    __asm__("" : "+r"(page));
+    /* Chunks are 2 MiB-aligned; a large block's PAGE_SHIFT_NONE makes its index 0. The
+     * shift comes with the entry: no load of the descriptor before the page's. */
+    page_t *page = page_of_entry(e, p);
+    chunk_t *c = chunk_of_entry(e);
     heap_t *heap = tl_heap;
     block_t *b = p;
     /* Checked here without touching the block: its start (interior pointers) and the
      * last free (an immediate double free). Malloc checks the key when it pops. */
-    if (likely(atomic_load_explicit(&page->fast_owner, memory_order_relaxed) == heap &&
-               !block_misaligned(page, p) && b != page->local_free)) {
+    if (likely(page_fast_owned(page, heap) && !block_misaligned(page, p) &&
+               b != page->local_free)) {
         /* heap_enter as in malloc_inline: claimed by the purger, free_slow waits */
         atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
-        if (likely(!atomic_load_explicit(&heap->claimed, memory_order_acquire))) {
+        if (likely(!heap_claimed(heap))) {
             b->key = block_key(b);
             block_set_next(b, page->local_free);
             page->local_free = b;
             if (unlikely(--page->used == 0)) {
                 if (likely(page->kept_quiet)) {
-                    /* all heap_page_retire would do: a loop of malloc/free of one block
-                     * empties the page on every free */
+                    /* what heap_page_retire would do but its count: a loop of malloc/free
+                     * of one block empties the page on every free. The page's age is
+                     * now; slow_ops need not move for it (a read-modify-write in every
+                     * pair): malloc's swap of local_free counts the loop's activity at
+                     * least once per page's worth of blocks. */
                     LIB_ASSERT(page_alone(&heap->queues[page->cls], page) && page->alloc_seen &&
                                !page->is_sub);
-                    page->kept_at = ++heap->slow_ops;
+                    page->kept_at = heap->slow_ops;
                     heap_leave(heap);
                     return;
                 }
@@ -237,24 +239,24 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
         bool wanted = atomic_load_explicit(&purger_wanted, memory_order_relaxed);
         if (fo == fast_owner_full(heap)) {
             if (likely(!wanted))
-                heap_free_full(heap, page, p);
+                heap_free_full(p, page, heap);
             else
-                free_full(heap, page, p, __builtin_return_address(0));
+                free_full(p, page, heap, __builtin_return_address(0));
             return;
         }
         /* another heap's page (its own or full): a remote free, without free_slow's looks */
         heap_t *owner = (heap_t *)((uintptr_t)fo & ~(uintptr_t)1);
         if (fo && owner != heap) {
             if (likely(!wanted))
-                heap_free_remote(page, p, owner);
+                heap_free_remote(p, page, owner);
             else
-                free_remote(page, p, owner, __builtin_return_address(0));
+                free_remote(p, page, owner, __builtin_return_address(0));
             return;
         }
     }
     /* remote, aligned blocks, holes, a bad pointer; the return address is free's (or
      * realloc's): free_inline is always inlined into the API function */
-    free_slow(c, page, p, __builtin_return_address(0));
+    free_slow(p, page, c, __builtin_return_address(0));
 }
 
 /* Usable bytes from p to the end of its block. p must be a block's start (or the pointer
@@ -564,10 +566,12 @@ static NOINLINE __attribute__((cold)) TEXT_BUSY size_t usable_size_cold(void *p,
 TEXT_BUSY
 API size_t malloc_usable_size(void *p)
 {
-    chunk_t *c = registry_lookup(p);
+    uintptr_t e = registry_entry(p);
+    chunk_t *c = chunk_of_entry(e);
     if (likely(c) && likely(c->kind == CHUNK_SMALL || c->kind == CHUNK_MEDIUM)) {
-        page_t *page = page_sub_of(c, page_of_fast(c, p), p);
-        __asm__("" : "+r"(page)); /* one register for the page, as in free_inline */
+        page_t *page = page_sub_of(c, page_of_entry(e, p), p);
+        /* one register for the page: left alone, gcc 12 works out in_use's address apart */
+        __asm__("" : "+r"(page));
         if (likely(atomic_load_explicit(&page->in_use, memory_order_relaxed) == PAGE_USED &&
                    !(page->flags & PAGE_HAS_ALIGNED) && !block_misaligned(page, p)))
             return page->block_size;

@@ -422,7 +422,7 @@ static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t 
 
 /* The owner's free of p into its full page (fast_owner_full said so, outside the
  * handshake): heap_free_slow's checks and work for that case, without its other looks. */
-void heap_free_full(heap_t *heap, page_t *page, void *p)
+void heap_free_full(void *p, page_t *page, heap_t *heap)
 {
     heap_enter(heap);
     /* read again inside the handshake: the purger may have changed the page since */
@@ -482,7 +482,7 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
 
 /* Another thread's free of p into page, which owner owns with no flag but PAGE_IN_FULL
  * (fast_owner said so). */
-void heap_free_remote(page_t *page, void *p, heap_t *owner)
+void heap_free_remote(void *p, page_t *page, heap_t *owner)
 {
     /* heap_free_slow's checks that a page another heap owns with no flag but PAGE_IN_FULL
      * still needs (the holes read as there, atomically: the purger may have made some) */

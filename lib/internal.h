@@ -82,24 +82,64 @@ HIDDEN void meta_fork(enum fork_phase phase);
 struct registry_hot {
     _Atomic uintptr_t span; /* bytes from base: the first arena's */
     _Atomic uintptr_t base;
-    chunk_t **_Atomic leaf; /* span >> CHUNK_SHIFT entries, from meta.c */
+    uintptr_t *_Atomic leaf; /* span >> CHUNK_SHIFT entries (registry_tag), from meta.c */
     _Atomic uintptr_t region;
     _Atomic uintptr_t off; /* as a root entry */
 };
 extern HIDDEN _Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
-extern HIDDEN chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
+extern HIDDEN uintptr_t registry_empty_leaf[1u << REG_LEAF_BITS];
 extern HIDDEN struct registry_hot registry_hot;
 HIDDEN bool registry_claim_hot(uint8_t *base, size_t nchunks);
 HIDDEN bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc);
 
-/* The descriptor of the chunk holding p, the unused-chunk marker, or NULL (not ours; also
- * for NULL itself). */
-static inline chunk_t *registry_lookup(const void *p)
+/* Entries are descriptors with their chunk's page shift in the low bits (descriptors are
+ * 128-byte aligned): free finds the page from the entry without waiting for a second load
+ * (page_of_entry). One word, so a racing lookup never pairs a descriptor with another
+ * chunk's shift. The tag is page_shift - 7, the shift that takes the offset's bits above
+ * 16 KiB (every page size is a multiple) straight to the page's descriptor offset: 7 for
+ * small pages, 9 for medium ones (whose bits 14-15 land below 128, and are masked off with
+ * the tag), 56 (24 on 32-bit) for chunks without pages (page 0). */
+#define REG_TAG_MASK ((uintptr_t) _Alignof(chunk_t) - 1)
+#define REG_SHIFT_BITS (sizeof(uintptr_t) * 8 - 1)
+_Static_assert(_Alignof(chunk_t) >= 128 && sizeof(page_t) == 128 &&
+                   offsetof(chunk_t, pages) % _Alignof(chunk_t) == 0 &&
+                   MEDIUM_PAGE_SHIFT - SMALL_PAGE_SHIFT == 2,
+               "registry tags: a medium page's low bits and the tag stay below 128");
+static inline uintptr_t registry_tag(const chunk_t *desc)
+{
+    /* page_shift 0 (a descriptor not set up yet, the unit tests') tags as page 0 too */
+    return desc ? (uintptr_t)desc | ((desc->page_shift - 7u) & REG_SHIFT_BITS) : 0;
+}
+static inline chunk_t *chunk_of_entry(uintptr_t e)
+{
+    return (chunk_t *)(e & ~REG_TAG_MASK);
+}
+/* page_of for the fast paths (free_inline, malloc_usable_size), from a registry entry: the
+ * shift from its tag, not from the descriptor, so the page's address waits for one load, not
+ * two (docs/benchmarks-log.md, 2026-12-05 fast-path); one shift to the descriptor's offset, one
+ * lea, the tag (and a medium page's low bits) masked off last. */
+static inline page_t *page_of_entry(uintptr_t e, const void *p)
+{
+    unsigned shift = (unsigned)e & REG_SHIFT_BITS; /* x86's shr masks it anyway */
+    uintptr_t off = ((uintptr_t)p & CHUNK_MASK & ~(SMALL_PAGE_SIZE - 1)) >> shift;
+    return (page_t *)((e + offsetof(chunk_t, pages) + off) & ~REG_TAG_MASK);
+}
+
+/* The registry entry of the chunk holding p (registry_tag of its descriptor or of the
+ * unused-chunk marker), or 0 (not ours; also for NULL itself). */
+static inline uintptr_t registry_entry(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     /* span first: read with acquire, so that base and leaf are those it was set with */
     uintptr_t span = atomic_load_explicit(&registry_hot.span, memory_order_acquire);
+#if defined(__x86_64__) || defined(__i386__)
+    /* base subtracted from memory, after span (a plain x86 load is ordered after the acquire
+     * load): gcc loads an atomic into a register first, an instruction more on free's path */
+    uintptr_t in = a;
+    __asm__("sub %1, %0" : "+r"(in) : "m"(*(const uintptr_t *)&registry_hot.base) : "cc");
+#else
     uintptr_t in = a - atomic_load_explicit(&registry_hot.base, memory_order_relaxed);
+#endif
     if (likely(in < span))
         return __atomic_load_n(
             &atomic_load_explicit(&registry_hot.leaf, memory_order_relaxed)[in >> CHUNK_SHIFT],
@@ -111,11 +151,18 @@ static inline chunk_t *registry_lookup(const void *p)
         off = atomic_load_explicit(&registry_hot.off, memory_order_acquire);
     } else {
         if (unlikely(REG_OUT_OF_RANGE(a)))
-            return NULL;
+            return 0;
         off = atomic_load_explicit(&registry_root[a >> REG_REGION_SHIFT], memory_order_acquire);
     }
-    chunk_t **leaf = (chunk_t **)((uintptr_t)registry_empty_leaf + off);
+    uintptr_t *leaf = (uintptr_t *)((uintptr_t)registry_empty_leaf + off);
     return leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)];
+}
+
+/* The descriptor of the chunk holding p, the unused-chunk marker, or NULL (not ours; also
+ * for NULL itself). */
+static inline chunk_t *registry_lookup(const void *p)
+{
+    return chunk_of_entry(registry_entry(p));
 }
 
 /* ---- purge-signal.c --------------------------------------------------------------------- */
@@ -195,7 +242,7 @@ HIDDEN void *block_start(page_t *page, void *p);
 HIDDEN void *block_named(page_t *page, void *p);
 HIDDEN void free_check_double(page_t *page, void *p, const char *msg);
 HIDDEN void malloc_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
-HIDDEN void *malloc_corrupt_tail(page_t *page, void *b) __attribute__((cold));
+HIDDEN void *malloc_corrupt_tail(void *b, page_t *page) __attribute__((cold));
 HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
 HIDDEN size_t page_slots_purge(chunk_t *c, uint32_t now, bool force, uint32_t *next);
 
@@ -318,8 +365,8 @@ HIDDEN void *heap_malloc_small(heap_t *heap, size_t size, bool zero);
 HIDDEN void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size,
                              void *(*slow)(heap_t *heap, size_t size));
 HIDDEN void heap_free_slow(chunk_t *c, page_t *page, void *p);
-HIDDEN void heap_free_full(heap_t *heap, page_t *page, void *p);
-HIDDEN void heap_free_remote(page_t *page, void *p, heap_t *owner);
+HIDDEN void heap_free_full(void *p, page_t *page, heap_t *heap);
+HIDDEN void heap_free_remote(void *p, page_t *page, heap_t *owner);
 HIDDEN bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p);
 HIDDEN void heap_rescue_full(heap_t *heap, bool may_free);
 HIDDEN void heap_page_retire(heap_t *heap, page_t *page);
@@ -328,13 +375,30 @@ HIDDEN void heap_wait_reclaim(heap_t *heap);
 HIDDEN void heap_wait_unclaimed(heap_t *heap);
 extern HIDDEN bool (*heap_unpark)(void);
 
+/* The owner's look at claimed, with acquire (after busy = 1 and a signal fence). On x86 a
+ * compare with memory and a compiler barrier: gcc loads an atomic into a register first,
+ * an instruction more on each fast path; a plain load there is an acquire load already. */
+static inline bool heap_claimed(heap_t *heap)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    bool claimed;
+    __asm__ volatile("cmpl $0, %1"
+                     : "=@ccne"(claimed)
+                     : "m"(*(const int *)&heap->claimed)
+                     : "memory");
+    return claimed;
+#else
+    return atomic_load_explicit(&heap->claimed, memory_order_acquire);
+#endif
+}
+
 /* Brackets the owner's use of its heap: two plain stores and a load, no fence (the purger
  * supplies the barrier with membarrier: see reclaim.c). */
 static inline void heap_enter(heap_t *heap)
 {
     atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
-    if (unlikely(atomic_load_explicit(&heap->claimed, memory_order_acquire)))
+    if (unlikely(heap_claimed(heap)))
         heap_wait_reclaim(heap);
 }
 

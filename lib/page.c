@@ -234,7 +234,7 @@ void malloc_corrupt(page_t *page, void *b)
 /* The same, for the malloc fast path's tail call: a noreturn function is called, not jumped
  * to, and the call made the fast path set up a stack frame. */
 TEXT_COLD
-void *malloc_corrupt_tail(page_t *page, void *b)
+void *malloc_corrupt_tail(void *b, page_t *page)
 {
     malloc_corrupt(page, b);
 }

@@ -10,7 +10,7 @@
 /* Root entries are offsets from registry_empty_leaf (a leaf of NULLs in .bss, never
  * written), so that a lookup has no NULL test for a missing leaf: 0 means "empty". */
 _Atomic uintptr_t registry_root[1u << REG_ROOT_BITS];
-chunk_t *registry_empty_leaf[1u << REG_LEAF_BITS];
+uintptr_t registry_empty_leaf[1u << REG_LEAF_BITS];
 /* The root entry of one region, the first one the two-level table gets (what lies outside
  * the first arena: another arena, a block with a mapping of its own), kept in .data among
  * the globals every process writes: the root is indexed by the address's top bits and mmap
@@ -28,7 +28,7 @@ bool registry_claim_hot(uint8_t *base, size_t nchunks)
 {
     if (atomic_load_explicit(&registry_hot.span, memory_order_relaxed))
         return false;
-    chunk_t **leaf = meta_alloc(nchunks * sizeof *leaf); /* zero: not ours */
+    uintptr_t *leaf = meta_alloc(nchunks * sizeof *leaf); /* zero: not ours */
     if (!leaf)
         return false;
     atomic_store_explicit(&registry_hot.base, (uintptr_t)base, memory_order_relaxed);
@@ -50,6 +50,8 @@ static _Atomic uintptr_t *region_slot(uintptr_t region)
 
 bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
 {
+    LIB_ASSERT(((uintptr_t)desc & REG_TAG_MASK) == 0);
+    uintptr_t e = registry_tag(desc); /* its page_shift is set, and stays while registered */
     for (size_t i = 0; i < nchunks; i++) {
         uintptr_t a = (uintptr_t)(base + (i << CHUNK_SHIFT));
         uintptr_t span = atomic_load_explicit(&registry_hot.span, memory_order_acquire);
@@ -58,7 +60,7 @@ bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
             /* Release: a thread that gets a pointer into this chunk sees the descriptor. */
             __atomic_store_n(
                 &atomic_load_explicit(&registry_hot.leaf, memory_order_relaxed)[in >> CHUNK_SHIFT],
-                desc, __ATOMIC_RELEASE);
+                e, __ATOMIC_RELEASE);
             LIB_ASSERT(registry_lookup((void *)a) == desc &&
                        registry_lookup((void *)(a + CHUNK_SIZE - 1)) == desc);
             continue;
@@ -68,7 +70,7 @@ bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
         _Atomic uintptr_t *slot = region_slot(a >> REG_REGION_SHIFT);
         uintptr_t off = atomic_load_explicit(slot, memory_order_acquire);
         if (!off) {
-            chunk_t **fresh = meta_alloc(sizeof(chunk_t *) << REG_LEAF_BITS);
+            uintptr_t *fresh = meta_alloc(sizeof(uintptr_t) << REG_LEAF_BITS);
             if (!fresh)
                 return false;
             uintptr_t want = (uintptr_t)fresh - (uintptr_t)registry_empty_leaf;
@@ -77,9 +79,9 @@ bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
                                                         memory_order_acquire))
                 off = want;
         }
-        chunk_t **leaf = (chunk_t **)((uintptr_t)registry_empty_leaf + off);
+        uintptr_t *leaf = (uintptr_t *)((uintptr_t)registry_empty_leaf + off);
         /* Release: a thread that gets a pointer into this chunk sees the descriptor. */
-        __atomic_store_n(&leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)], desc,
+        __atomic_store_n(&leaf[(a >> CHUNK_SHIFT) & ((1u << REG_LEAF_BITS) - 1)], e,
                          __ATOMIC_RELEASE);
         LIB_ASSERT(registry_lookup((void *)a) == desc &&
                    registry_lookup((void *)(a + CHUNK_SIZE - 1)) == desc);

@@ -151,8 +151,10 @@ typedef struct page {
     uint32_t used;
     uint32_t block_size;
     /* reserved * block_size - sizeof(block_t): a free block with its link and key starts
-     * at or below this offset (block_outside, one compare; 0 for a split slot's marker) */
-    uint32_t pop_max;
+     * at or below this offset (block_outside, one compare with memory; 0 for a split
+     * slot's marker). 64 bits, as the offset it is compared with: a 32-bit one took a
+     * load of its own in malloc's fast path. */
+    uint64_t pop_max;
     uint8_t flags;          /* owner-only: PAGE_HAS_ALIGNED, PAGE_IN_FULL; 0 on the fast path */
     _Atomic uint8_t in_use; /* enum page_state */
     uint8_t cls;
@@ -216,6 +218,19 @@ static inline heap_t *fast_owner_full(const heap_t *owner)
     return (heap_t *)((uintptr_t)owner + 1);
 }
 
+/* fast_owner == heap, read relaxed. On x86 a compare with memory: gcc loads an atomic into
+ * a register first, an instruction more on free's fast path. */
+static inline bool page_fast_owned(const page_t *page, const heap_t *heap)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    bool owned;
+    __asm__("cmp %1, %2" : "=@cce"(owned) : "r"(heap), "m"(*(heap_t *const *)&page->fast_owner));
+    return owned;
+#else
+    return atomic_load_explicit(&page->fast_owner, memory_order_relaxed) == heap;
+#endif
+}
+
 /* Sets the owner-only flags and, with them, whether frees take the fast path. */
 static inline void page_set_flags(page_t *page, heap_t *owner, uint8_t flags)
 {
@@ -230,7 +245,14 @@ static inline void page_set_flags(page_t *page, heap_t *owner, uint8_t flags)
 static inline bool block_misaligned(const page_t *page, const void *p)
 {
     uint64_t off = (uint64_t)((const uint8_t *)p - page->start);
+#if defined(__x86_64__)
+    /* the multiplication from memory: gcc loads div_check into a register for both uses,
+     * one instruction more on free's fast path */
+    __asm__("imulq %1, %0" : "+r"(off) : "m"(page->div_check) : "cc");
+    return off >= page->div_check;
+#else
     return off * page->div_check >= page->div_check;
+#endif
 }
 
 /* true unless b lies inside page with room for its link and key: what a pop checks before
@@ -319,16 +341,6 @@ static inline page_t *chunk_sub1(const chunk_t *c)
 static inline page_t *page_of(chunk_t *c, const void *p)
 {
     return &c->pages[((uintptr_t)p & CHUNK_MASK) >> c->page_shift];
-}
-
-/* page_of for the fast paths that pin the page in a register (free_inline,
- * malloc_usable_size): the index scaled first and the array's offset added last, one lea,
- * where gcc 12 adds 1 to the index before it scales. Not everywhere: in realloc the scaled
- * offset stayed live and cost a register more to save. */
-static inline page_t *page_of_fast(chunk_t *c, const void *p)
-{
-    uintptr_t off = (((uintptr_t)p & CHUNK_MASK) >> c->page_shift) * sizeof(page_t);
-    return (page_t *)((uintptr_t)c->pages + off);
 }
 
 /* Sub-page j (0 .. SPLITS * SUB_PAGES - 1) of c: of split slot j / SUB_PAGES. */

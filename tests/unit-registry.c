@@ -18,6 +18,25 @@ static int set_get(uintptr_t a, chunk_t *d)
            registry_lookup((void *)(a + CHUNK_SIZE / 2)) == d;
 }
 
+/* The page of each offset from the entry alone (page_of_entry, free's fast path), for a
+ * chunk of page size 1 << shift (PAGE_SHIFT_NONE: page 0), and the descriptor untagged. */
+static chunk_t kinds[4];
+static int pages_ok(uintptr_t a, chunk_t *d, unsigned shift)
+{
+    static const uintptr_t offs[] = {0,     16,    16383, 16384,         3 * 16384 + 5,
+                                     65535, 65536, 98304, 5 * 65536 + 7, CHUNK_SIZE - 1};
+    d->page_shift = (uint8_t)shift;
+    if (!registry_set((uint8_t *)a, 1, d))
+        return 0;
+    for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
+        void *p = (void *)(a + offs[i]);
+        page_t *want = &d->pages[shift < CHUNK_SHIFT ? offs[i] >> shift : 0];
+        if (page_of_entry(registry_entry(p), p) != want || registry_lookup(p) != d)
+            return 0;
+    }
+    return 1;
+}
+
 int main(void)
 {
     tap_ok(registry_lookup(NULL) == NULL, "NULL is not ours");
@@ -86,6 +105,13 @@ int main(void)
                atomic_load(&registry_root[hot >> REG_REGION_SHIFT]) != 0 &&
                registry_lookup((void *)(hot + 3 * CHUNK_SIZE)) == &descs[7],
            "the chunk after the range goes to the two-level table, the range keeps its own");
+    tap_ok(pages_ok(hot + CHUNK_SIZE, &kinds[0], SMALL_PAGE_SHIFT) &&
+               pages_ok(hot + 2 * CHUNK_SIZE, &kinds[1], MEDIUM_PAGE_SHIFT),
+           "a block's page from the entry's tag: 16 and 64 KiB pages in the first arena's range");
+    uintptr_t far = ((uintptr_t)7 << REG_REGION_SHIFT) + 3 * CHUNK_SIZE;
+    tap_ok(pages_ok(far, &kinds[2], MEDIUM_PAGE_SHIFT) &&
+               pages_ok(far + CHUNK_SIZE, &kinds[3], PAGE_SHIFT_NONE),
+           "and in the two-level table, a chunk without pages at page 0");
     tap_ok(registry_set((uint8_t *)hot, 4, NULL) && registry_lookup((void *)hot) == NULL &&
                registry_lookup((void *)(hot + 3 * CHUNK_SIZE)) == NULL &&
                registry_lookup((void *)(hot + 4 * CHUNK_SIZE)) == &descs[5],
