@@ -51,7 +51,11 @@ static _Atomic uintptr_t *region_slot(uintptr_t region)
 bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
 {
     LIB_ASSERT(((uintptr_t)desc & REG_TAG_MASK) == 0);
-    uintptr_t e = registry_tag(desc); /* its page_shift is set, and stays while registered */
+    /* its page_shift is set, and stays while registered; the marker's is known without a
+     * read: chunk_unused lies with the rare text, which no small process touches (rel-layout) */
+    uintptr_t e = desc == &chunk_unused
+                      ? (uintptr_t)&chunk_unused | ((PAGE_SHIFT_NONE - 7u) & REG_SHIFT_BITS)
+                      : registry_tag(desc);
     for (size_t i = 0; i < nchunks; i++) {
         uintptr_t a = (uintptr_t)(base + (i << CHUNK_SHIFT));
         uintptr_t span = atomic_load_explicit(&registry_hot.span, memory_order_acquire);
