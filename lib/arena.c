@@ -9,14 +9,6 @@
 #include <errno.h>
 #include <string.h>
 
-/* What the registry holds for a chunk of an arena that is not in use (registry_unused): a
- * marker, so that a double free or a stray pointer into our address space is caught instead
- * of being handed to glibc; mappings of their own are unmapped on free and leave nothing
- * (the space may be reused). Read-only: never written, so it costs no process a private page
- * (and a stray write through it faults). */
-__attribute__((section(".rodata.thp_rare")))
-const chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = PAGE_SHIFT_NONE};
-
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 static arena_t *arenas;
 static arena_t *arena_desc_free;

@@ -105,6 +105,7 @@ _Static_assert(_Alignof(chunk_t) >= 128 && sizeof(page_t) == 128 &&
                    offsetof(chunk_t, pages) % _Alignof(chunk_t) == 0 &&
                    MEDIUM_PAGE_SHIFT - SMALL_PAGE_SHIFT == 2,
                "registry tags: a medium page's low bits and the tag stay below 128");
+extern HIDDEN const chunk_t chunk_unused; /* the unused-chunk marker */
 static inline uintptr_t registry_tag(const chunk_t *desc)
 {
     /* page_shift 0 (a descriptor not set up yet, the unit tests') tags as page 0 too */
@@ -201,7 +202,6 @@ HIDDEN void advice_tail_unpad(arena_t *a, size_t i);
 HIDDEN size_t advice_purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next);
 
 /* ---- arena.c ---------------------------------------------------------------------------- */
-extern HIDDEN const chunk_t chunk_unused;
 HIDDEN uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t block_size,
                                    arena_t **arena_out, bool *is_zero);
 HIDDEN void arena_free_chunks(arena_t *arena, uint8_t *base, size_t n);

@@ -48,6 +48,14 @@ static _Atomic uintptr_t *region_slot(uintptr_t region)
     return hot == REG_REGION_NONE || hot == region ? &registry_hot.off : &registry_root[region];
 }
 
+/* What the registry holds for a chunk of an arena that is not in use (registry_unused): a
+ * marker, so that a double free or a stray pointer into our address space is caught instead
+ * of being handed to glibc; mappings of their own are unmapped on free and leave nothing
+ * (the space may be reused). Read-only: never written, so it costs no process a private page
+ * (and a stray write through it faults); with the rare text, never read on a normal path. */
+__attribute__((section(".rodata.thp_rare")))
+const chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = PAGE_SHIFT_NONE};
+
 bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
 {
     LIB_ASSERT(((uintptr_t)desc & REG_TAG_MASK) == 0);

@@ -11,11 +11,6 @@ _Atomic uint64_t stat_reserved; /* meta.c counts its segments here */
 
 static chunk_t descs[8];
 
-/* arena.c's marker for unused chunks (this test does not link arena.c), with a page shift
- * that is not its own: registry_set must tag it without reading it (the real one lies with
- * the rare text, which small processes never touch). */
-const chunk_t chunk_unused = {.kind = CHUNK_FREE, .page_shift = SMALL_PAGE_SHIFT};
-
 static int set_get(uintptr_t a, chunk_t *d)
 {
     return registry_set((uint8_t *)a, 1, d) && registry_lookup((void *)a) == d &&
@@ -123,7 +118,8 @@ int main(void)
         unused_ok = registry_lookup(p) == &chunk_unused &&
                     page_of_entry(registry_entry(p), p) == &chunk_unused.pages[0];
     }
-    tap_ok(unused_ok, "the unused-chunk marker: tagged as a chunk without pages, unread");
+    tap_ok(unused_ok,
+           "the unused-chunk marker: tagged as a chunk without pages (page 0 at every offset)");
     tap_ok(registry_set((uint8_t *)hot, 4, NULL) && registry_lookup((void *)hot) == NULL &&
                registry_lookup((void *)(hot + 3 * CHUNK_SIZE)) == NULL &&
                registry_lookup((void *)(hot + 4 * CHUNK_SIZE)) == &descs[5],
