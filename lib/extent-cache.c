@@ -1,9 +1,9 @@
 /* extent-cache: the thread's cache in front of the shared extents (extent.c). A thread keeps
  * the last few blocks of up to CACHE_LEN_MAX granules it freed (its own or other threads'),
  * up to CACHE_BYTES, and takes a block of the same length (or a little longer) from there
- * first: a malloc/free
- * loop, or a thread that frees and allocates again, pays no lock. The cache goes back to
- * the shared runs under one lock when it fills, at thread exit, when the purger reclaims
+ * first: a malloc/free loop, or a thread that frees and allocates again, pays no lock. Its
+ * oldest blocks go back to the shared runs under one lock when it fills (cache_evict); all
+ * of them at thread exit, when the purger reclaims
  * an idle thread (reclaim.c) and, for a busy thread, once a block has sat there for a whole
  * purge_delay (extent_cache_age), so what one thread frees is never held from the others or
  * from the purge for long; and before its thread would take fresh memory. Until a second thread
@@ -20,7 +20,9 @@
 #define CACHE_LEN_MAX EXT_CACHE_LEN_MAX
 /* 256 KiB: with 128 KiB, ~4 blocks of xchange's ~30 KiB, the cache was flushed every ~3 frees
  * and 70 % of its requests missed it; 54 % with 256 KiB, 37 % with 512 KiB, but what the
- * caches hold is kept from the other threads: xchange's peak grew by ~1 and ~3 MiB of 57. */
+ * caches hold is kept from the other threads: xchange's peak grew by ~1 and ~3 MiB of 57.
+ * Since a full cache keeps its newest blocks, 43 % miss at 256 KiB; 384 or 512 KiB (34 %,
+ * 31 %) and 320 KiB raised the peak by 1.5-2.5 MiB again. */
 #define CACHE_BYTES ((size_t)256 << 10)
 
 static inline heap_t *cache_heap(void)
@@ -34,11 +36,11 @@ static inline void cache_bytes_set(heap_t *heap, size_t bytes)
     __atomic_store_n(&heap->ext_cache_bytes, bytes, __ATOMIC_RELAXED); /* stats read it */
 }
 
-/* The cached block that fits len granules best, up to CACHE_SLACK(len) longer, the newest
- * of that length: with the exact length alone, a thread that frees and allocates blocks of
- * many lengths (xchange, mixed) found one in 6 of its requests there, each miss costing a
- * lock and a run split, and later a lock and a merge. The block keeps its length (tags
- * and usable size): a quarter at most of it unused while it is handed out. */
+/* The cached block that fits len granules best, up to CACHE_SLACK(len) longer: with the exact
+ * length alone, a thread that frees and allocates blocks of many lengths (xchange, mixed) found one
+ * in 6 of its requests there, each miss costing a lock and a run split, and later a lock and a
+ * merge. The block keeps its length (tags and usable size): a quarter at most of it unused while it
+ * is handed out. */
 #define CACHE_SLACK(len) (((len) + 3) / 4)
 
 /* The slots are a ring in the order their blocks came in, oldest first (cache_evict's
