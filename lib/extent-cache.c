@@ -52,17 +52,17 @@ static void *cache_take(heap_t *heap, unsigned len)
     if (!fit)
         return NULL;
     unsigned l = len + (unsigned)__builtin_ctz(fit);
-    unsigned slots = heap->ext_cache_of_len[l], head = heap->ext_cache_head;
+    uint16_t *of_len = &heap->ext_cache_of_len[l - 1];
+    unsigned slots = *of_len, head = heap->ext_cache_head;
     /* the newest of that length: the last from the ring's head */
     unsigned ring = ((slots | slots << EXT_CACHE_SLOTS) >> head) & ((1u << EXT_CACHE_SLOTS) - 1);
     unsigned i = (head + 31 - (unsigned)__builtin_clz(ring)) % EXT_CACHE_SLOTS;
     slots &= ~(1u << i);
-    heap->ext_cache_of_len[l] = (uint16_t)slots;
+    *of_len = (uint16_t)slots;
     if (!slots)
         heap->ext_cache_lens &= ~(1u << l);
-    heap->ext_cache_live &= (uint16_t) ~(1u << i);
-    heap->ext_cache_n--;
     block_t *b = heap->ext_cache[i];
+    heap->ext_cache[i] = NULL;
     cache_bytes_set(heap, heap->ext_cache_bytes - ((size_t)l << EXT_GRANULE_SHIFT));
     if (unlikely(b->key != block_key(b)))
         malloc_corrupt(NULL, b);
@@ -71,16 +71,23 @@ static void *cache_take(heap_t *heap, unsigned len)
     return b;
 }
 
-/* Slot i's block leaves the cache (for the runs): its bits cleared. */
-static void cache_drop(heap_t *heap, unsigned i)
+/* Slot i's block leaves the cache (for the runs, *old): its bits cleared. Its length is the
+ * one whose slots have i, found among the lengths held: not kept per slot, as the heap's
+ * size is part of every thread's footprint. */
+static void cache_drop(heap_t *heap, unsigned i, void **old)
 {
-    unsigned l = heap->ext_cache_len[i];
-    unsigned slots = heap->ext_cache_of_len[l] & ~(1u << i);
-    heap->ext_cache_of_len[l] = (uint16_t)slots;
-    if (!slots)
+    unsigned l = 0;
+    for (uint32_t lens = heap->ext_cache_lens; lens; lens &= lens - 1) {
+        l = (unsigned)__builtin_ctz(lens);
+        if (heap->ext_cache_of_len[l - 1] & (1u << i))
+            break;
+    }
+    uint16_t *of_len = &heap->ext_cache_of_len[l - 1];
+    *of_len &= (uint16_t) ~(1u << i);
+    if (!*of_len)
         heap->ext_cache_lens &= ~(1u << l);
-    heap->ext_cache_live &= (uint16_t) ~(1u << i);
-    heap->ext_cache_n--;
+    *old = heap->ext_cache[i];
+    heap->ext_cache[i] = NULL;
     cache_bytes_set(heap, heap->ext_cache_bytes - ((size_t)l << EXT_GRANULE_SHIFT));
 }
 
@@ -88,15 +95,13 @@ static void cache_drop(heap_t *heap, unsigned i)
  * it): at thread exit and when the purger reclaims an idle heap. */
 void extent_cache_flush(heap_t *heap)
 {
-    if (!heap->ext_cache_n)
+    if (!heap->ext_cache_lens)
         return;
     void *old[EXT_CACHE_SLOTS];
     unsigned n_old = 0;
-    for (unsigned live = heap->ext_cache_live; live; live &= live - 1) {
-        unsigned i = (unsigned)__builtin_ctz(live);
-        old[n_old++] = heap->ext_cache[i];
-        cache_drop(heap, i);
-    }
+    for (unsigned i = 0; i < EXT_CACHE_SLOTS; i++)
+        if (heap->ext_cache[i])
+            cache_drop(heap, i, &old[n_old++]);
     heap->ext_cache_head = heap->ext_cache_span = 0;
     extent_free_many(old, n_old);
 }
@@ -116,10 +121,8 @@ __attribute__((noinline)) static void cache_evict(heap_t *heap, size_t bytes)
                                                               : heap->ext_cache_bytes;
     unsigned span_goal = span == EXT_CACHE_SLOTS ? EXT_CACHE_SLOTS - EVICT_SLOTS : span;
     while (span && (heap->ext_cache_bytes > goal || span > span_goal)) {
-        if (heap->ext_cache_live & (1u << head)) {
-            old[n_old++] = heap->ext_cache[head];
-            cache_drop(heap, head);
-        }
+        if (heap->ext_cache[head])
+            cache_drop(heap, head, &old[n_old++]);
         head = (head + 1) % EXT_CACHE_SLOTS;
         span--;
     }
@@ -145,7 +148,7 @@ void extent_cache_age(heap_t *heap)
         return; /* purge_delay = never: kept as the runs are */
     uint32_t now = now_ms();
     heap_enter(heap);
-    if (!heap->ext_cache_n || !clock_passed(now, heap->ext_cache_era_at, delay)) {
+    if (!heap->ext_cache_lens || !clock_passed(now, heap->ext_cache_era_at, delay)) {
         heap_leave(heap);
         return;
     }
@@ -153,13 +156,9 @@ void extent_cache_age(heap_t *heap)
     uint8_t era = ++heap->ext_cache_eras;
     void *old[EXT_CACHE_SLOTS];
     unsigned n_old = 0;
-    for (unsigned live = heap->ext_cache_live; live; live &= live - 1) {
-        unsigned i = (unsigned)__builtin_ctz(live);
-        if ((uint8_t)(era - heap->ext_cache_era[i]) >= 2) {
-            old[n_old++] = heap->ext_cache[i];
-            cache_drop(heap, i); /* a hole: the ring's order stands */
-        }
-    }
+    for (unsigned i = 0; i < EXT_CACHE_SLOTS; i++)
+        if (heap->ext_cache[i] && (uint8_t)(era - heap->ext_cache_era[i]) >= 2)
+            cache_drop(heap, i, &old[n_old++]); /* a hole: the ring's order stands */
     if (n_old)
         extent_free_many(old, n_old);
     heap_leave(heap);
@@ -172,12 +171,12 @@ void *extent_malloc_cached(size_t size, size_t align, bool zero)
 {
     unsigned len = (unsigned)((size + ((size_t)1 << EXT_GRANULE_SHIFT) - 1) >> EXT_GRANULE_SHIFT);
     heap_t *heap = cache_heap();
-    if (heap && heap->ext_cache_n) {
+    if (heap && heap->ext_cache_lens) {
         heap_enter(heap);
         void *p = len <= CACHE_LEN_MAX && align <= OS_PAGE_SIZE ? cache_take(heap, len) : NULL;
         /* The cache never makes its thread touch fresh memory: with no resident run that
          * fits, what it holds goes back first, to be reused (merged) by this request. */
-        if (!p && heap->ext_cache_n && !extent_resident_fits(len))
+        if (!p && heap->ext_cache_lens && !extent_resident_fits(len))
             extent_cache_flush(heap);
         heap_leave(heap);
         if (p) {
@@ -211,13 +210,10 @@ void extent_free_cached(chunk_t *c, void *p)
         cache_evict(heap, bytes);
     b->key = block_key(b);
     unsigned i = (heap->ext_cache_head + heap->ext_cache_span++) % EXT_CACHE_SLOTS;
-    heap->ext_cache_n++;
     heap->ext_cache[i] = p;
-    heap->ext_cache_len[i] = (uint16_t)len;
     heap->ext_cache_era[i] = heap->ext_cache_eras;
-    heap->ext_cache_of_len[len] |= (uint16_t)(1u << i);
+    heap->ext_cache_of_len[len - 1] |= (uint16_t)(1u << i);
     heap->ext_cache_lens |= 1u << len;
-    heap->ext_cache_live |= (uint16_t)(1u << i);
     cache_bytes_set(heap, heap->ext_cache_bytes + bytes);
     heap_leave(heap);
 }
