@@ -1,9 +1,9 @@
 /* extent-cache: the thread's cache in front of the shared extents (extent.c). A thread keeps
  * the last few blocks of up to CACHE_LEN_MAX granules it freed (its own or other threads'),
  * up to CACHE_BYTES, and takes a block of the same length (or a little longer) from there
- * first: a malloc/free loop, or a thread that frees and allocates again, pays no lock. Its
- * oldest blocks go back to the shared runs under one lock when it fills (cache_evict); all
- * of them at thread exit, when the purger reclaims
+ * first: a malloc/free
+ * loop, or a thread that frees and allocates again, pays no lock. The cache goes back to
+ * the shared runs under one lock when it fills, at thread exit, when the purger reclaims
  * an idle thread (reclaim.c) and, for a busy thread, once a block has sat there for a whole
  * purge_delay (extent_cache_age), so what one thread frees is never held from the others or
  * from the purge for long; and before its thread would take fresh memory. Until a second thread
@@ -17,12 +17,10 @@
 
 #include <string.h>
 
-#define CACHE_LEN_MAX EXT_CACHE_LEN_MAX
+#define CACHE_LEN_MAX 16 /* granules: blocks up to 64 KiB */
 /* 256 KiB: with 128 KiB, ~4 blocks of xchange's ~30 KiB, the cache was flushed every ~3 frees
  * and 70 % of its requests missed it; 54 % with 256 KiB, 37 % with 512 KiB, but what the
- * caches hold is kept from the other threads: xchange's peak grew by ~1 and ~3 MiB of 57.
- * Since a full cache keeps its newest blocks, 43 % miss at 256 KiB; 384 or 512 KiB (34 %,
- * 31 %) and 320 KiB raised the peak by 1.5-2.5 MiB again. */
+ * caches hold is kept from the other threads: xchange's peak grew by ~1 and ~3 MiB of 57. */
 #define CACHE_BYTES ((size_t)256 << 10)
 
 static inline heap_t *cache_heap(void)
@@ -36,34 +34,33 @@ static inline void cache_bytes_set(heap_t *heap, size_t bytes)
     __atomic_store_n(&heap->ext_cache_bytes, bytes, __ATOMIC_RELAXED); /* stats read it */
 }
 
-/* The cached block that fits len granules best, up to CACHE_SLACK(len) longer: with the exact
- * length alone, a thread that frees and allocates blocks of many lengths (xchange, mixed) found one
- * in 6 of its requests there, each miss costing a lock and a run split, and later a lock and a
- * merge. The block keeps its length (tags and usable size): a quarter at most of it unused while it
- * is handed out. */
+/* The cached block that fits len granules best, up to CACHE_SLACK(len) longer, the newest
+ * of that length: with the exact length alone, a thread that frees and allocates blocks of
+ * many lengths (xchange, mixed) found one in 6 of its requests there, each miss costing a
+ * lock and a run split, and later a lock and a merge. The block keeps its length (tags
+ * and usable size): a quarter at most of it unused while it is handed out. */
 #define CACHE_SLACK(len) (((len) + 3) / 4)
 
-/* The slots are a ring in the order their blocks came in, oldest first (cache_evict's
- * order); a block taken leaves a hole. Bitmaps by length find a block without a walk: a
- * walk of the slots cost ~100 instructions a request, most of them misses. */
 static void *cache_take(heap_t *heap, unsigned len)
 {
-    uint32_t fit = (heap->ext_cache_lens >> len) & ((2u << CACHE_SLACK(len)) - 1);
-    if (!fit)
+    unsigned best = EXT_CACHE_SLOTS, best_len = len + CACHE_SLACK(len) + 1;
+    for (unsigned i = heap->ext_cache_n; i-- > 0;) {
+        unsigned l = heap->ext_cache_len[i];
+        if (l >= len && l < best_len) {
+            best = i;
+            best_len = l;
+            if (l == len)
+                break;
+        }
+    }
+    if (best == EXT_CACHE_SLOTS)
         return NULL;
-    unsigned l = len + (unsigned)__builtin_ctz(fit);
-    uint16_t *of_len = &heap->ext_cache_of_len[l - 1];
-    unsigned slots = *of_len, head = heap->ext_cache_head;
-    /* the newest of that length: the last from the ring's head */
-    unsigned ring = ((slots | slots << EXT_CACHE_SLOTS) >> head) & ((1u << EXT_CACHE_SLOTS) - 1);
-    unsigned i = (head + 31 - (unsigned)__builtin_clz(ring)) % EXT_CACHE_SLOTS;
-    slots &= ~(1u << i);
-    *of_len = (uint16_t)slots;
-    if (!slots)
-        heap->ext_cache_lens &= ~(1u << l);
-    block_t *b = heap->ext_cache[i];
-    heap->ext_cache[i] = NULL;
-    cache_bytes_set(heap, heap->ext_cache_bytes - ((size_t)l << EXT_GRANULE_SHIFT));
+    block_t *b = heap->ext_cache[best];
+    unsigned last = --heap->ext_cache_n;
+    heap->ext_cache[best] = heap->ext_cache[last];
+    heap->ext_cache_len[best] = heap->ext_cache_len[last];
+    heap->ext_cache_era[best] = heap->ext_cache_era[last];
+    cache_bytes_set(heap, heap->ext_cache_bytes - ((size_t)best_len << EXT_GRANULE_SHIFT));
     if (unlikely(b->key != block_key(b)))
         malloc_corrupt(NULL, b);
     b->key = 0;
@@ -71,65 +68,15 @@ static void *cache_take(heap_t *heap, unsigned len)
     return b;
 }
 
-/* Slot i's block leaves the cache (for the runs, *old): its bits cleared. Its length is the
- * one whose slots have i, found among the lengths held: not kept per slot, as the heap's
- * size is part of every thread's footprint. */
-static void cache_drop(heap_t *heap, unsigned i, void **old)
-{
-    unsigned l = 0;
-    for (uint32_t lens = heap->ext_cache_lens; lens; lens &= lens - 1) {
-        l = (unsigned)__builtin_ctz(lens);
-        if (heap->ext_cache_of_len[l - 1] & (1u << i))
-            break;
-    }
-    uint16_t *of_len = &heap->ext_cache_of_len[l - 1];
-    *of_len &= (uint16_t) ~(1u << i);
-    if (!*of_len)
-        heap->ext_cache_lens &= ~(1u << l);
-    *old = heap->ext_cache[i];
-    heap->ext_cache[i] = NULL;
-    cache_bytes_set(heap, heap->ext_cache_bytes - ((size_t)l << EXT_GRANULE_SHIFT));
-}
-
 /* Gives a heap's cached extents back to the shared runs (its owner, or the purger holding
  * it): at thread exit and when the purger reclaims an idle heap. */
 void extent_cache_flush(heap_t *heap)
 {
-    if (!heap->ext_cache_lens)
+    if (!heap->ext_cache_n)
         return;
-    void *old[EXT_CACHE_SLOTS];
-    unsigned n_old = 0;
-    for (unsigned i = 0; i < EXT_CACHE_SLOTS; i++)
-        if (heap->ext_cache[i])
-            cache_drop(heap, i, &old[n_old++]);
-    heap->ext_cache_head = heap->ext_cache_span = 0;
-    extent_free_many(old, n_old);
-}
-
-#define EVICT_ROOM ((size_t)32 << 10)
-#define EVICT_SLOTS 4
-
-/* Room for a block of `bytes` in a full cache: the oldest blocks go back to the runs, until
- * EVICT_ROOM more than it needs is free (and EVICT_SLOTS slots of the ring), so that one
- * lock serves a few frees. Flushing the whole cache instead left it empty after each fill:
- * xchange's requests missed it 54 % of the time, 43 % when the newest stay. */
-__attribute__((noinline)) static void cache_evict(heap_t *heap, size_t bytes)
-{
-    void *old[EXT_CACHE_SLOTS];
-    unsigned n_old = 0, head = heap->ext_cache_head, span = heap->ext_cache_span;
-    size_t goal = heap->ext_cache_bytes + bytes > CACHE_BYTES ? CACHE_BYTES - bytes - EVICT_ROOM
-                                                              : heap->ext_cache_bytes;
-    unsigned span_goal = span == EXT_CACHE_SLOTS ? EXT_CACHE_SLOTS - EVICT_SLOTS : span;
-    while (span && (heap->ext_cache_bytes > goal || span > span_goal)) {
-        if (heap->ext_cache[head])
-            cache_drop(heap, head, &old[n_old++]);
-        head = (head + 1) % EXT_CACHE_SLOTS;
-        span--;
-    }
-    heap->ext_cache_head = (uint8_t)head;
-    heap->ext_cache_span = (uint8_t)span;
-    if (n_old)
-        extent_free_many(old, n_old);
+    extent_free_many(heap->ext_cache, heap->ext_cache_n);
+    heap->ext_cache_n = 0;
+    cache_bytes_set(heap, 0);
 }
 
 /* The owner, outside its handshake, now and then from malloc's slow path (every
@@ -148,19 +95,31 @@ void extent_cache_age(heap_t *heap)
         return; /* purge_delay = never: kept as the runs are */
     uint32_t now = now_ms();
     heap_enter(heap);
-    if (!heap->ext_cache_lens || !clock_passed(now, heap->ext_cache_era_at, delay)) {
+    if (!heap->ext_cache_n || !clock_passed(now, heap->ext_cache_era_at, delay)) {
         heap_leave(heap);
         return;
     }
     heap->ext_cache_era_at = now;
     uint8_t era = ++heap->ext_cache_eras;
     void *old[EXT_CACHE_SLOTS];
-    unsigned n_old = 0;
-    for (unsigned i = 0; i < EXT_CACHE_SLOTS; i++)
-        if (heap->ext_cache[i] && (uint8_t)(era - heap->ext_cache_era[i]) >= 2)
-            cache_drop(heap, i, &old[n_old++]); /* a hole: the ring's order stands */
-    if (n_old)
+    unsigned n_old = 0, kept = 0;
+    size_t bytes = heap->ext_cache_bytes;
+    for (unsigned i = 0; i < heap->ext_cache_n; i++) {
+        if ((uint8_t)(era - heap->ext_cache_era[i]) >= 2) {
+            old[n_old++] = heap->ext_cache[i];
+            bytes -= (size_t)heap->ext_cache_len[i] << EXT_GRANULE_SHIFT;
+            continue;
+        }
+        heap->ext_cache[kept] = heap->ext_cache[i];
+        heap->ext_cache_len[kept] = heap->ext_cache_len[i];
+        heap->ext_cache_era[kept] = heap->ext_cache_era[i];
+        kept++;
+    }
+    if (n_old) {
+        heap->ext_cache_n = kept;
+        cache_bytes_set(heap, bytes);
         extent_free_many(old, n_old);
+    }
     heap_leave(heap);
 }
 
@@ -171,12 +130,12 @@ void *extent_malloc_cached(size_t size, size_t align, bool zero)
 {
     unsigned len = (unsigned)((size + ((size_t)1 << EXT_GRANULE_SHIFT) - 1) >> EXT_GRANULE_SHIFT);
     heap_t *heap = cache_heap();
-    if (heap && heap->ext_cache_lens) {
+    if (heap && heap->ext_cache_n) {
         heap_enter(heap);
         void *p = len <= CACHE_LEN_MAX && align <= OS_PAGE_SIZE ? cache_take(heap, len) : NULL;
         /* The cache never makes its thread touch fresh memory: with no resident run that
          * fits, what it holds goes back first, to be reused (merged) by this request. */
-        if (!p && heap->ext_cache_lens && !extent_resident_fits(len))
+        if (!p && heap->ext_cache_n && !extent_resident_fits(len))
             extent_cache_flush(heap);
         heap_leave(heap);
         if (p) {
@@ -206,14 +165,13 @@ void extent_free_cached(chunk_t *c, void *p)
     block_t *b = p;
     heap_enter(heap);
     size_t bytes = (size_t)len << EXT_GRANULE_SHIFT;
-    if (heap->ext_cache_span == EXT_CACHE_SLOTS || heap->ext_cache_bytes + bytes > CACHE_BYTES)
-        cache_evict(heap, bytes);
+    if (heap->ext_cache_n == EXT_CACHE_SLOTS || heap->ext_cache_bytes + bytes > CACHE_BYTES)
+        extent_cache_flush(heap);
     b->key = block_key(b);
-    unsigned i = (heap->ext_cache_head + heap->ext_cache_span++) % EXT_CACHE_SLOTS;
-    heap->ext_cache[i] = p;
-    heap->ext_cache_era[i] = heap->ext_cache_eras;
-    heap->ext_cache_of_len[len - 1] |= (uint16_t)(1u << i);
-    heap->ext_cache_lens |= 1u << len;
+    heap->ext_cache[heap->ext_cache_n] = p;
+    heap->ext_cache_len[heap->ext_cache_n] = (uint16_t)len;
+    heap->ext_cache_era[heap->ext_cache_n] = heap->ext_cache_eras;
+    heap->ext_cache_n++;
     cache_bytes_set(heap, heap->ext_cache_bytes + bytes);
     heap_leave(heap);
 }

@@ -419,7 +419,7 @@ HIDDEN void extent_cache_age(heap_t *heap);
  * hints: the look re-reads inside). */
 static inline bool extent_cache_look_due(const heap_t *heap)
 {
-    return heap->ext_cache_lens && heap->slow_ops - heap->ext_cache_looked >= EXT_CACHE_LOOK_OPS;
+    return heap->ext_cache_n && heap->slow_ops - heap->ext_cache_looked >= EXT_CACHE_LOOK_OPS;
 }
 
 /* ---- thread.c: the heaps' lives ---------------------------------------------------------- */

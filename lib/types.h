@@ -468,7 +468,6 @@ static inline bool page_alone(const page_queue_t *q, const page_t *p)
     return q->first == p && !p->next;
 }
 #define EXT_CACHE_SLOTS 16
-#define EXT_CACHE_LEN_MAX 16 /* granules: blocks up to 64 KiB */
 typedef struct chunk_queue {
     chunk_t *first, *last;
 } chunk_queue_t;
@@ -499,19 +498,16 @@ struct heap {
     bool medium_in_small; /* one medium class had its first page in a small chunk */
     /* Extents this thread freed, kept for its next allocation of the same length
      * (extent.c): owner-only, or the purger's under the claim. */
-    void *ext_cache[EXT_CACHE_SLOTS];             /* NULL: a hole (extent-cache.c) */
-    uint8_t ext_cache_era[EXT_CACHE_SLOTS];       /* ext_cache_eras when the block came in */
-    uint16_t ext_cache_of_len[EXT_CACHE_LEN_MAX]; /* [l - 1], bit i: slot i holds l granules */
-    uint32_t ext_cache_lens; /* bit l: some slot holds a block of l granules (0: empty) */
-    /* the slots are a ring in the order blocks came in: its oldest, and its length (holes
-     * included) */
-    uint8_t ext_cache_head, ext_cache_span;
-    uint8_t ext_cache_eras;    /* one more every purge_delay (extent_cache_age) */
-    uint32_t ext_cache_era_at; /* ms clock when the era began */
-    uint32_t ext_cache_looked; /* slow_ops at the owner's last look */
-    size_t ext_cache_bytes;    /* also read by the statistics */
-    heap_t *next_all;          /* all heaps ever made */
-    heap_t *next_free;         /* free heap list */
+    void *ext_cache[EXT_CACHE_SLOTS];
+    uint16_t ext_cache_len[EXT_CACHE_SLOTS];
+    uint8_t ext_cache_era[EXT_CACHE_SLOTS]; /* ext_cache_eras when the block came in */
+    uint8_t ext_cache_eras;                 /* one more every purge_delay (extent_cache_age) */
+    uint32_t ext_cache_era_at;              /* ms clock when the era began */
+    uint32_t ext_cache_looked;              /* slow_ops at the owner's last look */
+    uint32_t ext_cache_n;
+    size_t ext_cache_bytes; /* also read by the statistics */
+    heap_t *next_all;       /* all heaps ever made */
+    heap_t *next_free;      /* free heap list */
     bool in_use;
 };
 
