@@ -10,42 +10,8 @@
 #include "extent-map.h"
 #include "internal.h"
 #include "tap.h"
+#include "unit-extent-standin.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-
-#define KIB ((size_t)1 << 10)
-#define G ((size_t)4096) /* a granule */
-
-/* ---- the layers above, stood in for ---- */
-struct policy policy_in_force = {
-    .thp = {.mode = THP_MODE_LARGE, .threshold = (size_t)2 << 20},
-    .arena_size = (size_t)64 << 20,
-    .purge_delay_ms = 1000,
-    .purge = OS_PURGE_DONTNEED,
-    .trim_threshold = 0,
-    .trim_burst = 1000,
-};
-void policy_ensure_loaded(void) {}
-void introspect_add_range(void *base, size_t size)
-{
-    (void)base;
-    (void)size;
-}
-void introspect_remove_range(void *base)
-{
-    (void)base;
-}
-void lib_fatal(const char *msg, const void *p)
-{
-    fprintf(stderr, "thpalloc: %s (%p)\n", msg, p);
-    abort();
-}
-void lib_assert_fail(const char *expr, const char *file, int line)
-{
-    fprintf(stderr, "thpalloc: invariant failed: %s at %s:%d\n", expr, file, line);
-    abort();
-}
 void malloc_corrupt(page_t *page, void *b)
 {
     (void)page;
@@ -60,14 +26,6 @@ struct block_secret block_secret;
 heap_t heap_empty, heap_exited;
 static heap_t heap;
 __thread heap_t *tl_heap __attribute__((tls_model("initial-exec"))) = &heap;
-
-static uint64_t ext_used(void)
-{
-    uint64_t used;
-    int64_t uncounted;
-    extent_stats(&used, &uncounted);
-    return used;
-}
 
 static void *get(size_t size)
 {
