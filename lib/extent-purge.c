@@ -148,7 +148,7 @@ static bool run_purge(struct extent_map *m, struct ext_free *n, bool trim, size_
     enum os_purge how = policy_in_force.purge;
     bool done = os_purge(m->chunk->base + ((size_t)first << GRANULE_SHIFT),
                          (size_t)len << GRANULE_SHIFT, how);
-    pthread_mutex_lock(shard_lock(s));
+    shard_lock(s);
     s->purging--;
     tags_clear(m, first, len);
     if (done) { /* what may have been resident went back */
@@ -175,7 +175,7 @@ static size_t shard_purge(struct ext_shard *s, uint32_t now, bool force, uint32_
 {
     long delay = purge_delay_now(now);
     size_t purged = 0;
-    pthread_mutex_lock(shard_lock(s));
+    shard_lock(s);
     if (!s->pending_granules || (delay < 0 && !force)) {
         shard_unlock(s);
         return 0;

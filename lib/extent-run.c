@@ -14,9 +14,10 @@
 #define TRIM_COST_MAX 256u /* a refault budget of 1 MiB faulted again per purge_delay */
 
 /* shard0 in .bss, its lock apart in .data (an initialised shard0, 4 KiB of .data, cost the
- * smallest process a written page more: rel-footprint); shard_lock finds it. */
+ * smallest process a written page more: rel-footprint; the fork hook writes the lock in
+ * every process, on .data's written page as the mutex it replaced); shard_lock finds it. */
 struct ext_shard shard0;
-pthread_mutex_t shard0_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+__attribute__((section(".data"))) _Atomic int shard0_lock;
 /* shards[i] for i > 0, made when a request first runs on a CPU of that index (meta memory,
  * never freed); NULL in .bss, so that a single-threaded process writes none of it. */
 struct ext_shard *_Atomic shards[EXT_SHARDS];
@@ -34,15 +35,35 @@ struct ext_shard *shard_make(unsigned i)
     pthread_mutex_lock(&shards_lock);
     struct ext_shard *s = atomic_load_explicit(&shards[i], memory_order_relaxed);
     if (!s) {
-        s = meta_alloc(sizeof *s); /* zero: fresh meta memory */
-        if (s) {
-            pthread_mutex_t init = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
-            s->lock = init;
+        s = meta_alloc(sizeof *s); /* zero: fresh meta memory, its lock free */
+        if (s)
             atomic_store_explicit(&shards[i], s, memory_order_release);
-        }
     }
     pthread_mutex_unlock(&shards_lock);
     return s ? s : &shard0;
+}
+
+/* The lock was taken (shard_lock): spins about as long as a glibc adaptive mutex did (a
+ * shard's critical sections are short), then sleeps until it is let go. 2 says someone
+ * sleeps, so the unlock wakes. */
+#define SHARD_SPINS 100
+
+TEXT_BUSY
+void shard_lock_wait(_Atomic int *l)
+{
+    for (int i = 0; i < SHARD_SPINS; i++) {
+        if (!atomic_load_explicit(l, memory_order_relaxed)) {
+            int free_ = 0;
+            if (atomic_compare_exchange_weak_explicit(l, &free_, 1, memory_order_acquire,
+                                                      memory_order_relaxed))
+                return;
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0)
+        os_wait_while(l, 2);
 }
 
 /* ---- bins ------------------------------------------------------------------------ */
@@ -538,7 +559,7 @@ void extents_release_empty(void)
         struct ext_shard *s = shard_at(i);
         if (!s)
             continue;
-        pthread_mutex_lock(shard_lock(s));
+        shard_lock(s);
         chunk_t *cn;
         for (chunk_t *c = s->chunks.first; c; c = cn) {
             cn = c->next;
@@ -623,7 +644,7 @@ static unsigned bin_find_other(struct ext_shard **sp, unsigned want, unsigned k)
         struct ext_shard *o = shard_at(i);
         if (!o || o == s || !shard_may_fit(o, want, k))
             continue;
-        pthread_mutex_lock(shard_lock(o));
+        shard_lock(o);
         unsigned ko = bin_find(o, want);
         if (ko && (!k || (*bin_of(o, ko))->dirty)) {
             *sp = o;
@@ -631,7 +652,7 @@ static unsigned bin_find_other(struct ext_shard **sp, unsigned want, unsigned k)
         }
         shard_unlock(o);
     }
-    pthread_mutex_lock(shard_lock(s));
+    shard_lock(s);
     return bin_find(s, want); /* it may have changed meanwhile */
 }
 
@@ -642,7 +663,7 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
 {
     unsigned slack = align > GRANULE ? (unsigned)(align >> GRANULE_SHIFT) - 1 : 0;
     struct ext_shard *s = *sp;
-    pthread_mutex_lock(shard_lock(s));
+    shard_lock(s);
     unsigned k = bin_find(s, len + slack);
     if (atomic_load_explicit(&heap_second_made, memory_order_relaxed)) {
         struct ext_shard *o;
@@ -650,14 +671,14 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
             k = bin_find_other(sp, len + slack, k), s = *sp;
         } else if (k >= 2 * (len + slack) && (o = better_shard(s, len + slack, k))) {
             shard_unlock(s);
-            pthread_mutex_lock(shard_lock(o));
+            shard_lock(o);
             unsigned ko = bin_find(o, len + slack);
             if (ko && (*bin_of(o, ko))->dirty) {
                 *sp = s = o;
                 k = ko;
             } else { /* gone meanwhile: s's again */
                 shard_unlock(o);
-                pthread_mutex_lock(shard_lock(s));
+                shard_lock(s);
                 k = bin_find(s, len + slack);
             }
         }
@@ -687,7 +708,7 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
 
 static void shard_fork(struct ext_shard *s, enum fork_phase phase)
 {
-    fork_mutex(shard_lock(s), phase);
+    shard_lock_fork(s, phase);
     if (phase != FORK_CHILD || !s->purging)
         return;
     s->purging = 0;

@@ -23,7 +23,7 @@
 #define MAP_WORDS ((GRANULES + 64) / 64)
 
 struct ext_shard {
-    pthread_mutex_t lock; /* shard0's is shard0_lock (shard_lock) */
+    _Atomic int lock;     /* shard_lock; shard0's is shard0_lock */
     chunk_queue_t chunks; /* every extent chunk of the shard (list through next/prev) */
     chunk_t *spare;       /* an empty chunk kept for the next request */
     struct extent_map *maps_free;
@@ -58,12 +58,38 @@ struct ext_shard {
 };
 
 extern HIDDEN struct ext_shard shard0;
-extern HIDDEN pthread_mutex_t shard0_lock;
+extern HIDDEN _Atomic int shard0_lock;
 extern HIDDEN struct ext_shard *_Atomic shards[EXT_SHARDS];
 
-static inline pthread_mutex_t *shard_lock(struct ext_shard *s)
+/* A shard's lock word: 0 free, 1 held, 2 held with a thread asleep on it (or about to be).
+ * Not a pthread mutex: its lock and unlock calls were ~70 instructions of every extent
+ * request and free taken together, 2.2 of each a malloc/free pair (mixed, callgrind:
+ * docs/benchmarks-log.md); this is a CAS to take it and an exchange to let it go. */
+static inline _Atomic int *shard_lock_word(struct ext_shard *s)
 {
     return s == &shard0 ? &shard0_lock : &s->lock;
+}
+
+/* Taken by another thread: spins a little, then sleeps (extent-run.c). */
+HIDDEN void shard_lock_wait(_Atomic int *l);
+
+static inline void shard_lock(struct ext_shard *s)
+{
+    _Atomic int *l = shard_lock_word(s);
+    int free_ = 0;
+    if (unlikely(!atomic_compare_exchange_strong_explicit(l, &free_, 1, memory_order_acquire,
+                                                          memory_order_relaxed)))
+        shard_lock_wait(l);
+}
+
+/* The fork hook's: taken before, free in the child (the parent's: shard_unlock, which wakes
+ * a thread that slept on it meanwhile). */
+static inline void shard_lock_fork(struct ext_shard *s, enum fork_phase phase)
+{
+    if (phase == FORK_PREPARE)
+        shard_lock(s);
+    else if (phase == FORK_CHILD)
+        atomic_store_explicit(shard_lock_word(s), 0, memory_order_relaxed);
 }
 
 /* Shard i, or NULL when no request has run on such a CPU yet. */
@@ -127,7 +153,9 @@ static inline bool shard_unlock(struct ext_shard *s)
         __atomic_store_n(&s->dirty_counted, p, __ATOMIC_RELAXED);
         counted = true;
     }
-    pthread_mutex_unlock(shard_lock(s));
+    _Atomic int *l = shard_lock_word(s);
+    if (unlikely(atomic_exchange_explicit(l, 0, memory_order_release) == 2))
+        os_wake_all(l); /* each sleeper tries again; one takes it */
     return counted;
 }
 

@@ -114,7 +114,7 @@ void extent_free(chunk_t *c, void *p)
 {
     struct extent_map *m = map_of(c);
     struct ext_shard *s = m->shard;
-    pthread_mutex_lock(shard_lock(s));
+    shard_lock(s);
     int g = block_granule(c, p);
     uint16_t t = g < 0 ? 0 : tag_get(m, (unsigned)g);
     if (unlikely(g < 0 || !head_claim(m, (unsigned)g, t))) {
@@ -162,7 +162,7 @@ void extent_free_many(void *const *blocks, unsigned n)
         struct ext_shard *s = ss[first];
         if (unlikely(!s))
             lib_fatal("free(): double free detected", blocks[first]);
-        pthread_mutex_lock(shard_lock(s));
+        shard_lock(s);
         for (uint32_t todo = left; todo; todo &= todo - 1) {
             unsigned i = (unsigned)__builtin_ctz(todo);
             if (ss[i] != s)
@@ -224,7 +224,7 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
         return true; /* no lock: the block is the caller's */
     bool ok = true, pend = false;
     struct ext_shard *s = m->shard;
-    pthread_mutex_lock(shard_lock(s));
+    shard_lock(s);
     /* The head stays 0 until it is rewritten: a free racing with this realloc fails. */
     if (unlikely(!head_claim(m, g, t))) { /* freed by another thread since the check */
         shard_unlock(s);

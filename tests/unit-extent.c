@@ -23,35 +23,7 @@
 #define KIB ((size_t)1 << 10)
 #define G ((size_t)4096) /* a granule */
 
-/* ---- the layers above, stood in for ---- */
-struct policy policy_in_force = {
-    .thp = {.mode = THP_MODE_LARGE, .threshold = (size_t)2 << 20},
-    .arena_size = (size_t)64 << 20,
-    .purge_delay_ms = 1000,
-    .purge = OS_PURGE_DONTNEED,
-    .trim_threshold = 0, /* the delayed purge first; the trim at the end */
-    .trim_burst = 1000,  /* the trims at once; the storm's batches at the very end */
-};
-void policy_ensure_loaded(void) {}
-void introspect_add_range(void *base, size_t size)
-{
-    (void)base;
-    (void)size;
-}
-void introspect_remove_range(void *base)
-{
-    (void)base;
-}
-void lib_fatal(const char *msg, const void *p)
-{
-    fprintf(stderr, "thpalloc: %s (%p)\n", msg, p);
-    abort();
-}
-void lib_assert_fail(const char *expr, const char *file, int line)
-{
-    fprintf(stderr, "thpalloc: invariant failed: %s at %s:%d\n", expr, file, line);
-    abort();
-}
+#include "unit-extent-env.h"
 
 /* The extents' bytes in use, and everything that waits for purge_delay (stat_pages_dirty
  * lags the shards by up to a chunk: extent_stats has the rest). */
