@@ -86,18 +86,28 @@ void extent_stats(uint64_t *used, int64_t *dirty_uncounted)
     *dirty_uncounted = d * (int64_t)GRANULE;
 }
 
-static void pendmap_set(struct ext_shard *s, unsigned len, bool pending)
+/* Bit len of map set or cleared, and its word's bit of sum when the word becomes 0 or stops
+ * being 0. Atomic stores: other shards' requests peek at both without the lock
+ * (shard_may_fit, better_shard). */
+static inline void map_set(uint64_t *map, uint64_t *sum, unsigned len, bool on)
 {
-    uint64_t bit = (uint64_t)1 << (len % 64), w = s->pendmap[len / 64];
-    /* atomic: other shards' requests peek at it without the lock (better_shard) */
-    __atomic_store_n(&s->pendmap[len / 64], pending ? w | bit : w & ~bit, __ATOMIC_RELAXED);
+    uint64_t bit = (uint64_t)1 << (len % 64), w = map[len / 64];
+    uint64_t nw = on ? w | bit : w & ~bit;
+    __atomic_store_n(&map[len / 64], nw, __ATOMIC_RELAXED);
+    if (!w != !nw) {
+        uint64_t sbit = (uint64_t)1 << (len / 64);
+        __atomic_store_n(sum, nw ? *sum | sbit : *sum & ~sbit, __ATOMIC_RELAXED);
+    }
 }
 
-/* atomic: other shards' requests peek at it without the lock (shard_may_fit) */
+static void pendmap_set(struct ext_shard *s, unsigned len, bool pending)
+{
+    map_set(s->pendmap, &s->pendsum, len, pending);
+}
+
 static void binmap_set(struct ext_shard *s, unsigned len, bool on)
 {
-    uint64_t bit = (uint64_t)1 << (len % 64), w = s->binmap[len / 64];
-    __atomic_store_n(&s->binmap[len / 64], on ? w | bit : w & ~bit, __ATOMIC_RELAXED);
+    map_set(s->binmap, &s->binsum, len, on);
 }
 
 TEXT_BUSY
@@ -144,20 +154,6 @@ void bin_remove(struct ext_shard *s, struct ext_free *n)
         pendmap_set(s, n->len, *b && (*b)->dirty);
 }
 
-/* The smallest bin of at least len granules that map marks, or 0. */
-static unsigned map_find(const uint64_t *map, unsigned len)
-{
-    unsigned w = len / 64;
-    uint64_t bits = map[w] & (~(uint64_t)0 << (len % 64));
-    for (;;) {
-        if (bits)
-            return w * 64 + (unsigned)__builtin_ctzll(bits);
-        if (++w >= MAP_WORDS)
-            return 0;
-        bits = map[w];
-    }
-}
-
 /* The largest bin of at least len granules that map marks, or 0. */
 TEXT_BUSY
 unsigned map_find_top(const uint64_t *map, unsigned len)
@@ -179,9 +175,9 @@ unsigned map_find_top(const uint64_t *map, unsigned len)
 TEXT_BUSY
 static unsigned bin_find(struct ext_shard *s, unsigned len)
 {
-    unsigned k = map_find(s->binmap, len);
+    unsigned k = map_find(s->binmap, s->binsum, len);
     if (k && !(*bin_of(s, k))->dirty) {
-        unsigned r = map_find(s->pendmap, k);
+        unsigned r = map_find(s->pendmap, s->pendsum, k);
         if (r)
             k = r;
     }
@@ -232,6 +228,10 @@ void pending_check(struct ext_shard *s)
         }
     }
     LIB_ASSERT(dirty == s->pending_granules);
+    for (unsigned w = 0; w < MAP_WORDS; w++)
+        LIB_ASSERT(!(s->binsum >> w & 1) == !s->binmap[w] &&
+                   !(s->pendsum >> w & 1) == !s->pendmap[w]);
+    LIB_ASSERT(!(s->binsum >> MAP_WORDS) && !(s->pendsum >> MAP_WORDS));
 }
 #endif
 
@@ -592,37 +592,13 @@ static struct ext_shard *better_shard(const struct ext_shard *s, unsigned want, 
         struct ext_shard *o = shard_at(i);
         if (!o || o == s)
             continue;
-        for (unsigned w = want / 64; w < MAP_WORDS && w * 64 < k; w++) {
-            uint64_t bits = __atomic_load_n(&o->pendmap[w], __ATOMIC_RELAXED);
-            if (w == want / 64)
-                bits &= ~(uint64_t)0 << (want % 64);
-            if (bits) {
-                unsigned ko = w * 64 + (unsigned)__builtin_ctzll(bits);
-                if (ko < k) {
-                    best = o;
-                    k = ko;
-                }
-                break;
-            }
+        unsigned ko = map_find(o->pendmap, __atomic_load_n(&o->pendsum, __ATOMIC_RELAXED), want);
+        if (ko && ko < k) {
+            best = o;
+            k = ko;
         }
     }
     return best;
-}
-
-/* Whether o, looked at without its lock (a hint), has a run of at least want granules that
- * bin_find_other takes: a resident one (pendmap), or any when the request has no fit (!k). */
-TEXT_BUSY
-bool shard_may_fit(const struct ext_shard *o, unsigned want, unsigned k)
-{
-    const uint64_t *map = k ? o->pendmap : o->binmap;
-    for (unsigned w = want / 64; w < MAP_WORDS; w++) {
-        uint64_t bits = __atomic_load_n(&map[w], __ATOMIC_RELAXED);
-        if (w == want / 64)
-            bits &= ~(uint64_t)0 << (want % 64);
-        if (bits)
-            return true;
-    }
-    return false;
 }
 
 /* Only the shards that may fit it are locked, and s's lock is kept when none may: each

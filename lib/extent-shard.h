@@ -21,6 +21,7 @@
  * map's shard never changes, and a free finds its lock without one. */
 #define EXT_SHARDS 8
 #define MAP_WORDS ((GRANULES + 64) / 64)
+_Static_assert(MAP_WORDS <= 64, "a bit of binsum and pendsum for each word of the maps");
 
 struct ext_shard {
     _Atomic int lock;     /* shard_lock; shard0's is shard0_lock */
@@ -50,6 +51,11 @@ struct ext_shard {
     size_t used_granules; /* handed out (statistics: extent_stats), as dirty_counted */
     uint64_t binmap[MAP_WORDS];
     uint64_t pendmap[MAP_WORDS]; /* bins whose first run is pending */
+    /* Bit w: word w of binmap, of pendmap, is not 0. A look for a fit is a word and a bit,
+     * not a walk of the words: a request that its thread's cache could not serve looked at
+     * every shard's pendmap that way first (extent_resident_fits: ~100 instructions of
+     * each in mixed). */
+    uint64_t binsum, pendsum;
     /* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps
      * its last node in its first node's prev), stored longest first (bin_of) after the
      * fields above. A small process's runs, short blocks and the rest of its chunk, touch
@@ -164,6 +170,29 @@ static inline struct ext_free **bin_of(struct ext_shard *s, unsigned len)
     return &s->bins[GRANULES - len];
 }
 
+/* The smallest bin of at least len granules that map marks (sum: its words not 0), or 0. */
+static inline unsigned map_find(const uint64_t *map, uint64_t sum, unsigned len)
+{
+    unsigned w = len / 64;
+    uint64_t bits = __atomic_load_n(&map[w], __ATOMIC_RELAXED) & (~(uint64_t)0 << (len % 64));
+    if (bits)
+        return w * 64 + (unsigned)__builtin_ctzll(bits);
+    sum &= ~(uint64_t)1 << w; /* the words above w */
+    if (!sum)
+        return 0;
+    w = (unsigned)__builtin_ctzll(sum);
+    bits = __atomic_load_n(&map[w], __ATOMIC_RELAXED);
+    return bits ? w * 64 + (unsigned)__builtin_ctzll(bits) : 0; /* 0: changed meanwhile */
+}
+
+/* Whether o, looked at without its lock (a hint), has a run of at least want granules that
+ * bin_find_other takes: a resident one (pendmap), or any when the request has no fit (!k). */
+static inline bool shard_may_fit(const struct ext_shard *o, unsigned want, unsigned k)
+{
+    return k ? map_find(o->pendmap, __atomic_load_n(&o->pendsum, __ATOMIC_RELAXED), want) != 0
+             : map_find(o->binmap, __atomic_load_n(&o->binsum, __ATOMIC_RELAXED), want) != 0;
+}
+
 /* ---- extent-run.c: the shards, their bins, chunks and runs ------------------------------ */
 HIDDEN void bin_remove(struct ext_shard *s, struct ext_free *n);
 HIDDEN unsigned map_find_top(const uint64_t *map, unsigned len);
@@ -175,7 +204,6 @@ HIDDEN struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned 
 HIDDEN bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len);
 HIDDEN void chunk_maybe_drop(struct extent_map *m);
 HIDDEN void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero);
-HIDDEN bool shard_may_fit(const struct ext_shard *o, unsigned want, unsigned k);
 #ifdef THPALLOC_DEBUG
 HIDDEN void map_check(const struct extent_map *m);
 HIDDEN void pending_check(struct ext_shard *s);
