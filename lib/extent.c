@@ -51,8 +51,8 @@ void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
 
 /* Frees the block of len granules at granule g of m. The shard's lock held. Returns whether it
  * left memory to purge. */
-TEXT_BUSY
-static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
+static inline __attribute__((always_inline)) bool
+block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
 {
     tags_clear(m, g, len);
     m->used -= len;
