@@ -135,8 +135,8 @@ static inline void bin_insert(struct ext_shard *s, struct ext_free *n)
     }
 }
 
-TEXT_BUSY
-void bin_remove(struct ext_shard *s, struct ext_free *n)
+static inline __attribute__((always_inline)) void bin_unlink(struct ext_shard *s,
+                                                             struct ext_free *n)
 {
     struct ext_free **b = bin_of(s, n->len), *f = *b;
     LIB_ASSERT(f && !f->prev->next); /* f's prev is the bin's last node */
@@ -153,6 +153,13 @@ void bin_remove(struct ext_shard *s, struct ext_free *n)
         binmap_set(s, n->len, false);
     if (n == f)
         pendmap_set(s, n->len, *b && (*b)->dirty);
+}
+
+/* bin_unlink for the purge (extent-purge.c); the splits and merges inline it. */
+TEXT_BUSY
+void bin_remove(struct ext_shard *s, struct ext_free *n)
+{
+    bin_unlink(s, n);
 }
 
 /* The largest bin of at least len granules that map marks, or 0. */
@@ -351,7 +358,7 @@ TEXT_BUSY
 static void absorb(struct extent_map *m, unsigned first, unsigned len, struct merge *g)
 {
     struct ext_free *x = &m->node[first];
-    bin_remove(m->shard, x);
+    bin_unlink(m->shard, x);
     tags_clear(m, first, len);
     if (first < g->start)
         g->start = first;
@@ -472,15 +479,15 @@ static void trim_taken(struct ext_shard *s, uint32_t trimmed_at, unsigned len)
 /* Takes granules [first, first+len) out of the free run n (first at or after n's start),
  * the rest of it back as free runs with their own dirty granules. Returns whether the taken
  * part reads as zero. */
-TEXT_BUSY
-bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
+static inline __attribute__((always_inline)) bool
+run_split(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
 {
     struct ext_shard *s = m->shard;
     unsigned start = n->index, total = n->len;
     unsigned dirty = n->dirty;
     bool zero = n->zero, trimmed = n->trimmed;
     uint32_t at = n->freed_at;
-    bin_remove(s, n);
+    bin_unlink(s, n);
     tags_clear(m, start, total);
     if (trimmed)
         trim_taken(s, at, len); /* once a trim: the rest of the run is not flagged again */
@@ -514,6 +521,14 @@ bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned
         s->spare = NULL;
     used_add(s, (long)len);
     return zero;
+}
+
+/* run_split for a block grown in place (extent_resize); a request inlines it (one call less
+ * on every request). */
+TEXT_BUSY
+bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
+{
+    return run_split(m, n, first, len);
 }
 
 /* Every granule of m's chunk free, in one run (not one the purger holds). */
@@ -672,7 +687,7 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
                dirty_count(m, first + n->len - len, len) > dirty_count(m, first, len)) {
         first += n->len - len; /* the resident end: a freed block beside a purged run */
     }
-    *is_zero = run_take(m, n, first, len);
+    *is_zero = run_split(m, n, first, len);
     MAP_CHECK(m);
     return m->chunk->base + ((size_t)first << GRANULE_SHIFT);
 }
