@@ -235,7 +235,8 @@ void run_freed(struct extent_map *m, struct ext_free *n, bool pend, unsigned hel
     else if (pend && trim_due(s, n, held) && trim_now(s))
         run_purge_now(m, n, true);
     else {
-        chunk_maybe_drop(m);
+        if (!m->used) /* chunk_maybe_drop's first test, without the call */
+            chunk_maybe_drop(m);
         if (pend && s->trim_calls > policy_in_force.trim_burst && trim_due_any(s))
             trim_batch(s);
     }

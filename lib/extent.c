@@ -114,6 +114,7 @@ void extent_free(chunk_t *c, void *p)
 {
     struct extent_map *m = map_of(c);
     struct ext_shard *s = m->shard;
+    uint32_t now = now_ms(); /* before the lock: the others wait for less */
     shard_lock(s);
     int g = block_granule(c, p);
     uint16_t t = g < 0 ? 0 : tag_get(m, (unsigned)g);
@@ -121,7 +122,7 @@ void extent_free(chunk_t *c, void *p)
         shard_unlock(s);
         extent_bad_pointer(c, p, "free(): invalid pointer");
     }
-    bool pend = block_free_locked(m, (unsigned)g, t & TAG_LEN, now_ms());
+    bool pend = block_free_locked(m, (unsigned)g, t & TAG_LEN, now);
     bool counted = shard_unlock(s);
     if (pend)
         note_pending(counted);
