@@ -161,7 +161,7 @@ static inline bool shard_unlock(struct ext_shard *s)
     }
     _Atomic int *l = shard_lock_word(s);
     if (unlikely(atomic_exchange_explicit(l, 0, memory_order_release) == 2))
-        os_wake_all(l); /* each sleeper tries again; one takes it */
+        os_wake_one(l); /* it marks the word 2 again as it takes it: the next one is woken */
     return counted;
 }
 
