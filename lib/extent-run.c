@@ -13,11 +13,8 @@
 #define TRIM_COST_CALL 4u  /* a madvise costs about as much as 4 page faults */
 #define TRIM_COST_MAX 256u /* a refault budget of 1 MiB faulted again per purge_delay */
 
-/* shard0 in .bss, its lock apart in .data (an initialised shard0, 4 KiB of .data, cost the
- * smallest process a written page more: rel-footprint; the fork hook writes the lock in
- * every process, on .data's written page as the mutex it replaced); shard_lock finds it. */
+/* shard0 in .bss, its lock inside (0: free). */
 struct ext_shard shard0;
-__attribute__((section(".data"))) _Atomic int shard0_lock;
 /* shards[i] for i > 0, made when a request first runs on a CPU of that index (meta memory,
  * never freed); NULL in .bss, so that a single-threaded process writes none of it. */
 struct ext_shard *_Atomic shards[EXT_SHARDS];

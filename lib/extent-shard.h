@@ -24,7 +24,6 @@
 _Static_assert(MAP_WORDS <= 64, "a bit of binsum and pendsum for each word of the maps");
 
 struct ext_shard {
-    _Atomic int lock;     /* shard_lock; shard0's is shard0_lock */
     chunk_queue_t chunks; /* every extent chunk of the shard (list through next/prev) */
     chunk_t *spare;       /* an empty chunk kept for the next request */
     struct extent_map *maps_free;
@@ -61,10 +60,14 @@ struct ext_shard {
      * fields above. A small process's runs, short blocks and the rest of its chunk, touch
      * two pages of them, not three (python3 idle: -4 KiB). */
     struct ext_free *bins[GRANULES];
+    /* shard_lock; shard0's too (0: free, so shard0 stays in .bss). Last, on a line of its
+     * own: shard0's last page is the one the fork hook writes anyway (shards_lock), and in
+     * .data beside registry_hot every lock and unlock of shard0 took the line each free
+     * reads the registry from out of the other CPUs' caches. */
+    _Alignas(64) _Atomic int lock;
 };
 
 extern HIDDEN struct ext_shard shard0;
-extern HIDDEN _Atomic int shard0_lock;
 extern HIDDEN struct ext_shard *_Atomic shards[EXT_SHARDS];
 
 /* A shard's lock word: 0 free, 1 held, 2 held with a thread asleep on it (or about to be).
@@ -73,7 +76,7 @@ extern HIDDEN struct ext_shard *_Atomic shards[EXT_SHARDS];
  * docs/benchmarks-log.md); this is a CAS to take it and an exchange to let it go. */
 static inline _Atomic int *shard_lock_word(struct ext_shard *s)
 {
-    return s == &shard0 ? &shard0_lock : &s->lock;
+    return &s->lock;
 }
 
 /* Taken by another thread: spins a little, then sleeps (extent-run.c). */
