@@ -148,7 +148,7 @@ static bool run_purge(struct extent_map *m, struct ext_free *n, bool trim, size_
     enum os_purge how = policy_in_force.purge;
     bool done = os_purge(m->chunk->base + ((size_t)first << GRANULE_SHIFT),
                          (size_t)len << GRANULE_SHIFT, how);
-    pthread_mutex_lock(shard_lock(s));
+    shard_lock(s);
     s->purging--;
     tags_clear(m, first, len);
     if (done) { /* what may have been resident went back */
@@ -175,7 +175,7 @@ static size_t shard_purge(struct ext_shard *s, uint32_t now, bool force, uint32_
 {
     long delay = purge_delay_now(now);
     size_t purged = 0;
-    pthread_mutex_lock(shard_lock(s));
+    shard_lock(s);
     if (!s->pending_granules || (delay < 0 && !force)) {
         shard_unlock(s);
         return 0;
@@ -235,7 +235,8 @@ void run_freed(struct extent_map *m, struct ext_free *n, bool pend, unsigned hel
     else if (pend && trim_due(s, n, held) && trim_now(s))
         run_purge_now(m, n, true);
     else {
-        chunk_maybe_drop(m);
+        if (!m->used) /* chunk_maybe_drop's first test, without the call */
+            chunk_maybe_drop(m);
         if (pend && s->trim_calls > policy_in_force.trim_burst && trim_due_any(s))
             trim_batch(s);
     }

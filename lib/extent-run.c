@@ -13,10 +13,8 @@
 #define TRIM_COST_CALL 4u  /* a madvise costs about as much as 4 page faults */
 #define TRIM_COST_MAX 256u /* a refault budget of 1 MiB faulted again per purge_delay */
 
-/* shard0 in .bss, its lock apart in .data (an initialised shard0, 4 KiB of .data, cost the
- * smallest process a written page more: rel-footprint); shard_lock finds it. */
+/* shard0 in .bss, its lock inside (0: free). */
 struct ext_shard shard0;
-pthread_mutex_t shard0_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 /* shards[i] for i > 0, made when a request first runs on a CPU of that index (meta memory,
  * never freed); NULL in .bss, so that a single-threaded process writes none of it. */
 struct ext_shard *_Atomic shards[EXT_SHARDS];
@@ -34,15 +32,35 @@ struct ext_shard *shard_make(unsigned i)
     pthread_mutex_lock(&shards_lock);
     struct ext_shard *s = atomic_load_explicit(&shards[i], memory_order_relaxed);
     if (!s) {
-        s = meta_alloc(sizeof *s); /* zero: fresh meta memory */
-        if (s) {
-            pthread_mutex_t init = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
-            s->lock = init;
+        s = meta_alloc(sizeof *s); /* zero: fresh meta memory, its lock free */
+        if (s)
             atomic_store_explicit(&shards[i], s, memory_order_release);
-        }
     }
     pthread_mutex_unlock(&shards_lock);
     return s ? s : &shard0;
+}
+
+/* The lock was taken (shard_lock): spins about as long as a glibc adaptive mutex did (a
+ * shard's critical sections are short), then sleeps until it is let go. 2 says someone
+ * sleeps, so the unlock wakes. */
+#define SHARD_SPINS 100
+
+TEXT_BUSY
+void shard_lock_wait(_Atomic int *l)
+{
+    for (int i = 0; i < SHARD_SPINS; i++) {
+        if (!atomic_load_explicit(l, memory_order_relaxed)) {
+            int free_ = 0;
+            if (atomic_compare_exchange_weak_explicit(l, &free_, 1, memory_order_acquire,
+                                                      memory_order_relaxed))
+                return;
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0)
+        os_wait_while(l, 2);
 }
 
 /* ---- bins ------------------------------------------------------------------------ */
@@ -65,22 +83,33 @@ void extent_stats(uint64_t *used, int64_t *dirty_uncounted)
     *dirty_uncounted = d * (int64_t)GRANULE;
 }
 
+/* Bit len of map set or cleared, and its word's bit of sum when the word becomes 0 or stops
+ * being 0. Atomic stores: other shards' requests peek at both without the lock
+ * (shard_may_fit, better_shard). */
+static inline void map_set(uint64_t *map, uint64_t *sum, unsigned len, bool on)
+{
+    uint64_t bit = (uint64_t)1 << (len % 64), w = map[len / 64];
+    uint64_t nw = on ? w | bit : w & ~bit;
+    if (nw == w)
+        return; /* a bin's first run removed, the next as pending as it */
+    __atomic_store_n(&map[len / 64], nw, __ATOMIC_RELAXED);
+    if (!w != !nw) {
+        uint64_t sbit = (uint64_t)1 << (len / 64);
+        __atomic_store_n(sum, nw ? *sum | sbit : *sum & ~sbit, __ATOMIC_RELAXED);
+    }
+}
+
 static void pendmap_set(struct ext_shard *s, unsigned len, bool pending)
 {
-    uint64_t bit = (uint64_t)1 << (len % 64), w = s->pendmap[len / 64];
-    /* atomic: other shards' requests peek at it without the lock (better_shard) */
-    __atomic_store_n(&s->pendmap[len / 64], pending ? w | bit : w & ~bit, __ATOMIC_RELAXED);
+    map_set(s->pendmap, &s->pendsum, len, pending);
 }
 
-/* atomic: other shards' requests peek at it without the lock (shard_may_fit) */
 static void binmap_set(struct ext_shard *s, unsigned len, bool on)
 {
-    uint64_t bit = (uint64_t)1 << (len % 64), w = s->binmap[len / 64];
-    __atomic_store_n(&s->binmap[len / 64], on ? w | bit : w & ~bit, __ATOMIC_RELAXED);
+    map_set(s->binmap, &s->binsum, len, on);
 }
 
-TEXT_BUSY
-static void bin_insert(struct ext_shard *s, struct ext_free *n)
+static inline void bin_insert(struct ext_shard *s, struct ext_free *n)
 {
     struct ext_free **b = bin_of(s, n->len), *f = *b;
     if (!f) {
@@ -103,8 +132,8 @@ static void bin_insert(struct ext_shard *s, struct ext_free *n)
     }
 }
 
-TEXT_BUSY
-void bin_remove(struct ext_shard *s, struct ext_free *n)
+static inline __attribute__((always_inline)) void bin_unlink(struct ext_shard *s,
+                                                             struct ext_free *n)
 {
     struct ext_free **b = bin_of(s, n->len), *f = *b;
     LIB_ASSERT(f && !f->prev->next); /* f's prev is the bin's last node */
@@ -123,18 +152,11 @@ void bin_remove(struct ext_shard *s, struct ext_free *n)
         pendmap_set(s, n->len, *b && (*b)->dirty);
 }
 
-/* The smallest bin of at least len granules that map marks, or 0. */
-static unsigned map_find(const uint64_t *map, unsigned len)
+/* bin_unlink for the purge (extent-purge.c); the splits and merges inline it. */
+TEXT_BUSY
+void bin_remove(struct ext_shard *s, struct ext_free *n)
 {
-    unsigned w = len / 64;
-    uint64_t bits = map[w] & (~(uint64_t)0 << (len % 64));
-    for (;;) {
-        if (bits)
-            return w * 64 + (unsigned)__builtin_ctzll(bits);
-        if (++w >= MAP_WORDS)
-            return 0;
-        bits = map[w];
-    }
+    bin_unlink(s, n);
 }
 
 /* The largest bin of at least len granules that map marks, or 0. */
@@ -158,9 +180,9 @@ unsigned map_find_top(const uint64_t *map, unsigned len)
 TEXT_BUSY
 static unsigned bin_find(struct ext_shard *s, unsigned len)
 {
-    unsigned k = map_find(s->binmap, len);
+    unsigned k = map_find(s->binmap, s->binsum, len);
     if (k && !(*bin_of(s, k))->dirty) {
-        unsigned r = map_find(s->pendmap, k);
+        unsigned r = map_find(s->pendmap, s->pendsum, k);
         if (r)
             k = r;
     }
@@ -211,6 +233,10 @@ void pending_check(struct ext_shard *s)
         }
     }
     LIB_ASSERT(dirty == s->pending_granules);
+    for (unsigned w = 0; w < MAP_WORDS; w++)
+        LIB_ASSERT(!(s->binsum >> w & 1) == !s->binmap[w] &&
+                   !(s->pendsum >> w & 1) == !s->pendmap[w]);
+    LIB_ASSERT(!(s->binsum >> MAP_WORDS) && !(s->pendsum >> MAP_WORDS));
 }
 #endif
 
@@ -329,7 +355,7 @@ TEXT_BUSY
 static void absorb(struct extent_map *m, unsigned first, unsigned len, struct merge *g)
 {
     struct ext_free *x = &m->node[first];
-    bin_remove(m->shard, x);
+    bin_unlink(m->shard, x);
     tags_clear(m, first, len);
     if (first < g->start)
         g->start = first;
@@ -346,29 +372,11 @@ static void absorb(struct extent_map *m, unsigned first, unsigned len, struct me
     g->trimmed = g->trimmed || x->trimmed;
 }
 
-/* Makes [first, first+len) of m a free run, merged with free neighbours. dirty: it all held
- * data (to be purged after purge_delay), else its dirty bits stay as they are; zero: it
- * reads as zero. Returns the merged run, and in *held its dirty granules. The shard's lock
- * held. */
-static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsigned len,
-                                     unsigned own, bool zero, bool trimmed, uint32_t freed_at,
-                                     unsigned *held);
-
-TEXT_BUSY
-struct ext_free *run_free_held(struct extent_map *m, unsigned first, unsigned len, bool dirty,
-                               bool zero, bool trimmed, uint32_t freed_at, unsigned *held)
-{
-    if (dirty)
-        dirty_mark(m, first, len, true);
-    return run_free_own(m, first, len, dirty ? len : dirty_count(m, first, len), zero, trimmed,
-                        freed_at, held);
-}
-
-/* run_free_held with the run's dirty granules already known (own): a split run's parts. */
-TEXT_BUSY
-static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsigned len,
-                                     unsigned own, bool zero, bool trimmed, uint32_t freed_at,
-                                     unsigned *held)
+/* run_free_held's body, with the run's dirty granules known (own), inlined there: one call
+ * less on every free. */
+static inline __attribute__((always_inline)) struct ext_free *
+run_free_own(struct extent_map *m, unsigned first, unsigned len, unsigned own, bool zero,
+             bool trimmed, uint32_t freed_at, unsigned *held)
 {
     LIB_ASSERT(own == dirty_count(m, first, len));
     struct merge g = {first, len, 0, own, zero, trimmed, freed_at, own};
@@ -399,6 +407,20 @@ static struct ext_free *run_free_own(struct extent_map *m, unsigned first, unsig
     if (held)
         *held = g.dirty;
     return n;
+}
+
+/* Makes [first, first+len) of m a free run, merged with free neighbours. dirty: it all held
+ * data (to be purged after purge_delay), else its dirty bits stay as they are; zero: it
+ * reads as zero. Returns the merged run, and in *held its dirty granules. The shard's lock
+ * held. */
+TEXT_BUSY
+struct ext_free *run_free_held(struct extent_map *m, unsigned first, unsigned len, bool dirty,
+                               bool zero, bool trimmed, uint32_t freed_at, unsigned *held)
+{
+    if (dirty)
+        dirty_mark(m, first, len, true);
+    return run_free_own(m, first, len, dirty ? len : dirty_count(m, first, len), zero, trimmed,
+                        freed_at, held);
 }
 
 TEXT_BUSY
@@ -454,15 +476,15 @@ static void trim_taken(struct ext_shard *s, uint32_t trimmed_at, unsigned len)
 /* Takes granules [first, first+len) out of the free run n (first at or after n's start),
  * the rest of it back as free runs with their own dirty granules. Returns whether the taken
  * part reads as zero. */
-TEXT_BUSY
-bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
+static inline __attribute__((always_inline)) bool
+run_split(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
 {
     struct ext_shard *s = m->shard;
     unsigned start = n->index, total = n->len;
     unsigned dirty = n->dirty;
     bool zero = n->zero, trimmed = n->trimmed;
     uint32_t at = n->freed_at;
-    bin_remove(s, n);
+    bin_unlink(s, n);
     tags_clear(m, start, total);
     if (trimmed)
         trim_taken(s, at, len); /* once a trim: the rest of the run is not flagged again */
@@ -496,6 +518,14 @@ bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned
         s->spare = NULL;
     used_add(s, (long)len);
     return zero;
+}
+
+/* run_split for a block grown in place (extent_resize); a request inlines it (one call less
+ * on every request). */
+TEXT_BUSY
+bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len)
+{
+    return run_split(m, n, first, len);
 }
 
 /* Every granule of m's chunk free, in one run (not one the purger holds). */
@@ -538,7 +568,7 @@ void extents_release_empty(void)
         struct ext_shard *s = shard_at(i);
         if (!s)
             continue;
-        pthread_mutex_lock(shard_lock(s));
+        shard_lock(s);
         chunk_t *cn;
         for (chunk_t *c = s->chunks.first; c; c = cn) {
             cn = c->next;
@@ -571,37 +601,13 @@ static struct ext_shard *better_shard(const struct ext_shard *s, unsigned want, 
         struct ext_shard *o = shard_at(i);
         if (!o || o == s)
             continue;
-        for (unsigned w = want / 64; w < MAP_WORDS && w * 64 < k; w++) {
-            uint64_t bits = __atomic_load_n(&o->pendmap[w], __ATOMIC_RELAXED);
-            if (w == want / 64)
-                bits &= ~(uint64_t)0 << (want % 64);
-            if (bits) {
-                unsigned ko = w * 64 + (unsigned)__builtin_ctzll(bits);
-                if (ko < k) {
-                    best = o;
-                    k = ko;
-                }
-                break;
-            }
+        unsigned ko = map_find(o->pendmap, __atomic_load_n(&o->pendsum, __ATOMIC_RELAXED), want);
+        if (ko && ko < k) {
+            best = o;
+            k = ko;
         }
     }
     return best;
-}
-
-/* Whether o, looked at without its lock (a hint), has a run of at least want granules that
- * bin_find_other takes: a resident one (pendmap), or any when the request has no fit (!k). */
-TEXT_BUSY
-bool shard_may_fit(const struct ext_shard *o, unsigned want, unsigned k)
-{
-    const uint64_t *map = k ? o->pendmap : o->binmap;
-    for (unsigned w = want / 64; w < MAP_WORDS; w++) {
-        uint64_t bits = __atomic_load_n(&map[w], __ATOMIC_RELAXED);
-        if (w == want / 64)
-            bits &= ~(uint64_t)0 << (want % 64);
-        if (bits)
-            return true;
-    }
-    return false;
 }
 
 /* Only the shards that may fit it are locked, and s's lock is kept when none may: each
@@ -623,7 +629,7 @@ static unsigned bin_find_other(struct ext_shard **sp, unsigned want, unsigned k)
         struct ext_shard *o = shard_at(i);
         if (!o || o == s || !shard_may_fit(o, want, k))
             continue;
-        pthread_mutex_lock(shard_lock(o));
+        shard_lock(o);
         unsigned ko = bin_find(o, want);
         if (ko && (!k || (*bin_of(o, ko))->dirty)) {
             *sp = o;
@@ -631,7 +637,7 @@ static unsigned bin_find_other(struct ext_shard **sp, unsigned want, unsigned k)
         }
         shard_unlock(o);
     }
-    pthread_mutex_lock(shard_lock(s));
+    shard_lock(s);
     return bin_find(s, want); /* it may have changed meanwhile */
 }
 
@@ -642,7 +648,7 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
 {
     unsigned slack = align > GRANULE ? (unsigned)(align >> GRANULE_SHIFT) - 1 : 0;
     struct ext_shard *s = *sp;
-    pthread_mutex_lock(shard_lock(s));
+    shard_lock(s);
     unsigned k = bin_find(s, len + slack);
     if (atomic_load_explicit(&heap_second_made, memory_order_relaxed)) {
         struct ext_shard *o;
@@ -650,14 +656,14 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
             k = bin_find_other(sp, len + slack, k), s = *sp;
         } else if (k >= 2 * (len + slack) && (o = better_shard(s, len + slack, k))) {
             shard_unlock(s);
-            pthread_mutex_lock(shard_lock(o));
+            shard_lock(o);
             unsigned ko = bin_find(o, len + slack);
             if (ko && (*bin_of(o, ko))->dirty) {
                 *sp = s = o;
                 k = ko;
             } else { /* gone meanwhile: s's again */
                 shard_unlock(o);
-                pthread_mutex_lock(shard_lock(s));
+                shard_lock(s);
                 k = bin_find(s, len + slack);
             }
         }
@@ -678,7 +684,7 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
                dirty_count(m, first + n->len - len, len) > dirty_count(m, first, len)) {
         first += n->len - len; /* the resident end: a freed block beside a purged run */
     }
-    *is_zero = run_take(m, n, first, len);
+    *is_zero = run_split(m, n, first, len);
     MAP_CHECK(m);
     return m->chunk->base + ((size_t)first << GRANULE_SHIFT);
 }
@@ -687,7 +693,7 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
 
 static void shard_fork(struct ext_shard *s, enum fork_phase phase)
 {
-    fork_mutex(shard_lock(s), phase);
+    shard_lock_fork(s, phase);
     if (phase != FORK_CHILD || !s->purging)
         return;
     s->purging = 0;

@@ -21,9 +21,9 @@
  * map's shard never changes, and a free finds its lock without one. */
 #define EXT_SHARDS 8
 #define MAP_WORDS ((GRANULES + 64) / 64)
+_Static_assert(MAP_WORDS <= 64, "a bit of binsum and pendsum for each word of the maps");
 
 struct ext_shard {
-    pthread_mutex_t lock; /* shard0's is shard0_lock (shard_lock) */
     chunk_queue_t chunks; /* every extent chunk of the shard (list through next/prev) */
     chunk_t *spare;       /* an empty chunk kept for the next request */
     struct extent_map *maps_free;
@@ -50,20 +50,55 @@ struct ext_shard {
     size_t used_granules; /* handed out (statistics: extent_stats), as dirty_counted */
     uint64_t binmap[MAP_WORDS];
     uint64_t pendmap[MAP_WORDS]; /* bins whose first run is pending */
+    /* Bit w: word w of binmap, of pendmap, is not 0. A look for a fit is a word and a bit,
+     * not a walk of the words: a request that its thread's cache could not serve looked at
+     * every shard's pendmap that way first (extent_resident_fits: ~100 instructions of
+     * each in mixed). */
+    uint64_t binsum, pendsum;
     /* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps
      * its last node in its first node's prev), stored longest first (bin_of) after the
      * fields above. A small process's runs, short blocks and the rest of its chunk, touch
      * two pages of them, not three (python3 idle: -4 KiB). */
     struct ext_free *bins[GRANULES];
+    /* shard_lock; shard0's too (0: free, so shard0 stays in .bss). Last, on a line of its
+     * own: shard0's last page is the one the fork hook writes anyway (shards_lock), and in
+     * .data beside registry_hot every lock and unlock of shard0 took the line each free
+     * reads the registry from out of the other CPUs' caches. */
+    _Alignas(64) _Atomic int lock;
 };
 
 extern HIDDEN struct ext_shard shard0;
-extern HIDDEN pthread_mutex_t shard0_lock;
 extern HIDDEN struct ext_shard *_Atomic shards[EXT_SHARDS];
 
-static inline pthread_mutex_t *shard_lock(struct ext_shard *s)
+/* A shard's lock word: 0 free, 1 held, 2 held with a thread asleep on it (or about to be).
+ * Not a pthread mutex: its lock and unlock calls were ~70 instructions of every extent
+ * request and free taken together, 2.2 of each a malloc/free pair (mixed, callgrind:
+ * docs/benchmarks-log.md); this is a CAS to take it and an exchange to let it go. */
+static inline _Atomic int *shard_lock_word(struct ext_shard *s)
 {
-    return s == &shard0 ? &shard0_lock : &s->lock;
+    return &s->lock;
+}
+
+/* Taken by another thread: spins a little, then sleeps (extent-run.c). */
+HIDDEN void shard_lock_wait(_Atomic int *l);
+
+static inline void shard_lock(struct ext_shard *s)
+{
+    _Atomic int *l = shard_lock_word(s);
+    int free_ = 0;
+    if (unlikely(!atomic_compare_exchange_strong_explicit(l, &free_, 1, memory_order_acquire,
+                                                          memory_order_relaxed)))
+        shard_lock_wait(l);
+}
+
+/* The fork hook's: taken before, free in the child (the parent's: shard_unlock, which wakes
+ * a thread that slept on it meanwhile). */
+static inline void shard_lock_fork(struct ext_shard *s, enum fork_phase phase)
+{
+    if (phase == FORK_PREPARE)
+        shard_lock(s);
+    else if (phase == FORK_CHILD)
+        atomic_store_explicit(shard_lock_word(s), 0, memory_order_relaxed);
 }
 
 /* Shard i, or NULL when no request has run on such a CPU yet. */
@@ -127,13 +162,38 @@ static inline bool shard_unlock(struct ext_shard *s)
         __atomic_store_n(&s->dirty_counted, p, __ATOMIC_RELAXED);
         counted = true;
     }
-    pthread_mutex_unlock(shard_lock(s));
+    _Atomic int *l = shard_lock_word(s);
+    if (unlikely(atomic_exchange_explicit(l, 0, memory_order_release) == 2))
+        os_wake_one(l); /* it marks the word 2 again as it takes it: the next one is woken */
     return counted;
 }
 
 static inline struct ext_free **bin_of(struct ext_shard *s, unsigned len)
 {
     return &s->bins[GRANULES - len];
+}
+
+/* The smallest bin of at least len granules that map marks (sum: its words not 0), or 0. */
+static inline unsigned map_find(const uint64_t *map, uint64_t sum, unsigned len)
+{
+    unsigned w = len / 64;
+    uint64_t bits = __atomic_load_n(&map[w], __ATOMIC_RELAXED) & (~(uint64_t)0 << (len % 64));
+    if (bits)
+        return w * 64 + (unsigned)__builtin_ctzll(bits);
+    sum &= ~(uint64_t)1 << w; /* the words above w */
+    if (!sum)
+        return 0;
+    w = (unsigned)__builtin_ctzll(sum);
+    bits = __atomic_load_n(&map[w], __ATOMIC_RELAXED);
+    return bits ? w * 64 + (unsigned)__builtin_ctzll(bits) : 0; /* 0: changed meanwhile */
+}
+
+/* Whether o, looked at without its lock (a hint), has a run of at least want granules that
+ * bin_find_other takes: a resident one (pendmap), or any when the request has no fit (!k). */
+static inline bool shard_may_fit(const struct ext_shard *o, unsigned want, unsigned k)
+{
+    return k ? map_find(o->pendmap, __atomic_load_n(&o->pendsum, __ATOMIC_RELAXED), want) != 0
+             : map_find(o->binmap, __atomic_load_n(&o->binsum, __ATOMIC_RELAXED), want) != 0;
 }
 
 /* ---- extent-run.c: the shards, their bins, chunks and runs ------------------------------ */
@@ -147,7 +207,6 @@ HIDDEN struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned 
 HIDDEN bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len);
 HIDDEN void chunk_maybe_drop(struct extent_map *m);
 HIDDEN void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero);
-HIDDEN bool shard_may_fit(const struct ext_shard *o, unsigned want, unsigned k);
 #ifdef THPALLOC_DEBUG
 HIDDEN void map_check(const struct extent_map *m);
 HIDDEN void pending_check(struct ext_shard *s);

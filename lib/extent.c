@@ -51,8 +51,8 @@ void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
 
 /* Frees the block of len granules at granule g of m. The shard's lock held. Returns whether it
  * left memory to purge. */
-TEXT_BUSY
-static bool block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
+static inline __attribute__((always_inline)) bool
+block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
 {
     tags_clear(m, g, len);
     m->used -= len;
@@ -114,14 +114,15 @@ void extent_free(chunk_t *c, void *p)
 {
     struct extent_map *m = map_of(c);
     struct ext_shard *s = m->shard;
-    pthread_mutex_lock(shard_lock(s));
+    uint32_t now = now_ms(); /* before the lock: the others wait for less */
+    shard_lock(s);
     int g = block_granule(c, p);
     uint16_t t = g < 0 ? 0 : tag_get(m, (unsigned)g);
     if (unlikely(g < 0 || !head_claim(m, (unsigned)g, t))) {
         shard_unlock(s);
         extent_bad_pointer(c, p, "free(): invalid pointer");
     }
-    bool pend = block_free_locked(m, (unsigned)g, t & TAG_LEN, now_ms());
+    bool pend = block_free_locked(m, (unsigned)g, t & TAG_LEN, now);
     bool counted = shard_unlock(s);
     if (pend)
         note_pending(counted);
@@ -162,7 +163,7 @@ void extent_free_many(void *const *blocks, unsigned n)
         struct ext_shard *s = ss[first];
         if (unlikely(!s))
             lib_fatal("free(): double free detected", blocks[first]);
-        pthread_mutex_lock(shard_lock(s));
+        shard_lock(s);
         for (uint32_t todo = left; todo; todo &= todo - 1) {
             unsigned i = (unsigned)__builtin_ctz(todo);
             if (ss[i] != s)
@@ -224,7 +225,7 @@ bool extent_resize(chunk_t *c, void *p, size_t size)
         return true; /* no lock: the block is the caller's */
     bool ok = true, pend = false;
     struct ext_shard *s = m->shard;
-    pthread_mutex_lock(shard_lock(s));
+    shard_lock(s);
     /* The head stays 0 until it is rewritten: a free racing with this realloc fails. */
     if (unlikely(!head_claim(m, g, t))) { /* freed by another thread since the check */
         shard_unlock(s);

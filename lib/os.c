@@ -245,6 +245,13 @@ void os_wake_all(_Atomic int *addr)
     errno = saved;
 }
 
+void os_wake_one(_Atomic int *addr)
+{
+    int saved = errno;
+    syscall(SYS_futex, (int *)addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    errno = saved;
+}
+
 void os_startup_random(uint64_t out[2])
 {
     const void *r = (const void *)getauxval(AT_RANDOM);

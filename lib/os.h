@@ -66,9 +66,10 @@ void os_name(void *addr, size_t size, const char *name);
 bool os_barrier_register(void);
 bool os_barrier(void);
 /* Sleeps while *addr == val (futex; returns at once when it differs, and may return
- * spuriously); os_wake_all wakes every thread sleeping on addr. */
+ * spuriously); os_wake_all wakes every thread sleeping on addr, os_wake_one one of them. */
 void os_wait_while(_Atomic int *addr, int val);
 void os_wake_all(_Atomic int *addr);
+void os_wake_one(_Atomic int *addr); /* one of them (a lock's next owner) */
 /* Reads at most cap-1 bytes of a small file (sysfs, procfs) into buf, NUL-terminated,
  * with open/read/close only. Returns the length or -1. */
 long os_read_small_file(const char *path, char *buf, size_t cap);

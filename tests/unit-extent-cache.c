@@ -10,7 +10,7 @@
 #include "extent-map.h"
 #include "internal.h"
 #include "tap.h"
-#include "unit-extent-standin.h"
+#include "unit-extent-env.h"
 
 void malloc_corrupt(page_t *page, void *b)
 {

@@ -10,7 +10,6 @@
 #include "extent-map.h"
 #include "internal.h"
 #include "tap.h"
-#include "unit-extent-standin.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -20,6 +19,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "unit-extent-env.h"
 
 /* Everything that waits for purge_delay (stat_pages_dirty lags the shards by up to a chunk:
  * extent_stats has the rest). */
@@ -251,6 +252,39 @@ static void test_shards(void)
            resident(a, 64 * KIB), resident(b, 64 * KIB));
     atomic_store(&heap_second_made, 0);
     sched_setaffinity(0, sizeof cpus_allowed, &cpus_allowed);
+}
+
+/* The free run that holds p's granule: its first granule in *first, its length returned. */
+static unsigned run_at(const uint8_t *p, unsigned *first)
+{
+    const chunk_t *c = chunk_of(p);
+    unsigned gp = (unsigned)((size_t)(p - c->base) / G), g = 0, len = 1;
+    for (; g < GRANULES; g += len) {
+        len = tag_get(map_of(c), g) & TAG_LEN;
+        if (!len || gp < g + len)
+            break;
+    }
+    *first = g;
+    return len;
+}
+
+/* extent_resident_fits, the thread cache's look before a request it cannot serve: whether a
+ * resident run of at least the length waits, read from the bins' words and their summary. */
+static void test_resident_fits(void)
+{
+    uint32_t next;
+    extents_purge(now_ms(), true, &next);
+    bool none = !extent_resident_fits(1);
+    uint8_t *b = extent_alloc(200 * G, 0, false);
+    memset(b, 1, 200 * G);
+    free_it(b); /* merged with its free neighbours, purged: 200 granules of it resident */
+    unsigned first, len = run_at(b, &first);
+    const struct ext_free *n = &map_of(chunk_of(b))->node[first];
+    tap_ok(none && len >= 200 && n->dirty == 200 && extent_resident_fits(1) &&
+               extent_resident_fits(len) && (len == GRANULES || !extent_resident_fits(len + 1)),
+           "resident fit: none after the purge; a freed run of %u granules, 200 resident, fits "
+           "%u and not one more",
+           len, len);
 }
 
 /* stat_pages_dirty, a line every thread's frees wrote, is written by a shard only as
@@ -767,6 +801,7 @@ int main(void)
     policy_in_force.purge_delay_ms = 1000;
     policy_in_force.trim_burst = 1000;
     policy_in_force.trim_threshold = 0;
+    test_resident_fits();
     test_dirty_lag();
     test_shards();
     return tap_done();

@@ -1,17 +1,13 @@
-/* unit-extent-standin.h: what the extents' unit tests (unit-extent, unit-extent-cache) stand
- * in for of the layers above them (the policy, introspection, the fatal paths), and their
- * count of the extents' bytes out. Included by one source of each test program. */
-#ifndef THPALLOC_UNIT_EXTENT_STANDIN_H
-#define THPALLOC_UNIT_EXTENT_STANDIN_H
+/* The layers above the extents, stood in for, for the extents' unit tests (unit-extent,
+ * unit-extent-lock, unit-extent-cache): the policy (purge_delay 1 s, trims late) and the
+ * fatal paths; and their count of the extents' bytes out. Included by one source of each. */
+#ifndef THPALLOC_UNIT_EXTENT_ENV_H
+#define THPALLOC_UNIT_EXTENT_ENV_H
 #include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#define KIB ((size_t)1 << 10)
-#define G ((size_t)4096) /* a granule */
-
-/* ---- the layers above, stood in for ---- */
 struct policy policy_in_force = {
     .thp = {.mode = THP_MODE_LARGE, .threshold = (size_t)2 << 20},
     .arena_size = (size_t)64 << 20,
@@ -41,13 +37,15 @@ void lib_assert_fail(const char *expr, const char *file, int line)
     abort();
 }
 
+#define KIB ((size_t)1 << 10)
+#define G ((size_t)4096) /* a granule */
+
 /* The extents' bytes in use (in threads' caches included). */
-static uint64_t ext_used(void)
+static inline uint64_t ext_used(void)
 {
     uint64_t used;
     int64_t uncounted;
     extent_stats(&used, &uncounted);
     return used;
 }
-
 #endif
