@@ -437,6 +437,13 @@ static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t 
         heap_page_retire(heap, page);
 }
 
+/* lib_fatal for heap_free_full, jumped to: a call of a noreturn function stays a call, and
+ * made heap_free_full align its stack on every free (noipa: not found noreturn itself). */
+static NOINLINE TEXT_COLD __attribute__((noipa)) void fatal_tail(const char *msg, void *p)
+{
+    lib_fatal(msg, p);
+}
+
 /* heap_free_full's last block: the retire and the handshake's end, out of line, so that
  * heap_free_full makes no call of its own and saves no register (a frame was 8 of its
  * instructions, on every free into a full page). */
@@ -466,11 +473,15 @@ void heap_free_full(void *p, page_t *page, heap_t *heap)
      * heap_malloc_dry moves none with blocks left), so for a block's start off >= capacity
      * * block_size is off > pop_max, one compare with memory. */
     uint64_t off = (uint64_t)((uint8_t *)p - page->start);
-    if (unlikely(block_misaligned(page, p)))
-        lib_fatal("free(): invalid pointer", p);
+    if (unlikely(block_misaligned(page, p))) {
+        fatal_tail("free(): invalid pointer", p);
+        return;
+    }
     LIB_ASSERT(!page->holes && page->capacity == page->reserved);
-    if (unlikely(off > page->pop_max))
-        lib_fatal("free(): double free detected", p);
+    if (unlikely(off > page->pop_max)) {
+        fatal_tail("free(): double free detected", p);
+        return;
+    }
     block_t *b = p;
     if (unlikely(b->key == block_key(b))) {
         /* free_own's look at the lists, there (a call here would cost a frame) */
