@@ -395,6 +395,14 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
     return true;
 }
 
+/* lib_fatal for the free paths that make no call but tail calls (heap_free_full,
+ * heap_free_remote), jumped to: a call of a noreturn function stays a call, and made them
+ * align their stack on every free (noipa: not found noreturn itself). */
+static NOINLINE TEXT_COLD __attribute__((noipa)) void fatal_tail(const char *msg, void *p)
+{
+    lib_fatal(msg, p);
+}
+
 /* Another thread's free of block b (checked) into page: pushed on its xthread_free; the
  * owner, if any, told when the page is on its full list. A block that carries its free key
  * is free already (malloc clears the key of every block it hands out; only a write of
@@ -408,8 +416,10 @@ static inline __attribute__((always_inline)) void free_push_remote(page_t *page,
      * moment could both load the old key before either stored, and both push b (a cycle,
      * or b handed out while still listed). Of two exchanges one reads the other's key. */
     uintptr_t key = block_key(b);
-    if (unlikely(__atomic_exchange_n(&b->key, key, __ATOMIC_RELAXED) == key))
-        lib_fatal("free(): double free detected", b);
+    if (unlikely(__atomic_exchange_n(&b->key, key, __ATOMIC_RELAXED) == key)) {
+        fatal_tail("free(): double free detected", b);
+        return;
+    }
     block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
     do {
         block_set_next(b, head);
@@ -435,13 +445,6 @@ static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t 
         page_requeue(heap, page, flags);
     if (--page->used == 0)
         heap_page_retire(heap, page);
-}
-
-/* lib_fatal for heap_free_full, jumped to: a call of a noreturn function stays a call, and
- * made heap_free_full align its stack on every free (noipa: not found noreturn itself). */
-static NOINLINE TEXT_COLD __attribute__((noipa)) void fatal_tail(const char *msg, void *p)
-{
-    lib_fatal(msg, p);
 }
 
 /* heap_free_full's last block: the retire and the handshake's end, out of line, so that
@@ -544,10 +547,14 @@ void heap_free_remote(void *p, page_t *page, heap_t *owner)
 {
     /* heap_free_slow's checks that a page another heap owns with no flag but PAGE_IN_FULL
      * still needs (the holes read as there, atomically: the purger may have made some) */
-    if (unlikely(block_misaligned(page, p)))
-        lib_fatal("free(): invalid pointer", p);
-    if (unlikely(block_freed(page, p)))
-        lib_fatal("free(): double free detected", p);
+    if (unlikely(block_misaligned(page, p))) {
+        fatal_tail("free(): invalid pointer", p);
+        return;
+    }
+    if (unlikely(block_freed(page, p))) {
+        fatal_tail("free(): double free detected", p);
+        return;
+    }
     free_push_remote(page, p, owner);
 }
 
