@@ -285,12 +285,24 @@ static inline __attribute__((always_inline)) void page_requeue(heap_t *heap, pag
                                                                uint8_t flags)
 {
     LIB_ASSERT(!page->kept_quiet && flags == page->flags && (flags & PAGE_IN_FULL));
-    DLIST_REMOVE(&heap->full, page); /* page_unfull's: no kept page on the full list */
+    /* page_unfull's DLIST_REMOVE (no kept page on the full list), without clearing the
+     * links that the push below sets */
+    page_t *prev = page->prev, *next = page->next;
+    if (prev)
+        prev->next = next;
+    else
+        heap->full.first = next;
+    if (next)
+        next->prev = prev;
+    else
+        heap->full.last = prev;
     page_set_flags(page, heap, flags & (uint8_t)~PAGE_IN_FULL);
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     page_queue_t *q = &heap->queues[page->cls];
-    if (q->first)
-        q->first->kept_quiet = false; /* page_queue_push_back's */
+    /* page_queue_push_back's, where it can be set: a kept_quiet page is alone in its queue
+     * (a queue of two or more has none), so the first page's line is not written for it */
+    if (q->first && q->first == q->last)
+        q->first->kept_quiet = false;
     DLIST_PUSH_BACK(q, page);
     if (q->first == page)
         direct_set(heap, page->cls, page); /* the queue was empty */
@@ -311,11 +323,17 @@ void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size,
 {
     page_t *next = page->next;
     /* page_empty and heap_empty have no next page: nothing is written to them */
-    /* page_may_ready's looks less two: free is empty (the fast path saw it, inside this
-     * handshake), and holes come with PAGE_HAS_HOLES (the purger sets both under its claim) */
+    /* page_may_ready's looks less three: free is empty (the fast path saw it, inside this
+     * handshake), local_free too (below), and holes come with PAGE_HAS_HOLES (the purger
+     * sets both under its claim) */
     LIB_ASSERT(!page->free && (page->holes == 0) == !(page->flags & PAGE_HAS_HOLES));
-    if (!next || page->local_free ||
-        atomic_load_explicit(&page->xthread_free, memory_order_relaxed) ||
+    /* The fast path took the owner's frees unless another thread's were waiting (in this
+     * page, or in a full page: full_has_xfree), which only the owner takes: local_free
+     * is empty unless one of those two looks below sends it to the slow path. */
+    LIB_ASSERT(!page->local_free ||
+               atomic_load_explicit(&page->xthread_free, memory_order_relaxed) ||
+               atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed));
+    if (!next || atomic_load_explicit(&page->xthread_free, memory_order_relaxed) ||
         (page->flags & (PAGE_HAS_HOLES | PAGE_RESET)) || page->capacity < page->reserved ||
         heap->reclaimed || atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed) ||
         atomic_load_explicit(&purger_wanted, memory_order_relaxed))
@@ -377,6 +395,14 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
     return true;
 }
 
+/* lib_fatal for the free paths that make no call but tail calls (heap_free_full,
+ * heap_free_remote), jumped to: a call of a noreturn function stays a call, and made them
+ * align their stack on every free (noipa: not found noreturn itself). */
+static NOINLINE TEXT_COLD __attribute__((noipa)) void fatal_tail(const char *msg, void *p)
+{
+    lib_fatal(msg, p);
+}
+
 /* Another thread's free of block b (checked) into page: pushed on its xthread_free; the
  * owner, if any, told when the page is on its full list. A block that carries its free key
  * is free already (malloc clears the key of every block it hands out; only a write of
@@ -390,8 +416,10 @@ static inline __attribute__((always_inline)) void free_push_remote(page_t *page,
      * moment could both load the old key before either stored, and both push b (a cycle,
      * or b handed out while still listed). Of two exchanges one reads the other's key. */
     uintptr_t key = block_key(b);
-    if (unlikely(__atomic_exchange_n(&b->key, key, __ATOMIC_RELAXED) == key))
-        lib_fatal("free(): double free detected", b);
+    if (unlikely(__atomic_exchange_n(&b->key, key, __ATOMIC_RELAXED) == key)) {
+        fatal_tail("free(): double free detected", b);
+        return;
+    }
     block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
     do {
         block_set_next(b, head);
@@ -402,10 +430,9 @@ static inline __attribute__((always_inline)) void free_push_remote(page_t *page,
 }
 
 /* The owner's free of block b (checked) into its page: the key, the local list, a full
- * page back to its queue, the last block's retire. Inside the handshake. full_only: the
- * caller knows the page's flags are PAGE_IN_FULL alone (heap_free_full), not read again. */
-static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t *page, block_t *b,
-                                                           bool full_only)
+ * page back to its queue, the last block's retire. Inside the handshake. (heap_free_full
+ * does the same for a page whose flags are PAGE_IN_FULL alone.) */
+static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t *page, block_t *b)
 {
     heap->slow_ops++;
     if (unlikely(b->key == block_key(b)))
@@ -413,33 +440,67 @@ static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t 
     b->key = block_key(b);
     block_set_next(b, page->local_free);
     page->local_free = b;
-    uint8_t flags = full_only ? PAGE_IN_FULL : page->flags;
+    uint8_t flags = page->flags;
     if (flags & PAGE_IN_FULL)
         page_requeue(heap, page, flags);
     if (--page->used == 0)
         heap_page_retire(heap, page);
 }
 
+/* heap_free_full's last block: the retire and the handshake's end, out of line, so that
+ * heap_free_full makes no call of its own and saves no register (a frame was 8 of its
+ * instructions, on every free into a full page). */
+static NOINLINE void free_full_retire(heap_t *heap, page_t *page)
+{
+    heap_page_retire(heap, page);
+    heap_leave(heap);
+}
+
 /* The owner's free of p into its full page (fast_owner_full said so, outside the
- * handshake): heap_free_slow's checks and work for that case, without its other looks. */
+ * handshake): heap_free_slow's checks and work for that case, without its other looks.
+ * Claimed by the purger, or the page changed since: heap_free_slow, which waits. */
 void heap_free_full(void *p, page_t *page, heap_t *heap)
 {
-    heap_enter(heap);
+    atomic_store_explicit(&heap->busy, 1, memory_order_relaxed); /* heap_enter's */
+    atomic_signal_fence(memory_order_seq_cst);
     /* read again inside the handshake: the purger may have changed the page since */
-    if (unlikely(page->flags != PAGE_IN_FULL)) {
+    if (unlikely(heap_claimed(heap) || page->flags != PAGE_IN_FULL)) {
         heap_leave(heap);
         heap_free_slow(page->chunk, page, p);
         return;
     }
     /* heap_free_slow's checks that the page's flags leave: no aligned blocks, no holes (the
-     * purger sets holes and PAGE_HAS_HOLES together, under its claim), not reset; of
-     * block_freed, the capacity look stays (the page's tail past its last block) */
-    if (unlikely(block_misaligned(page, p)))
-        lib_fatal("free(): invalid pointer", p);
-    LIB_ASSERT(!page->holes);
-    if (unlikely((size_t)((uint8_t *)p - page->start) >= (size_t)page->capacity * page->block_size))
-        lib_fatal("free(): double free detected", p);
-    free_own(heap, page, p, true);
+     * purger sets holes and PAGE_HAS_HOLES together, under its claim), not reset. Of
+     * block_freed, the tail past the last block stays: a page goes to the full list only
+     * when every block is carved (page_ready carves before it gives up on a page, and
+     * heap_malloc_dry moves none with blocks left), so for a block's start off >= capacity
+     * * block_size is off > pop_max, one compare with memory. */
+    uint64_t off = (uint64_t)((uint8_t *)p - page->start);
+    if (unlikely(block_misaligned(page, p))) {
+        fatal_tail("free(): invalid pointer", p);
+        return;
+    }
+    LIB_ASSERT(!page->holes && page->capacity == page->reserved);
+    if (unlikely(off > page->pop_max)) {
+        fatal_tail("free(): double free detected", p);
+        return;
+    }
+    block_t *b = p;
+    if (unlikely(b->key == block_key(b))) {
+        /* free_own's look at the lists, there (a call here would cost a frame) */
+        heap_leave(heap);
+        heap_free_slow(page->chunk, page, p);
+        return;
+    }
+    heap->slow_ops++;
+    b->key = block_key(b);
+    block_set_next(b, page->local_free);
+    page->local_free = b;
+    page_requeue(heap, page, PAGE_IN_FULL);
+    if (unlikely(--page->used == 0)) {
+        free_full_retire(heap, page);
+        return;
+    }
     heap_leave(heap);
 }
 
@@ -470,7 +531,7 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
     heap_t *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
     if (owner == heap) { /* never heap_empty or heap_exited: they own no chunk */
         heap_enter(heap);
-        free_own(heap, page, b, false); /* our own page, but full or with aligned blocks */
+        free_own(heap, page, b); /* our own page, but full or with aligned blocks */
         heap_leave(heap);
         return;
     }
@@ -486,10 +547,14 @@ void heap_free_remote(void *p, page_t *page, heap_t *owner)
 {
     /* heap_free_slow's checks that a page another heap owns with no flag but PAGE_IN_FULL
      * still needs (the holes read as there, atomically: the purger may have made some) */
-    if (unlikely(block_misaligned(page, p)))
-        lib_fatal("free(): invalid pointer", p);
-    if (unlikely(block_freed(page, p)))
-        lib_fatal("free(): double free detected", p);
+    if (unlikely(block_misaligned(page, p))) {
+        fatal_tail("free(): invalid pointer", p);
+        return;
+    }
+    if (unlikely(block_freed(page, p))) {
+        fatal_tail("free(): double free detected", p);
+        return;
+    }
     free_push_remote(page, p, owner);
 }
 

@@ -136,7 +136,8 @@ typedef struct arena arena_t;
 /* A page: blocks of one size class.
  * Invariants: used = blocks handed out and not yet freed by the owner (blocks on
  * xthread_free still count); free, local_free, xthread_free and the blocks handed out
- * partition the first `capacity` blocks; capacity <= reserved. */
+ * partition the first `capacity` blocks; capacity <= reserved, == reserved on the full list
+ * (heap_free_full's tail check relies on it). */
 typedef struct page {
     /* First cache line: what the fast paths read. */
     /* The owning heap while the page takes the fast free path (owned, flags == 0), the

@@ -46,6 +46,9 @@
  *   full-remote-double  p = the 2049th of 4096 malloc(48) (its page full), freed by another
  *                    thread (on the page's list of remote frees), then free(p) by the owner
  *                    (the owner's free into its full page, heap_free_full)
+ *   full-tail        p = 48 bytes past the last 48-byte block of a full 16 KiB page (in the
+ *                    16 bytes past its 341 blocks), free(p): the owner's free into its full
+ *                    page checks that p is a carved block's start (heap_free_full)
  *   remote-double    the same p freed twice by the other thread; then the owner mallocs 48
  *                    bytes until it collects the page's remote frees (up to 20000 calls)
  *   remote-race-double  two threads that do not own p = malloc(48) free it at the same
@@ -475,6 +478,27 @@ static int full_remote_double(int owner_frees)
     return malloc_until_collected();
 }
 
+/* full-tail: the page's tail past its last block, at a block boundary as counted from the
+ * page's start: a block a free must not take. The blocks from the 1000th on lie in 16 KiB
+ * pages (a class's first blocks are in sub-pages of 1 KiB); the last 400 may be in the
+ * page still allocated from, not full. */
+static int full_tail(void)
+{
+    if (!fill_pages())
+        return 2;
+    for (int i = 1000; i < FULL_N - 400; i++) {
+        uintptr_t a = (uintptr_t)full_blk[i];
+        if ((a & (16 * KiB - 1)) == 340 * 48) {
+            char *p = full_blk[i] + 48;
+            announce(p);
+            free(launder(p));
+            look_for_duplicates(48);
+            return 3;
+        }
+    }
+    return 2;
+}
+
 /* remote-race-double: two threads, neither the block's owner, free p = malloc(48) at the
  * same moment. race_armed names the word a free block keeps its key in (the second of
  * block_t's, lib/types.h) so that rel-misuse-race.sh can stop each thread in gdb right
@@ -623,6 +647,8 @@ int main(int argc, char **argv)
         return full_remote_double(1);
     if (!strcmp(c, "remote-double"))
         return full_remote_double(0);
+    if (!strcmp(c, "full-tail"))
+        return full_tail();
     if (!strcmp(c, "remote-race-double"))
         return remote_race_double();
     if (!strcmp(c, "large-race-double"))

@@ -3,7 +3,8 @@
 # does, instead of corrupting the heap silently. For each case of tests/rel-misuse (small,
 # extent (cached or not) and large double free, interior pointer of a small block, an extent
 # and a large block, realloc of a freed large block, realloc and malloc_usable_size of an
-# interior pointer; a double free through the owner's full-page and the remote free paths,
+# interior pointer; a double free through the owner's full-page and the remote free paths, a
+# pointer past the last block of a full page,
 # and one of a block above 1 KiB popped by malloc's fast path), under
 # LD_PRELOAD=$THPALLOC_LIB: the process dies of SIGABRT; its
 # stderr has a line starting "thpalloc: "; that line names the pointer that was passed.
@@ -38,7 +39,7 @@ diag "glibc says: $(head -n 1 "$tap_tmp/err")"
 
 for c in small-double extent-double extent-cached-double large-double small-interior \
     extent-interior large-interior large-realloc small-realloc-interior extent-realloc-interior \
-    large-realloc-interior usable-interior full-remote-double remote-double mid-double; do
+    large-realloc-interior usable-interior full-remote-double full-tail remote-double mid-double; do
     runcase "$c" "$THPALLOC_LIB"
     ptr=$(sed -n 's/^ptr=//p' "$tap_tmp/out")
     line=$(grep '^thpalloc: ' "$tap_tmp/err" | head -n 1)
