@@ -106,7 +106,10 @@ void heap_park_kept(heap_t *heap)
         kept &= kept - 1;
         page_t *p = heap->queues[cls].first;
         /* a trimmed or reset page holds no memory, and its refill is what tells the trim
-         * that its class is in use (trim_refaulted): it stays */
+         * that its class is in use (trim_refaulted): it stays, but no longer counts in
+         * kept_mask (a class that needs a page takes a resident dirty slot, not its
+         * pages back from the kernel; released too, every thread trimmed again: 11150
+         * madvise a handoff run against 5034) */
         if (p && !p->next && p->used == 0 && !p->is_sub && !(p->flags & PAGE_RESET)) {
             page_unlink(heap, p);
             chunk_page_free(heap, p);
