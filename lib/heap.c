@@ -105,12 +105,17 @@ void heap_park_kept(heap_t *heap)
         unsigned cls = (unsigned)__builtin_ctzll(kept);
         kept &= kept - 1;
         page_t *p = heap->queues[cls].first;
-        /* a trimmed or reset page holds no memory, and its refill is what tells the trim
-         * that its class is in use (trim_refaulted): it stays, but no longer counts in
-         * kept_mask (a class that needs a page takes a resident dirty slot, not its
-         * pages back from the kernel; released too, every thread trimmed again: 11150
-         * madvise a handoff run against 5034) */
-        if (p && !p->next && p->used == 0 && !p->is_sub && !(p->flags & PAGE_RESET)) {
+        /* Not a trimmed or reset page: it holds no memory, and its refill is what tells
+         * the trim that its class is in use (trim_refaulted; released too, every thread
+         * trimmed again: 11150 madvise a handoff run against 5034); out of kept_mask, a
+         * class that needs a page takes a resident dirty slot rather than fault it in.
+         * Nor a page carved beyond an OS page, a busy class's, which its class's next
+         * blocks need whole: another class on its slot left that class to carve fresh
+         * pages (threadchurn's peak rose); it stays kept, out of kept_mask until a page
+         * is kept again (kept_page_steal's walk skipped in between: handoff 2000 4 256
+         * 13.10 M instructions with it in, 12.25 M without). */
+        if (p && !p->next && p->used == 0 && !p->is_sub && !(p->flags & PAGE_RESET) &&
+            (size_t)p->capacity * p->block_size <= OS_PAGE_SIZE) {
             page_unlink(heap, p);
             chunk_page_free(heap, p);
         }

@@ -25,7 +25,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -39,6 +38,7 @@
 #include <unistd.h>
 
 #include "../lib/thpalloc.h"
+#include "purger-running.h"
 #include "relay-report.h"
 
 #define MiB ((size_t)1 << 20)
@@ -137,25 +137,6 @@ static void *kp_worker(void *arg)
         memset(p, 1, n);
     free(p); /* the class's only page, empty: kept for it */
     return NULL;
-}
-
-static int purger_running(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    int found = 0;
-    while (d && (e = readdir(d)) && !found) {
-        char path[300], comm[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f) {
-            found = fgets(comm, sizeof comm, f) && !strncmp(comm, "thpalloc-purge", 14);
-            fclose(f);
-        }
-    }
-    if (d)
-        closedir(d);
-    return found;
 }
 
 /* The first worker makes its heap a busy one (past HEAP_BUSY_OPS slow-path calls: a block
