@@ -21,6 +21,9 @@
  *                      empty page an exited thread kept goes back to its chunk at park and
  *                      serves the next thread's class (Anonymous in smaps_rollup +0 KiB;
  *                      a page kept for every class any thread used: +44 KiB)
+ *   rel-park kept-trim the same without the purger thread: once each class refilled the
+ *                      page its trim gave back, the third round trims nothing (a trimmed
+ *                      page stays kept at park: released, every thread trimmed again)
  * Each prints "ok - ..." / "not ok - ..." lines and "end" (tests/rel-park.sh). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -177,6 +180,30 @@ static void mode_kept(void)
            "another class: the exited thread's empty page served the next thread's class "
            "(Anonymous +%ld KiB, at most 12; a page kept for each class: +44)",
            after - before);
+}
+
+/* Without the purger thread a kept page is trimmed at once until its class refills one
+ * (heap.c, page_trim_kept). The park leaves a trimmed page kept: released, its refill went
+ * unseen and every later thread trimmed its class's new page again. */
+static void mode_kept_trim(void)
+{
+    struct thpalloc_stats st;
+    size_t first = kp_size[0];
+    run_thread(kp_first, &first);
+    for (unsigned i = 1; i < 2 * KP_CLASSES; i++) /* each class trimmed, then refilled */
+        run_thread(kp_worker, (void *)&kp_size[i % KP_CLASSES]);
+    int ok = get_stats(&st);
+    uint64_t before = st.purged;
+    for (unsigned i = 0; i < KP_CLASSES; i++)
+        run_thread(kp_worker, (void *)&kp_size[i]);
+    ok = ok && get_stats(&st) && !purger_running();
+    printf("# kept-trim: purged %llu bytes before the third round, %llu after\n",
+           (unsigned long long)before, (unsigned long long)st.purged);
+    report(ok && st.purged == before,
+           "kept-trim: no purger thread; once each class refilled its trimmed page, threads "
+           "one after another on the parked heap trimmed nothing more (%llu bytes purged in "
+           "the third round, want 0)",
+           (unsigned long long)(st.purged - before));
 }
 
 /* ---- remote -------------------------------------------------------------------------- */
@@ -403,8 +430,11 @@ int main(int argc, char **argv)
         mode_fork();
     else if (!strcmp(m, "kept"))
         mode_kept();
+    else if (!strcmp(m, "kept-trim"))
+        mode_kept_trim();
     else {
-        fprintf(stderr, "usage: rel-park refault|remote|remote-double|unpark|fork|kept\n");
+        fprintf(stderr,
+                "usage: rel-park refault|remote|remote-double|unpark|fork|kept|kept-trim\n");
         return 2;
     }
     printf("end\n");
