@@ -165,6 +165,8 @@ static int slot_take(chunk_t *c, bool *was_dirty)
  * few sizes) would take each other's page, and set up and carve it, on every call. */
 static page_t *kept_page_steal(heap_t *heap, unsigned cls)
 {
+    if (!heap->kept_mask)
+        return NULL; /* none kept since the heap was parked (heap_park_kept) */
     enum chunk_kind kind = kind_of_class(cls);
     for (unsigned k = 1; k < SMALL_CLASSES; k++) {
         /* one page alone in its queue: first == last, read from the queue, not the page */

@@ -371,6 +371,7 @@ HIDDEN bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p);
 HIDDEN void heap_rescue_full(heap_t *heap, bool may_free);
 HIDDEN void heap_page_retire(heap_t *heap, page_t *page);
 HIDDEN void heap_forget_kept(heap_t *heap);
+HIDDEN void heap_park_kept(heap_t *heap);
 HIDDEN void heap_wait_reclaim(heap_t *heap);
 HIDDEN void heap_wait_unclaimed(heap_t *heap);
 extern HIDDEN bool (*heap_unpark)(void);

@@ -169,6 +169,7 @@ void thread_heap_exit(void *arg)
      * next user's sooner than the runs are. */
     heap_enter(heap);
     extent_cache_flush(heap);
+    heap_park_kept(heap);
     heap_leave(heap);
     pthread_mutex_lock(&heaps_lock);
     heaps_live--;

@@ -497,6 +497,9 @@ struct heap {
      * class's kept pages are no longer trimmed (heap.c, page_trim_kept) */
     uint64_t trim_refaulted;
     bool medium_in_small; /* one medium class had its first page in a small chunk */
+    /* bit cls: heap_page_retire kept a page of the class empty since the heap was last
+     * parked (heap_park_kept walks these; none: kept_page_steal need not look) */
+    uint64_t kept_mask;
     /* Extents this thread freed, kept for its next allocation of the same length
      * (extent.c): owner-only, or the purger's under the claim. */
     void *ext_cache[EXT_CACHE_SLOTS];

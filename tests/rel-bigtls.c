@@ -13,26 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-static __thread unsigned char big_tls[256 << 10];
+#include "purger-running.h"
 
-static int purger_running(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    int found = 0;
-    while (d && (e = readdir(d)) && !found) {
-        char path[300], comm[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f) {
-            found = fgets(comm, sizeof comm, f) && !strncmp(comm, "thpalloc-purge", 14);
-            fclose(f);
-        }
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
+static __thread unsigned char big_tls[256 << 10];
 
 int main(void)
 {

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "purger-running.h"
+
 #define MiB ((size_t)1 << 20)
 #define GLIBC_STACKS 8 /* 8 MiB each: glibc's cache of stacks holds 40 MiB */
 
@@ -31,25 +33,6 @@ static pthread_key_t late_key;
 static __thread int late_passes;
 static pthread_t joinee[GLIBC_STACKS];
 static int user_stack;
-
-static int purger_running(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    int found = 0;
-    while (d && (e = readdir(d)) && !found) {
-        char path[300], comm[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f) {
-            found = fgets(comm, sizeof comm, f) && !strncmp(comm, "thpalloc-purge", 14);
-            fclose(f);
-        }
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
 
 /* Called again in the second pass: by then the library's destructor has run, so this free
  * asks for the purger and no safe point of this thread will start it. */

@@ -16,6 +16,14 @@
  *   rel-park fork      a child forked while heaps are parked frees the exited threads'
  *                      blocks and runs threads that take those heaps; both processes end
  *                      with every block intact
+ *   rel-park kept      threads one after another, each freeing one block of a class
+ *                      of its own, on a busy heap with the purger thread running: the
+ *                      empty page an exited thread kept goes back to its chunk at park and
+ *                      serves the next thread's class (Anonymous in smaps_rollup +0 KiB;
+ *                      a page kept for every class any thread used: +44 KiB)
+ *   rel-park kept-trim the same without the purger thread: once each class refilled the
+ *                      page its trim gave back, the third round trims nothing (a trimmed
+ *                      page stays kept at park: released, every thread trimmed again)
  * Each prints "ok - ..." / "not ok - ..." lines and "end" (tests/rel-park.sh). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -29,9 +37,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../lib/thpalloc.h"
+#include "purger-running.h"
 #include "relay-report.h"
 
 #define MiB ((size_t)1 << 20)
@@ -101,6 +111,99 @@ static void mode_refault(void)
            "the class faulted %ld pages in (at most 1; a new heap trimmed its kept page and "
            "faulted it in again: 4)",
            next);
+}
+
+/* ---- kept --------------------------------------------------------------------------- */
+/* The classes above 1 KiB that take 16 KiB pages (no sub-pages): one block an OS page. */
+static const size_t kp_size[] = {1152, 1280, 1408, 1536, 1792, 1920,
+                                 2048, 2304, 2560, 3072, 3840, 4096};
+#define KP_CLASSES (sizeof kp_size / sizeof kp_size[0])
+
+static long anon_kib(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Anonymous: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+static void *kp_worker(void *arg)
+{
+    size_t n = *(const size_t *)arg;
+    unsigned char *p = malloc(n);
+    if (p)
+        memset(p, 1, n);
+    free(p); /* the class's only page, empty: kept for it */
+    return NULL;
+}
+
+/* The first worker makes its heap a busy one (past HEAP_BUSY_OPS slow-path calls: a block
+ * of a sub-page freed, every free a slow one), in which a page kept a moment ago is not
+ * taken over by another class (KEPT_STEAL_AGE). */
+static void *kp_first(void *arg)
+{
+    for (int i = 0; i < 3000; i++) {
+        unsigned char *volatile q = malloc(16);
+        free(q);
+    }
+    return kp_worker(arg);
+}
+
+static void mode_kept(void)
+{
+    /* The purger thread running (24 MiB waiting, never touched), so that kept pages are
+     * not trimmed at once (heap.c, page_trim_kept) */
+    void *volatile big = malloc((size_t)24 << 20);
+    free(big);
+    int up = 0;
+    for (int i = 0; i < 40 && !(up = purger_running()); i++) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    size_t first = kp_size[0];
+    anon_kib(); /* stdio's buffers, before the count starts */
+    run_thread(kp_first, &first);
+    long before = anon_kib();
+    for (unsigned i = 1; i < 3 * KP_CLASSES; i++)
+        run_thread(kp_worker, (void *)&kp_size[i % KP_CLASSES]);
+    long after = anon_kib();
+    printf("# kept: purger thread %s; Anonymous %ld KiB after the first thread, %ld KiB after "
+           "%u more\n",
+           up ? "running" : "not seen", before, after, 3 * (unsigned)KP_CLASSES - 1);
+    report(up && before > 0 && after - before <= 12,
+           "kept: threads one after another on a busy parked heap, each freeing one block of "
+           "another class: the exited thread's empty page served the next thread's class "
+           "(Anonymous +%ld KiB, at most 12; a page kept for each class: +44)",
+           after - before);
+}
+
+/* Without the purger thread a kept page is trimmed at once until its class refills one
+ * (heap.c, page_trim_kept). The park leaves a trimmed page kept: released, its refill went
+ * unseen and every later thread trimmed its class's new page again. */
+static void mode_kept_trim(void)
+{
+    struct thpalloc_stats st;
+    size_t first = kp_size[0];
+    run_thread(kp_first, &first);
+    for (unsigned i = 1; i < 2 * KP_CLASSES; i++) /* each class trimmed, then refilled */
+        run_thread(kp_worker, (void *)&kp_size[i % KP_CLASSES]);
+    int ok = get_stats(&st);
+    uint64_t before = st.purged;
+    for (unsigned i = 0; i < KP_CLASSES; i++)
+        run_thread(kp_worker, (void *)&kp_size[i]);
+    ok = ok && get_stats(&st) && !purger_running();
+    printf("# kept-trim: purged %llu bytes before the third round, %llu after\n",
+           (unsigned long long)before, (unsigned long long)st.purged);
+    report(ok && st.purged == before,
+           "kept-trim: no purger thread; once each class refilled its trimmed page, threads "
+           "one after another on the parked heap trimmed nothing more (%llu bytes purged in "
+           "the third round, want 0)",
+           (unsigned long long)(st.purged - before));
 }
 
 /* ---- remote -------------------------------------------------------------------------- */
@@ -325,8 +428,13 @@ int main(int argc, char **argv)
         mode_unpark();
     else if (!strcmp(m, "fork"))
         mode_fork();
+    else if (!strcmp(m, "kept"))
+        mode_kept();
+    else if (!strcmp(m, "kept-trim"))
+        mode_kept_trim();
     else {
-        fprintf(stderr, "usage: rel-park refault|remote|remote-double|unpark|fork\n");
+        fprintf(stderr,
+                "usage: rel-park refault|remote|remote-double|unpark|fork|kept|kept-trim\n");
         return 2;
     }
     printf("end\n");

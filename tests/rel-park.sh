@@ -3,7 +3,9 @@
 # the next thread takes the heap as it stands (no trim and refault of its kept page), frees
 # of an exited thread's blocks are still checked (a second one aborts) and counted exactly,
 # threads that exit for good leave their chunks to the others, and a child forked while
-# heaps are parked frees into them and runs threads on them. See tests/rel-park.c.
+# heaps are parked frees into them and runs threads on them; the empty pages a parked heap
+# kept serve the next thread's other classes, and its trimmed ones stay (no trim again once
+# refilled). See tests/rel-park.c.
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/rel-park
@@ -12,6 +14,8 @@ relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" refault
 relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" remote
 relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" unpark
 relay "thpalloc" 120 env LD_PRELOAD="$THPALLOC_LIB" "$prog" fork
+relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" kept
+relay "thpalloc" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" kept-trim
 tap_timeout 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" remote-double >"$tap_tmp/out" 2>"$tap_tmp/err"
 rc=$?
 check "remote-double: a second free of an exited thread's block aborts (exit $rc, want 134)" \
