@@ -3,13 +3,14 @@
  * 16-byte alignment glibc guarantees decides). Every block size is a multiple of 16.
  *
  * Between 1 and 4 KiB the sixteen classes are instead chosen to fill their page: the largest
- * blocks that n of fill a 16 KiB page (n = 15 .. 4: 1088, 1168, ... 2048, 2320, 2720, 3264,
- * 4096) where the 12.5 % bound allows, and between them 2624 B (6 to a 16 KiB page, 640 B
- * left) and 2960, 3440, 3632 B (22, 19, 18 to a 64 KiB page). Eight stepped classes left up
- * to 1 KiB of a 16 KiB page unused (1280 .. 3840 B) or took 64 KiB pages; a page's tail is
- * resident with its last block (private's peak: 642 KiB of tails, docs/benchmarks-log.md).
- * Finer classes would cost memory, not save it: each class keeps the pages of its own
- * high-water mark (16 a doubling from 1 to 4 KiB: private's peak +1.1 MiB, same log).
+ * blocks that n of fill a 16 KiB page (n = 15 .. 8, 6 .. 4: 1088, 1168, 1248, 1360, 1488,
+ * 1632, 1808, 2048, 2720, 3264, 4096), and between them 2320 and 2624 B (7 and 6 to a 16 KiB
+ * page, 144 and 640 B left: 2336, 7's largest, is more than 12.5 % above 2048) and 2960,
+ * 3440, 3632 B (22, 19, 18 to a 64 KiB page). Eight stepped classes left up to 1 KiB of a
+ * 16 KiB page unused (1280 .. 3840 B) or took 64 KiB pages; a page's tail is resident with
+ * its last block (private's peak: 642 KiB of tails, docs/benchmarks-log.md). Finer classes
+ * would cost memory, not save it: each class keeps the pages of its own high-water mark (16
+ * a doubling from 1 to 4 KiB: private's peak +1.1 MiB, same log).
  *
  * Between 4 and 8 KiB the eight classes are the largest blocks that n of fill a
  * 64 KiB page, n = 15 .. 8 (4368, 4672, 5040, 5456, 5952, 6544, 7280, 8192): a page leaves
