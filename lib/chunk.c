@@ -355,7 +355,7 @@ page_t *chunk_page_new(heap_t *heap, unsigned cls)
                    (sc_block_size(cls) <= SMALL_PAGE_SIZE / 4 || !heap->medium_in_small)) {
             /* A first page of a medium class in a small chunk (16 KiB), so that a few
              * blocks of 1.6-4.5 KiB do not cost the heap a second chunk: one for each class
-             * up to 4 KiB (four classes), and one for all those above. Not one for each of
+             * up to 4 KiB (three classes), and one for all those above. Not one for each of
              * those: pages of every medium class there pinned the small chunks of threads
              * that use them all. */
             if (sc_block_size(cls) > SMALL_PAGE_SIZE / 4)

@@ -129,15 +129,15 @@ static int strict(void)
            c0.charged / KiB, c0.reserved / KiB, committed() / KiB);
 
     /* A block of each size class up to 4 KiB, some of them 64 KiB-page classes elsewhere
-     * (1664, 2816, 3328, 3584 B): their first pages share the one small chunk, so that a
-     * small process is charged one chunk, not two. */
+     * (2960, 3440, 3632 B): their first pages share the one small chunk, so that a small
+     * process is charged one chunk, not two. */
     void *each[52];
     int nsmall = 0;
     for (size_t sz = 16; sz <= 4096 && nsmall < 48; sz = sz < 128 ? sz + 16 : sz + sz / 8)
         each[nsmall++] = malloc(sz);
-    each[nsmall++] = malloc(1664);
-    each[nsmall++] = malloc(2816);
-    each[nsmall++] = malloc(3328);
+    each[nsmall++] = malloc(2960);
+    each[nsmall++] = malloc(3440);
+    each[nsmall++] = malloc(3632);
     struct charge ce = read_charge();
     show("a block of each class up to 4 KiB", ce);
     report(ce.charged == c0.charged && committed() == c0.charged,

@@ -1,6 +1,7 @@
 /* Size classes: every size maps to the smallest class that holds it, block sizes are
  * multiples of 16, and waste above 128 B is at most 12.5 % and a 16-byte step (the page-fit
- * classes between 4 and 8 KiB: 7281 B takes 8192, 12.51 %). */
+ * classes between 4 and 8 KiB: 7281 B takes 8192, 12.51 %); the classes from 1 to 8 KiB
+ * fill their pages. */
 #include "sizeclass.h"
 #include "tap.h"
 
@@ -47,17 +48,41 @@ int main(void)
     tap_ok(sc_block_size(sc_class_of(4369)) == 4672, "4369 B -> 4672 B");
     tap_ok(sc_block_size(sc_class_of(8192)) == 8192 && sc_block_size(sc_class_of(8193)) == 9216,
            "8 KiB -> 8 KiB, 8 KiB + 1 -> 9 KiB");
-    /* the malloc fast path's table for 1 KiB + 1 .. 8 KiB (sizeclass.h, sc_mid_class) */
+    /* the malloc fast path's table for 1 KiB + 1 .. 8 KiB (sizeclass.h, sc_mid_class), which
+     * sc_class_of reads too: against a search of the block sizes */
     int mid = 1;
     size_t mid_bad = 0;
-    for (size_t size = 1025; size <= 8192; size++)
-        if (sc_mid_class[((size + 15) >> 4) - SC_MID_FIRST] != sc_class_of(size) && mid) {
+    for (size_t size = 1025; size <= 8192; size++) {
+        unsigned c = 1;
+        while (sc_block_size(c) < size)
+            c++;
+        if (sc_mid_class[((size + 15) >> 4) - SC_MID_FIRST] != c && mid) {
             mid = 0;
             mid_bad = size;
         }
+    }
     tap_ok(mid,
-           "the fast path's class table agrees with sc_class_of from 1025 B to 8 KiB "
-           "(first wrong: %zu)",
+           "the fast path's class table gives the smallest class that holds each size from "
+           "1025 B to 8 KiB (first wrong: %zu)",
            mid_bad);
+    /* (1 KiB, 4 KiB]: blocks that fill their page (chunk.c, kind_of_class: a 16 KiB page
+     * when it leaves at most 1 KiB, else 64 KiB) */
+    static const size_t fit16[] = {1088, 1168, 1248, 1360, 1488, 1632, 1808, 2048,
+                                   2320, 2624, 2720, 2960, 3264, 3440, 3632, 4096};
+    int fill16 = 1, medium = 0;
+    for (unsigned i = 0; i < 16; i++) {
+        size_t b = sc_block_size(sc_class_of(1025) + i);
+        size_t page = (16 << 10) % b <= 1024 ? 16 << 10 : 64 << 10;
+        medium += page == 64 << 10;
+        if (b != fit16[i] || page % b > (page == 16 << 10 ? 1024 : 512))
+            fill16 = 0;
+    }
+    tap_ok(fill16 && medium == 3,
+           "the classes between 1 and 4 KiB leave at most 1 KiB of a 16 KiB page, 512 B of a "
+           "64 KiB one (%d of them)",
+           medium);
+    tap_ok(sc_block_size(sc_class_of(1025)) == 1088 && sc_block_size(sc_class_of(2049)) == 2320 &&
+               sc_block_size(sc_class_of(4000)) == 4096,
+           "1025 B -> 1088 B, 2049 B -> 2320 B, 4000 B -> 4096 B");
     return tap_done();
 }
