@@ -452,11 +452,18 @@ static inline __attribute__((always_inline)) void free_push_remote(page_t *page,
         fatal_tail("free(): double free detected", b);
         return;
     }
-    block_t *head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+    uint64_t head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+    uint64_t mine = (uint64_t)((uint8_t *)b - page->start) + 1;
     do {
-        block_set_next(b, head);
-    } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &head, b,
-                                                    memory_order_seq_cst, memory_order_relaxed));
+        /* more listed than the page holds: a cycle, as the owner's walk used to find */
+        if (unlikely(xfree_count(head) >= page->reserved)) {
+            fatal_tail("free(): double free detected", b);
+            return;
+        }
+        block_set_next(b, xfree_head(page, head));
+    } while (!atomic_compare_exchange_weak_explicit(
+        &page->xthread_free, &head, (head & ~(uint64_t)UINT32_MAX) + (1ull << 32) + mine,
+        memory_order_seq_cst, memory_order_relaxed));
     if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner)
         atomic_store_explicit(&owner->full_has_xfree, 1, memory_order_relaxed);
 }

@@ -31,7 +31,7 @@ static void page_setup(page_t *page, chunk_t *c, uint8_t *start, size_t psize, u
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     page->capacity = 0;
     page->reserved = (uint32_t)(psize / page->block_size);
-    atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
+    atomic_store_explicit(&page->xthread_free, 0, memory_order_relaxed);
     page->next = page->prev = NULL;
     page->start = start;
     page->chunk = c;
@@ -116,21 +116,26 @@ uint32_t page_collect(page_t *page)
 {
     uint32_t n = 0;
     if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed)) {
-        block_t *head = atomic_exchange_explicit(&page->xthread_free, NULL, memory_order_acquire);
+        uint64_t v = atomic_exchange_explicit(&page->xthread_free, 0, memory_order_acquire);
+        block_t *head = xfree_head(page, v);
         if (head) {
-            block_t *tail = head;
-            n = 1;
-            /* The walk only has to stay inside the page and end (a cycle): a link that
-             * lands off a block boundary is caught when malloc pops it (its key). */
-            for (block_t *b; (b = block_next(tail)) != NULL; tail = b) {
-                if (unlikely((uint64_t)((uint8_t *)b - page->start) > page->pop_max ||
-                             n > page->reserved))
-                    malloc_corrupt(page, b); /* a remote free's link was overwritten */
-                n++;
+            n = xfree_count(v);
+            if (unlikely(n > page->used))
+                malloc_corrupt(page, head); /* more frees listed than blocks handed out */
+            if (page->local_free) {
+                block_t *tail = head;
+                /* The walk only has to stay inside the page and end (a cycle): a link
+                 * that lands off a block boundary is caught when malloc pops it (its key). */
+                for (uint32_t k = 1; k < n; k++) {
+                    tail = block_next(tail);
+                    if (unlikely((uint64_t)((uint8_t *)tail - page->start) > page->pop_max))
+                        malloc_corrupt(page, tail); /* a remote free's link was overwritten */
+                }
+                block_set_next(tail, page->local_free);
             }
-            block_set_next(tail, page->local_free);
+            /* else the list is the local one as it is: its end is the last push's NULL, and
+             * every pop checks its block's place and key as for the owner's frees */
             page->local_free = head;
-            LIB_ASSERT(page->used >= n);
             page->used -= n;
         }
     }
@@ -210,9 +215,11 @@ void free_check_double(page_t *page, void *p, const char *msg)
      * the abandoned lock's holder) takes them. */
     for (int l = 0; l < 3; l++) {
         uint32_t n = 0;
-        block_t *b = l == 0   ? page->free
-                     : l == 1 ? page->local_free
-                              : atomic_load_explicit(&page->xthread_free, memory_order_acquire);
+        block_t *b =
+            l == 0 ? page->free
+            : l == 1
+                ? page->local_free
+                : xfree_head(page, atomic_load_explicit(&page->xthread_free, memory_order_acquire));
         for (; b && n <= page->capacity; b = block_next(b), n++) {
             if (b == p)
                 lib_fatal(msg, p);

@@ -168,8 +168,11 @@ typedef struct page {
     /* Second cache line: the slow paths'. */
     uint32_t capacity;
     uint32_t reserved;
-    _Atomic(block_t *) xthread_free; /* other threads' frees */
-    struct page *next, *prev;        /* in a heap queue */
+    /* Other threads' frees: 0, or the list's head as its offset from start + 1 in the low 32
+     * bits and the number of blocks listed in the high 32 (xfree_*): the owner takes the
+     * count with the list, without a walk that would miss on every block they wrote. */
+    _Atomic uint64_t xthread_free;
+    struct page *next, *prev; /* in a heap queue */
     chunk_t *chunk;
     uint32_t retired_at; /* ms clock when the page became PAGE_DIRTY */
     /* PAGE_DIRTY: the bytes it counts in stat_pages_dirty, what may be resident (the
@@ -192,6 +195,15 @@ typedef struct page {
     uint32_t kept_at; /* the heap's slow_ops when it was last kept empty (heap_page_retire) */
 } __attribute__((aligned(128))) page_t; /* a power of two: the page index is a shift */
 _Static_assert(sizeof(page_t) == 128, "page_t: the page index is a shift of 7");
+
+static inline block_t *xfree_head(const page_t *page, uint64_t v)
+{
+    return v ? (block_t *)(page->start + (uint32_t)v - 1) : NULL;
+}
+static inline uint32_t xfree_count(uint64_t v)
+{
+    return (uint32_t)(v >> 32);
+}
 
 /* A page slot's life. Only the owner heap moves a slot to PAGE_USED (from FREE or, by CAS,
  * from DIRTY) and out of it; the purger (any thread) moves DIRTY -> PURGING -> FREE by CAS,

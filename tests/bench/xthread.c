@@ -8,13 +8,21 @@
  * block when a queue is full).  Consumers read and free every block and the batch array:
  * every free is a remote free, the path thread-caching allocators handle differently.
  * Consumers also allocate a small "reply" per batch that the producer that sent it frees
- * (remote frees in the other direction). */
+ * (remote frees in the other direction).
+ *
+ * Left to the scheduler, a run's time depends on where the 4 threads land on the CPUs: on a
+ * loaded 2-CPU machine runs fall in two groups (all on one CPU, or spread with blocks crossing
+ * between caches; docs/benchmarks-log.md, 2026-12-05 xthread's two modes). XTHREAD_PIN fixes
+ * the placement for measurements: `one` (every thread on the first CPU the process may use),
+ * `split` (consumers on the first, producers on the second: every block crosses), `pairs`
+ * (consumer i and producer i on CPU i: half the batches cross). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "common.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +168,59 @@ static void *consumer(void *arg)
     return NULL;
 }
 
+/* XTHREAD_PIN: fills cpu[] (consumers, then producers) with the CPUs to pin to; 0 when
+ * unset. Exits 2 on an unknown value or when the placement needs 2 CPUs and has one. */
+static int pin_plan(int cpu[NCONS + NPROD])
+{
+    const char *mode = getenv("XTHREAD_PIN");
+    if (!mode || !*mode)
+        return 0;
+    cpu_set_t set;
+    int first = -1, second = -1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE && second < 0; c++)
+            if (CPU_ISSET(c, &set)) {
+                if (first < 0)
+                    first = c;
+                else
+                    second = c;
+            }
+    int two = strcmp(mode, "split") == 0 || strcmp(mode, "pairs") == 0;
+    if (strcmp(mode, "one") != 0 && !two) {
+        fprintf(stderr, "xthread: XTHREAD_PIN=%s: one, split or pairs\n", mode);
+        exit(2);
+    }
+    if (first < 0 || (two && second < 0)) {
+        fprintf(stderr, "xthread: XTHREAD_PIN=%s needs %d CPUs\n", mode, two ? 2 : 1);
+        exit(2);
+    }
+    for (unsigned i = 0; i < NCONS + NPROD; i++) {
+        unsigned pair = i < NCONS ? i : i - NCONS;
+        int on_second =
+            strcmp(mode, "split") == 0 ? i >= NCONS : strcmp(mode, "pairs") == 0 && pair % 2;
+        cpu[i] = on_second ? second : first;
+    }
+    fprintf(stderr, "xthread: pinned (%s): consumers on CPUs %d %d, producers on %d %d\n", mode,
+            cpu[0], cpu[1], cpu[2], cpu[3]);
+    return 1;
+}
+
+/* pthread_create, on CPU cpu when pinned (set before the thread starts: no run elsewhere) */
+static int start(pthread_t *t, void *(*fn)(void *), unsigned id, int pinned, int cpu)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (pinned) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    }
+    int rc = pthread_create(t, &attr, fn, (void *)(uintptr_t)id);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const char *usage = "[ITEMS_MILLIONS [BATCH [QUEUE]]]";
@@ -173,15 +234,17 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < NPROD; i++)
         q_init(&to_prod[i], qcap * 4);
 
+    int cpu[NCONS + NPROD];
+    int pinned = pin_plan(cpu);
     pthread_t prod[NPROD], cons[NCONS];
     double t0 = bench_now();
     for (unsigned i = 0; i < NCONS; i++)
-        if (pthread_create(&cons[i], NULL, consumer, (void *)(uintptr_t)i)) {
+        if (start(&cons[i], consumer, i, pinned, cpu[i])) {
             fprintf(stderr, "xthread: pthread_create failed\n");
             return 1;
         }
     for (unsigned i = 0; i < NPROD; i++)
-        if (pthread_create(&prod[i], NULL, producer, (void *)(uintptr_t)i)) {
+        if (start(&prod[i], producer, i, pinned, cpu[NCONS + i])) {
             fprintf(stderr, "xthread: pthread_create failed\n");
             return 1;
         }
