@@ -163,6 +163,14 @@ static inline bool page_may_ready(const page_t *page)
            (page->flags & PAGE_RESET) || page->capacity < page->reserved;
 }
 
+/* page_may_ready's looks at what only the owner changes: its result stays true between the
+ * owner's looks, while a remote free can arrive at any moment. */
+static inline bool page_may_ready_owned(const page_t *page)
+{
+    return page->free || page->local_free || page->holes || (page->flags & PAGE_RESET) ||
+           page->capacity < page->reserved;
+}
+
 /* Makes page ready to allocate from, if it can be: the owner's frees, other threads', its
  * holes, the reclaimer's reset, a few more blocks carved. Returns whether it has a free
  * block. */
@@ -370,7 +378,9 @@ void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size,
         heap->reclaimed || atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed) ||
         atomic_load_explicit(&purger_wanted, memory_order_relaxed))
         goto slow;
-    LIB_ASSERT(!page_may_ready(page));
+    /* not page_may_ready: a remote free may have come since the look above (the page's
+     * move to the full list finds it) */
+    LIB_ASSERT(!page_may_ready_owned(page));
     /* the next page ready as it is: page_ready's first case, nothing to collect or carve */
     if (atomic_load_explicit(&next->xthread_free, memory_order_relaxed) ||
         (next->flags & PAGE_RESET) || (!next->free && !next->local_free))
