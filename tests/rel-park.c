@@ -114,9 +114,10 @@ static void mode_refault(void)
 }
 
 /* ---- kept --------------------------------------------------------------------------- */
-/* The classes above 1 KiB that take 16 KiB pages (no sub-pages): one block an OS page. */
-static const size_t kp_size[] = {1152, 1280, 1408, 1536, 1792, 1920,
-                                 2048, 2304, 2560, 3072, 3840, 4096};
+/* Twelve classes above 1 KiB that take 16 KiB pages (no sub-pages), their block sizes
+ * (lib/sizeclass.h): one block an OS page, each size a class of its own. */
+static const size_t kp_size[] = {1168, 1248, 1360, 1488, 1632, 1808,
+                                 2048, 2320, 2624, 2720, 3264, 4096};
 #define KP_CLASSES (sizeof kp_size / sizeof kp_size[0])
 
 static long anon_kib(void)
