@@ -4,9 +4,10 @@
 # and --all survives processes coming and going. Both builds (plain, ASan+UBSan).
 . "$TESTS_SRCDIR/status-lib.sh"
 
-# A PID that does not exist: above every live one.
-nopid=$(($(cat /proc/sys/kernel/pid_max) - 1))
-while [ -d "/proc/$nopid" ]; do nopid=$((nopid - 1)); done
+# A PID that no process can have: the kernel keeps PIDs below pid_max, and pid_max
+# is at most PID_MAX_LIMIT (4194304 on 64-bit). A free PID just below pid_max is
+# not enough: on a busy machine the PIDs wrap and a new process takes it mid-test.
+nopid=4194304
 
 printf '[global]\nthp = large\n' >"$SCRATCH/good.conf"
 chmod 644 "$SCRATCH/good.conf"
