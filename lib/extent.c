@@ -79,15 +79,21 @@ void *extent_alloc(size_t size, size_t align, bool zero)
 
 /* Whether some shard has a resident free run of at least len granules: a look without the
  * locks at their pendmaps (a hint). Where purges are off, nothing is marked: any run is
- * resident as far as this knows. */
+ * resident as far as this knows. The request's own shard first: it nearly always has one
+ * (mixed: 99.6 % of 660k calls), and a look at another CPU's shard (shard0 first, for every
+ * thread) took its map's line from the CPU that writes it on each of its requests and frees,
+ * which then took it back. */
 TEXT_BUSY
 bool extent_resident_fits(unsigned len)
 {
     if (!purge_enabled())
         return true;
+    struct ext_shard *own = shard_here();
+    if (shard_may_fit(own, len, 1))
+        return true;
     for (unsigned i = 0; i < EXT_SHARDS; i++) {
         struct ext_shard *o = shard_at(i);
-        if (o && shard_may_fit(o, len, 1))
+        if (o && o != own && shard_may_fit(o, len, 1))
             return true;
     }
     return false;
