@@ -79,10 +79,9 @@ void *extent_alloc(size_t size, size_t align, bool zero)
 
 /* Whether some shard has a resident free run of at least len granules: a look without the
  * locks at their pendmaps (a hint). Where purges are off, nothing is marked: any run is
- * resident as far as this knows. The request's own shard first: it nearly always has one
- * (mixed: 99.6 % of 660k calls), and a look at another CPU's shard (shard0 first, for every
- * thread) took its map's line from the CPU that writes it on each of its requests and frees,
- * which then took it back. */
+ * resident as far as this knows. The request's own shard first: it nearly always has one,
+ * and a look at another CPU's shard takes the line that CPU writes on each of its requests
+ * and frees (docs/benchmarks-log.md, branch mixed-time). */
 TEXT_BUSY
 bool extent_resident_fits(unsigned len)
 {
