@@ -373,14 +373,19 @@ void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size,
     LIB_ASSERT(!page->local_free ||
                atomic_load_explicit(&page->xthread_free, memory_order_relaxed) ||
                atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed));
-    if (!next || atomic_load_explicit(&page->xthread_free, memory_order_relaxed) ||
-        (page->flags & (PAGE_HAS_HOLES | PAGE_RESET)) || page->capacity < page->reserved ||
+    /* other threads' frees into page: page_to_full_first's look after it publishes in_full,
+     * the one that counts, sends them to the slow path (a look here first saved nothing but
+     * an xchg in the rare case, and cost every dry page three instructions) */
+    if (!next || (page->flags & (PAGE_HAS_HOLES | PAGE_RESET)) || page->capacity < page->reserved ||
         heap->reclaimed || atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed) ||
         atomic_load_explicit(&purger_wanted, memory_order_relaxed))
         goto slow;
-    /* not page_may_ready: a remote free may have come since the look above (the page's
-     * move to the full list finds it) */
-    LIB_ASSERT(!page_may_ready_owned(page));
+    /* not page_may_ready: a remote free may have come since the fast path's look (the
+     * page's move to the full list finds it). With one there, local_free may hold the
+     * owner's frees (the fast path left them): the move finds it too. Else there was none
+     * at the fast path's look either (only the owner takes them). */
+    LIB_ASSERT(atomic_load_explicit(&page->xthread_free, memory_order_relaxed) ||
+               !page_may_ready_owned(page));
     /* the next page ready as it is: page_ready's first case, nothing to collect or carve */
     if (atomic_load_explicit(&next->xthread_free, memory_order_relaxed) ||
         (next->flags & PAGE_RESET) || (!next->free && !next->local_free))
