@@ -181,8 +181,10 @@ static void purger_start(void)
     }
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* with the rare data, beside this code: .rodata stays one page */
+    static const char name[] __attribute__((section(".rodata.thp_rare"))) = "thpalloc-purge";
     if (rc == 0)
-        pthread_setname_np(t, "thpalloc-purge");
+        pthread_setname_np(t, name);
     else
         purger_thread_not_started();
 }

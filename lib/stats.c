@@ -88,7 +88,9 @@ TEXT_COLD
 API struct mallinfo2 mallinfo2(void)
 {
     if (unlikely(lib_passthrough())) {
-        struct mallinfo2 (*next)(void) = (struct mallinfo2(*)(void))passthrough_next("mallinfo2");
+        /* the rare code's strings lie with the rare data: .rodata stays one page (init.c) */
+        static const char name[] __attribute__((section(".rodata.thp_rare"))) = "mallinfo2";
+        struct mallinfo2 (*next)(void) = (struct mallinfo2(*)(void))passthrough_next(name);
         if (next)
             return next();
     }
@@ -152,7 +154,8 @@ __attribute__((destructor)) static void stats_at_exit(void)
         return;
     struct thpalloc_stats s;
     stats_collect(&s);
-    os_write_stderr("thpalloc: stats");
+    static const char head[] __attribute__((section(".rodata.thp_rare"))) = "thpalloc: stats";
+    os_write_stderr(head);
     put_field("reserved", s.reserved);
     put_field("committed", s.committed);
     put_field("huge_advised", s.huge_advised);
