@@ -9,7 +9,6 @@
 #include <sched.h>
 
 /* Gives a chunk back to the arena once every slot is free (claims dirty slots first). */
-TEXT_BUSY
 void chunk_release(chunk_t *c)
 {
     /* Claim every dirty slot (the purger must not touch this memory once the arena may hand
@@ -43,7 +42,6 @@ void chunk_release(chunk_t *c)
     chunk_desc_free(c);
 }
 
-TEXT_BUSY
 void chunk_purge_dirty(chunk_t *c)
 {
     if (policy_in_force.purge_delay_ms < 0 || policy_in_force.thp.mode == THP_MODE_ALWAYS)

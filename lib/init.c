@@ -201,8 +201,5 @@ API int thpalloc_owns(const void *p)
 TEXT_COLD
 API const char *thpalloc_version(void)
 {
-    /* with the rare data, as the no_malloc message: .rodata stays one page */
-    static const char version[] __attribute__((section(".rodata.thp_rare"))) =
-        THPALLOC_VERSION_STRING;
-    return version;
+    return THPALLOC_VERSION_STRING;
 }

@@ -108,7 +108,6 @@ chunk_t *chunk_desc_alloc(void)
     return c;
 }
 
-TEXT_BUSY
 void chunk_desc_free(chunk_t *c)
 {
     pthread_mutex_lock(&meta_lock);
@@ -118,9 +117,8 @@ void chunk_desc_free(chunk_t *c)
     pthread_mutex_unlock(&meta_lock);
 }
 
-/* Calls fn for every chunk descriptor ever made (statistics walk; racy by design). Busy: the
- * purge passes of page slots walk it too. */
-TEXT_BUSY
+/* Calls fn for every chunk descriptor ever made (statistics walk; racy by design). The
+ * inline purge pass of page slots walks it too: a small process runs it (unmarked). */
 void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg)
 {
     for (desc_segment_t *s = atomic_load_explicit(&desc_segments, memory_order_acquire); s;

@@ -88,8 +88,8 @@ TEXT_COLD
 API struct mallinfo2 mallinfo2(void)
 {
     if (unlikely(lib_passthrough())) {
-        /* the rare code's strings lie with the rare data: .rodata stays one page (init.c) */
-        static const char name[] __attribute__((section(".rodata.thp_rare"))) = "mallinfo2";
+        /* on the stack: .rodata stays one page (purger.c) */
+        char name[] = "mallinfo2";
         struct mallinfo2 (*next)(void) = (struct mallinfo2(*)(void))passthrough_next(name);
         if (next)
             return next();
@@ -154,8 +154,7 @@ __attribute__((destructor)) static void stats_at_exit(void)
         return;
     struct thpalloc_stats s;
     stats_collect(&s);
-    static const char head[] __attribute__((section(".rodata.thp_rare"))) = "thpalloc: stats";
-    os_write_stderr(head);
+    os_write_stderr("thpalloc: stats");
     put_field("reserved", s.reserved);
     put_field("committed", s.committed);
     put_field("huge_advised", s.huge_advised);
