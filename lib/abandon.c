@@ -16,7 +16,11 @@ static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
 static chunk_queue_t abandoned;
 static _Atomic size_t abandoned_count;
 
+/* TEXT_BUSY: what only a process whose parked heaps are taken apart runs (thread.c,
+ * heap_retire), kept off the text every small process maps (lib/README.md). */
+
 /* Takes c off the abandoned list (abandoned_lock held). */
+TEXT_BUSY
 static void abandoned_unlink(chunk_t *c)
 {
     atomic_fetch_sub_explicit(&stat_pages_dirty, c->abandoned_idle, memory_order_relaxed);
@@ -29,6 +33,7 @@ static void abandoned_unlink(chunk_t *c)
 /* Puts c on the abandoned list (most recent first: the hottest for the next adopter). The
  * free blocks of its pages count as waiting to be purged (stat_pages_dirty), so that the
  * purger comes for them when nobody adopts the chunk. */
+TEXT_BUSY
 static void abandoned_push(chunk_t *c, uint32_t now)
 {
     size_t idle = 0;
@@ -81,6 +86,7 @@ bool abandoned_adopt_one(heap_t *heap)
 }
 
 /* A free into an abandoned chunk, done in place (true), unless it was adopted meanwhile. */
+TEXT_BUSY
 bool abandoned_free(chunk_t *c, page_t *page, block_t *b)
 {
     pthread_mutex_lock(&abandoned_lock);
@@ -104,6 +110,7 @@ bool abandoned_free(chunk_t *c, page_t *page, block_t *b)
 }
 
 /* At thread exit: puts the heap's chunks on the abandoned list as they stand. */
+TEXT_BUSY
 void abandon_heap(heap_t *heap)
 {
     uint32_t now = now_ms();

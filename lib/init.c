@@ -103,10 +103,13 @@ void lib_init(void)
     block_secret_init(); /* before the first block exists */
     size_t pagesize = os_page_size();
     passthrough = pagesize != OS_PAGE_SIZE;
-    if (passthrough && !__libc_malloc)
-        lib_fatal("the kernel's page size is not 4 KiB, and a static program has no other "
-                  "malloc to run on",
-                  NULL);
+    if (passthrough && !__libc_malloc) {
+        /* with the rare data: as a literal its 88 bytes took .rodata a page over 4 KiB */
+        static const char no_malloc[] __attribute__((section(".rodata.thp_rare"))) =
+            "the kernel's page size is not 4 KiB, and a static program has no other malloc to "
+            "run on";
+        lib_fatal(no_malloc, NULL);
+    }
     if (passthrough)
         policy_say_passthrough(pagesize);
     dormant = passthrough || other_allocator_in_charge();

@@ -41,7 +41,10 @@ static void *meta_map(size_t size)
     uint8_t *p = os_reserve_aligned(size, OS_PAGE_SIZE, OS_RESERVE_NORESERVE);
     if (!p)
         return NULL;
-    os_name(p, size, "thpalloc meta");
+    /* on the stack, written by two immediate stores: as a literal it was 14 bytes of .rodata,
+     * which every process maps, and .rodata is kept to one page (lib/README.md) */
+    char name[] = "thpalloc meta";
+    os_name(p, size, name);
     atomic_fetch_add_explicit(&stat_reserved, size, memory_order_relaxed);
     return p;
 }
@@ -114,7 +117,8 @@ void chunk_desc_free(chunk_t *c)
     pthread_mutex_unlock(&meta_lock);
 }
 
-/* Calls fn for every chunk descriptor ever made (statistics walk; racy by design). */
+/* Calls fn for every chunk descriptor ever made (statistics walk; racy by design). The
+ * inline purge pass of page slots walks it too: a small process runs it (unmarked). */
 void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg)
 {
     for (desc_segment_t *s = atomic_load_explicit(&desc_segments, memory_order_acquire); s;

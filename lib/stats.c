@@ -88,7 +88,9 @@ TEXT_COLD
 API struct mallinfo2 mallinfo2(void)
 {
     if (unlikely(lib_passthrough())) {
-        struct mallinfo2 (*next)(void) = (struct mallinfo2(*)(void))passthrough_next("mallinfo2");
+        /* on the stack: .rodata stays one page (purger.c) */
+        char name[] = "mallinfo2";
+        struct mallinfo2 (*next)(void) = (struct mallinfo2(*)(void))passthrough_next(name);
         if (next)
             return next();
     }

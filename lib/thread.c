@@ -139,7 +139,10 @@ void thread_page_set_aligned(page_t *page)
 }
 
 /* The heap of a thread that is gone abandons its chunks and goes to the free list (its
- * thread's exit, or a parked heap taken apart). */
+ * thread's exit, or a parked heap taken apart). TEXT_BUSY with abandon.c: a thread's exit
+ * parks its heap, and only a process with more than PARKED_MAX threads gone at once, or one
+ * whose parked heaps outlive purge_delay, takes heaps apart. */
+TEXT_BUSY
 static void heap_retire(heap_t *heap)
 {
     heap_enter(heap);
@@ -191,6 +194,7 @@ void thread_heap_exit(void *arg)
 
 /* For a heap whose chunks are full (heap_find_page): the oldest parked heap abandons its
  * chunks, for the caller to adopt. False when none is parked. */
+TEXT_BUSY
 static bool thread_unpark_abandon(void)
 {
     pthread_mutex_lock(&heaps_lock);
@@ -242,6 +246,7 @@ uint32_t thread_unpark_due(uint32_t now, bool force)
  * their next owner would, so that the bytes in use are exact as they were when exited
  * threads' frees went into abandoned chunks in place. The heaps are taken off the list
  * while this works on them (a new thread meanwhile makes a heap of its own). */
+TEXT_COLD
 void thread_collect_parked(void)
 {
     heap_t *h[PARKED_MAX];

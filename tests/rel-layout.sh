@@ -69,4 +69,14 @@ check_small "sh, after a fork" busy "$tmp/sh"
 # a thread's loop of small blocks, its exit, then the main thread (tests/rel-layout-probe)
 LD_PRELOAD=$THPALLOC_LIB "${TESTS_BUILDDIR:-tests}/rel-layout-probe" >"$tmp/probe"
 check_small "a thread's small blocks" small "$tmp/probe"
+# Every process maps the first text segment and .rodata whole (fault-around): their pages
+# are a cost of every process, so they are budgets (lib/README.md): at most 11 pages of text
+# and one of .rodata. A function only busy programs run is TEXT_BUSY; a string only rare code
+# reads lies in .rodata.thp_rare.
+set -- $(lib_maps "$tmp/probe")
+text_kb=${2#r-xp:} rodata_kb=${3#r--p:}
+check "a thread's small blocks: at most 44 KiB of the library's text resident (got $text_kb)" \
+    [ "$text_kb" -le 44 ]
+check "a thread's small blocks: at most 4 KiB of its .rodata resident (got $rodata_kb)" \
+    [ "$rodata_kb" -le 4 ]
 done_testing
