@@ -1,7 +1,9 @@
 /* page: blocks of one size class inside a chunk, with three free lists: `free` to allocate from,
  * `local_free` for the owner's frees and the atomic `xthread_free` for everyone else's. Only the
  * owning thread touches anything but xthread_free, or the purger while it holds the owner's heap
- * (reclaim.c). */
+ * (reclaim.c). The size classes' tables are defined here, the lowest layer that reads them
+ * (sizeclass.h). */
+#define SC_TABLES_DEFINE
 #include "internal.h"
 
 #include <string.h>

@@ -51,8 +51,16 @@ static inline unsigned sc_floor_log2(size_t x)
     (SC_FIT16_FIRST + ((s) > 1088) + ((s) > 1168) + ((s) > 1248) + ((s) > 1360) + ((s) > 1488) +   \
      ((s) > 1632) + ((s) > 1808) + ((s) > 2048) + ((s) > 2320) + ((s) > 2624) + ((s) > 2720) +     \
      ((s) > 2960) + ((s) > 3264) + ((s) > 3440) + ((s) > 3632))
-static const uint16_t sc_fit16_block[16] = {1088, 1168, 1248, 1360, 1488, 1632, 1808, 2048,
-                                            2320, 2624, 2720, 2960, 3264, 3440, 3632, 4096};
+/* The two tables below are defined once, where SC_TABLES_DEFINE is (page.c; the unit
+ * test, which links no library object): a static copy in each file that reads them took 512
+ * B of the one page of .rodata every process maps (tests/rel-layout.sh). */
+#ifdef SC_TABLES_DEFINE
+#define SC_TABLE_(decl, ...) __attribute__((visibility("hidden"))) const decl = __VA_ARGS__
+#else
+#define SC_TABLE_(decl, ...) extern __attribute__((visibility("hidden"))) const decl
+#endif
+SC_TABLE_(uint16_t sc_fit16_block[16], {1088, 1168, 1248, 1360, 1488, 1632, 1808, 2048, 2320, 2624,
+                                        2720, 2960, 3264, 3440, 3632, 4096});
 #define SC_MID_OF_(s)                                                                              \
     ((s) > 4096 ? SC_PAGE_FIT_FIRST + 15u - (unsigned)SC_MID_N_(s) : (unsigned)SC_FIT16_OF_(s))
 #define SC_MID_X1_(i) (uint8_t) SC_MID_OF_(((size_t)(i) + SC_MID_FIRST) * 16),
@@ -60,8 +68,9 @@ static const uint16_t sc_fit16_block[16] = {1088, 1168, 1248, 1360, 1488, 1632, 
 #define SC_MID_X16_(i) SC_MID_X4_(i) SC_MID_X4_((i) + 4) SC_MID_X4_((i) + 8) SC_MID_X4_((i) + 12)
 #define SC_MID_X64_(i)                                                                             \
     SC_MID_X16_(i) SC_MID_X16_((i) + 16) SC_MID_X16_((i) + 32) SC_MID_X16_((i) + 48)
-static const uint8_t sc_mid_class[SC_MID_SLOTS] = {SC_MID_X64_(0) SC_MID_X64_(64) SC_MID_X64_(
-    128) SC_MID_X64_(192) SC_MID_X64_(256) SC_MID_X64_(320) SC_MID_X64_(384)};
+SC_TABLE_(uint8_t sc_mid_class[SC_MID_SLOTS],
+          {SC_MID_X64_(0) SC_MID_X64_(64) SC_MID_X64_(128) SC_MID_X64_(192) SC_MID_X64_(256)
+               SC_MID_X64_(320) SC_MID_X64_(384)});
 _Static_assert(SC_MID_SLOTS == 448, "sc_mid_class lists 7 * 64 sizes");
 
 /* size must be <= SC_MAX_SIZE. */

@@ -2,6 +2,7 @@
  * multiples of 16, and waste above 128 B is at most 12.5 % and a 16-byte step (the page-fit
  * classes between 4 and 8 KiB: 7281 B takes 8192, 12.51 %); the classes from 1 to 8 KiB
  * fill their pages. */
+#define SC_TABLES_DEFINE /* the tables, as page.c defines them */
 #include "sizeclass.h"
 #include "tap.h"
 
