@@ -38,7 +38,14 @@
  *                    until the global comes back or 2000 calls
  *   overflow-link    the same through a 16-byte overflow of the block before it
  *   remote-link      the same for a block another thread freed (waiting on the page's list
- *                    of other threads' frees, which the owner walks when it collects it)
+ *                    of other threads' frees until the owner collects it)
+ *   remote-link-mid  the owner frees one of its blocks of 48 bytes, another thread frees
+ *                    the three carved after it (a, b, c: the page's list of remote frees
+ *                    c -> b -> a), b's link is redirected as in
+ *                    remote-link; then malloc(48) as there, printing "c handed out" and
+ *                    "b handed out" when those come back: the owner takes the list as it
+ *                    is when its free list is dry (no walk to its tail), so c and b are
+ *                    handed out and the pop that follows b's link aborts
  *   partial-link     write after free of one byte: bit 4 of a freed 48-byte block's link
  *                    flipped (what an attacker can do without the secret), so that it leads
  *                    16 bytes off the start of the block freed before it; then malloc(48)
@@ -431,6 +438,62 @@ static int remote_redirect(void)
     return allocate_until_target();
 }
 
+static void *free_three(void *arg)
+{
+    char **p = arg;
+    for (int i = 0; i < 3; i++)
+        free(p[i]);
+    return NULL;
+}
+
+/* remote-link with the owner's own free waiting beside the list (its local list), and the
+ * redirected link in the middle of the list, not at its head. */
+static int remote_link_mid(void)
+{
+    enum { N = 64 };
+    char *blk[N];
+    for (int i = 0; i < N; i++)
+        if (!(blk[i] = malloc(48)))
+            return 2;
+    /* four blocks carved one after the other, so one page's: 48 divides no page size, so
+     * the next page's first block is never 48 bytes past a page's last one */
+    int k = 0;
+    for (; k + 3 < N; k++) {
+        uintptr_t u = (uintptr_t)blk[k];
+        if ((uintptr_t)blk[k + 1] == u + 48 && (uintptr_t)blk[k + 2] == u + 96 &&
+            (uintptr_t)blk[k + 3] == u + 144)
+            break;
+    }
+    if (k + 3 >= N)
+        return 2;
+    char *three[3] = {blk[k + 1], blk[k + 2], blk[k + 3]}; /* a, b, c */
+    announce(three[1]);
+    free(blk[k]); /* the owner's own free */
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_three, three) || pthread_join(t, NULL))
+        return 2;
+    uintptr_t words[2];
+    memcpy(words, launder(three[1]), sizeof words);
+    words[0] = (uintptr_t)target;
+    target[1] = words[1];
+    memcpy(launder(three[1]), words, sizeof words);
+    for (int i = 0; i < 2000; i++) {
+        void *p = launder(malloc(48));
+        if (p == (void *)target) {
+            printf("silent corruption: malloc returned the attacker's address %p\n", p);
+            fflush(stdout);
+            return 3;
+        }
+        if (p == three[2] || p == three[1]) {
+            printf("%c handed out\n", p == three[2] ? 'c' : 'b');
+            fflush(stdout);
+        }
+    }
+    printf("misuse went undetected (no abort, target never returned)\n");
+    fflush(stdout);
+    return 3;
+}
+
 /* Blocks of 48 bytes that fill pages: the middle one's page is on the full list. */
 enum { FULL_N = 4096 };
 static char *full_blk[FULL_N];
@@ -641,6 +704,8 @@ int main(int argc, char **argv)
         return redirect(1);
     if (!strcmp(c, "remote-link"))
         return remote_redirect();
+    if (!strcmp(c, "remote-link-mid"))
+        return remote_link_mid();
     if (!strcmp(c, "partial-link"))
         return partial_link();
     if (!strcmp(c, "full-remote-double"))
