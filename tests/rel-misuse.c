@@ -345,8 +345,9 @@ static int aligned_interior(int how)
 static uintptr_t target[8] __attribute__((aligned(64)));
 
 /* Allocates blocks of 48 bytes until target comes back (3) or 2000 calls (3 too: the
- * misuse went undetected); a correct allocator stops the process first. */
-static int allocate_until_target(void)
+ * misuse went undetected); a correct allocator stops the process first. Prints "b handed
+ * out" or "c handed out" when abc (NULL: none) names a block that comes back. */
+static int allocate_until_target_seen(char *const *abc)
 {
     for (int i = 0; i < 2000; i++) {
         /* laundered: the compiler may assume malloc never returns target's address */
@@ -356,10 +357,19 @@ static int allocate_until_target(void)
             fflush(stdout);
             return 3;
         }
+        if (abc && (p == abc[1] || p == abc[2])) {
+            printf("%c handed out\n", p == abc[2] ? 'c' : 'b');
+            fflush(stdout);
+        }
     }
     printf("misuse went undetected (no abort, target never returned)\n");
     fflush(stdout);
     return 3;
+}
+
+static int allocate_until_target(void)
+{
+    return allocate_until_target_seen(NULL);
 }
 
 /* Redirects a freed block's list link to target, keeping its key (the attacker can read
@@ -416,25 +426,39 @@ static void *free_it(void *p)
     return NULL;
 }
 
-/* redirect, for a block that another thread freed: it waits on its page's list of remote
- * frees until the owner collects that list (when it runs out of blocks there). */
-static int remote_redirect(void)
+/* Redirects freed block b's list link to target, keeping its key, as redirect does. */
+static void link_to_target(char *b)
 {
-    enum { N = 64 };
-    char *blk[N];
-    for (int i = 0; i < N; i++)
-        if (!(blk[i] = malloc(48)))
-            return 2;
-    char *b = blk[N / 2];
-    announce(b);
-    pthread_t t;
-    if (pthread_create(&t, NULL, free_it, b) || pthread_join(t, NULL))
-        return 2;
     uintptr_t words[2];
     memcpy(words, launder(b), sizeof words);
     words[0] = (uintptr_t)target;
     target[1] = words[1];
     memcpy(launder(b), words, sizeof words);
+}
+
+/* The remote cases' blocks: 64 of 48 bytes (0, or 2 when out of memory). */
+enum { REMOTE_N = 64 };
+static int malloc_remote_blocks(char **blk)
+{
+    for (int i = 0; i < REMOTE_N; i++)
+        if (!(blk[i] = malloc(48)))
+            return 2;
+    return 0;
+}
+
+/* redirect, for a block that another thread freed: it waits on its page's list of remote
+ * frees until the owner collects that list (when it runs out of blocks there). */
+static int remote_redirect(void)
+{
+    char *blk[REMOTE_N];
+    if (malloc_remote_blocks(blk))
+        return 2;
+    char *b = blk[REMOTE_N / 2];
+    announce(b);
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_it, b) || pthread_join(t, NULL))
+        return 2;
+    link_to_target(b);
     return allocate_until_target();
 }
 
@@ -450,21 +474,19 @@ static void *free_three(void *arg)
  * redirected link in the middle of the list, not at its head. */
 static int remote_link_mid(void)
 {
-    enum { N = 64 };
-    char *blk[N];
-    for (int i = 0; i < N; i++)
-        if (!(blk[i] = malloc(48)))
-            return 2;
+    char *blk[REMOTE_N];
+    if (malloc_remote_blocks(blk))
+        return 2;
     /* four blocks carved one after the other, so one page's: 48 divides no page size, so
      * the next page's first block is never 48 bytes past a page's last one */
     int k = 0;
-    for (; k + 3 < N; k++) {
+    for (; k + 3 < REMOTE_N; k++) {
         uintptr_t u = (uintptr_t)blk[k];
         if ((uintptr_t)blk[k + 1] == u + 48 && (uintptr_t)blk[k + 2] == u + 96 &&
             (uintptr_t)blk[k + 3] == u + 144)
             break;
     }
-    if (k + 3 >= N)
+    if (k + 3 >= REMOTE_N)
         return 2;
     char *three[3] = {blk[k + 1], blk[k + 2], blk[k + 3]}; /* a, b, c */
     announce(three[1]);
@@ -472,26 +494,8 @@ static int remote_link_mid(void)
     pthread_t t;
     if (pthread_create(&t, NULL, free_three, three) || pthread_join(t, NULL))
         return 2;
-    uintptr_t words[2];
-    memcpy(words, launder(three[1]), sizeof words);
-    words[0] = (uintptr_t)target;
-    target[1] = words[1];
-    memcpy(launder(three[1]), words, sizeof words);
-    for (int i = 0; i < 2000; i++) {
-        void *p = launder(malloc(48));
-        if (p == (void *)target) {
-            printf("silent corruption: malloc returned the attacker's address %p\n", p);
-            fflush(stdout);
-            return 3;
-        }
-        if (p == three[2] || p == three[1]) {
-            printf("%c handed out\n", p == three[2] ? 'c' : 'b');
-            fflush(stdout);
-        }
-    }
-    printf("misuse went undetected (no abort, target never returned)\n");
-    fflush(stdout);
-    return 3;
+    link_to_target(three[1]);
+    return allocate_until_target_seen(three);
 }
 
 /* Blocks of 48 bytes that fill pages: the middle one's page is on the full list. */
