@@ -64,6 +64,10 @@
  *   large-race-double  the same with p = malloc(4 MiB)
  *   mid-double       p, q = malloc(2000); free(p), free(q), free(p); then malloc(2000)
  *                    three times (a class above 1 KiB: the fast path pops by the class table)
+ *   purge-cycle      a thread frees b, x, then b again (its free list b -> x -> b: a cycle,
+ *                    which the fast free's look at the last free does not see), keeps its
+ *                    other blocks and waits; the main thread calls thpalloc_purge(), which
+ *                    reclaims the idle heap and walks the page's lists
  *   ok               no misuse at all (the control: must exit 0)
  *
  * Before the misuse the program prints "ptr=0x%016lx" (the pointer handed to free/realloc,
@@ -74,6 +78,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
+#include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -446,6 +451,21 @@ static int malloc_remote_blocks(char **blk)
     return 0;
 }
 
+/* The last of the runs of n blocks of blk[0 .. nblk) carved one after the other, so one
+ * page's (48 divides no page size, so the next page's first block is never 48 bytes past a
+ * page's last one): its first; -1 when there is none. */
+static int carved_run(char *const *blk, int nblk, int n)
+{
+    for (int k = nblk - n; k >= 0; k--) {
+        int i = 1;
+        while (i < n && (uintptr_t)blk[k + i] == (uintptr_t)blk[k] + (uintptr_t)i * 48)
+            i++;
+        if (i == n)
+            return k;
+    }
+    return -1;
+}
+
 /* redirect, for a block that another thread freed: it waits on its page's list of remote
  * frees until the owner collects that list (when it runs out of blocks there). */
 static int remote_redirect(void)
@@ -477,16 +497,8 @@ static int remote_link_mid(void)
     char *blk[REMOTE_N];
     if (malloc_remote_blocks(blk))
         return 2;
-    /* four blocks carved one after the other, so one page's: 48 divides no page size, so
-     * the next page's first block is never 48 bytes past a page's last one */
-    int k = 0;
-    for (; k + 3 < REMOTE_N; k++) {
-        uintptr_t u = (uintptr_t)blk[k];
-        if ((uintptr_t)blk[k + 1] == u + 48 && (uintptr_t)blk[k + 2] == u + 96 &&
-            (uintptr_t)blk[k + 3] == u + 144)
-            break;
-    }
-    if (k + 3 >= REMOTE_N)
+    int k = carved_run(blk, REMOTE_N, 4);
+    if (k < 0)
         return 2;
     char *three[3] = {blk[k + 1], blk[k + 2], blk[k + 3]}; /* a, b, c */
     announce(three[1]);
@@ -496,6 +508,57 @@ static int remote_link_mid(void)
         return 2;
     link_to_target(three[1]);
     return allocate_until_target_seen(three);
+}
+
+static pthread_mutex_t idle_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;
+static int idle_ready;
+
+/* purge-cycle's thread: the double free, then idle (no allocator call) for good. */
+static void *cycle_then_idle(void *arg)
+{
+    (void)arg;
+    /* past the first pages, which are parts of a split slot (their frees take the slow
+     * path, which finds the double free at once): a page of its own, freed into by the
+     * fast path */
+    enum { CYCLE_N = 1024 };
+    static char *blk[CYCLE_N];
+    for (int i = 0; i < CYCLE_N; i++)
+        if (!(blk[i] = malloc(48)))
+            return NULL;
+    int k = carved_run(blk, CYCLE_N, 2);
+    if (k < 0)
+        return NULL;
+    announce(blk[k]);
+    free(blk[k]);
+    free(blk[k + 1]);
+    free(launder(blk[k]));
+    pthread_mutex_lock(&idle_mu);
+    idle_ready = 1;
+    pthread_cond_signal(&idle_cv);
+    for (;;)
+        pthread_cond_wait(&idle_cv, &idle_mu);
+    return NULL;
+}
+
+static int purge_cycle(void)
+{
+    size_t (*purge)(void) = (size_t(*)(void))dlsym(RTLD_DEFAULT, "thpalloc_purge");
+    if (!purge) {
+        printf("no thpalloc_purge\n");
+        return 2;
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, cycle_then_idle, NULL))
+        return 2;
+    pthread_mutex_lock(&idle_mu);
+    while (!idle_ready)
+        pthread_cond_wait(&idle_cv, &idle_mu);
+    pthread_mutex_unlock(&idle_mu);
+    purge();
+    printf("misuse went undetected (thpalloc_purge returned)\n");
+    fflush(stdout);
+    return 3;
 }
 
 /* Blocks of 48 bytes that fill pages: the middle one's page is on the full list. */
@@ -724,6 +787,8 @@ int main(int argc, char **argv)
         return large_race_double();
     if (!strcmp(c, "mid-double"))
         return mid_double();
+    if (!strcmp(c, "purge-cycle"))
+        return purge_cycle();
     if (!strcmp(c, "ok")) {
         char *p = malloc(48), *q = malloc(4 * MiB);
         if (!p || !q)
