@@ -121,7 +121,13 @@ void page_check(const page_t *page)
 #endif
 
 /* Takes the other threads' frees, and moves local_free to free when free is empty.
- * Returns how many blocks other threads had freed. */
+ * Returns how many blocks other threads had freed. The remote list becomes whichever of
+ * free and local_free is empty, as it is (its end is the first push's NULL, and every pop
+ * checks its block's place and key as for the owner's frees); only when both hold blocks
+ * is it walked to its tail. The walk is a chain of cache misses on blocks another CPU has
+ * just written (xchange: most of page_collect's time, the loads of the next link), and a
+ * dry page's local_free, left waiting behind it, becomes free at its next dry pop as the
+ * fast path's swap. */
 uint32_t page_collect(page_t *page)
 {
     uint32_t n = 0;
@@ -132,7 +138,11 @@ uint32_t page_collect(page_t *page)
             n = xfree_count(v);
             if (unlikely(n > page->used))
                 malloc_corrupt(page, head); /* more frees listed than blocks handed out */
-            if (page->local_free) {
+            if (!page->free) {
+                page->free = head;
+            } else if (!page->local_free) {
+                page->local_free = head;
+            } else {
                 block_t *tail = head;
                 /* The walk only has to stay inside the page and end (a cycle): a link
                  * that lands off a block boundary is caught when malloc pops it (its key). */
@@ -142,10 +152,8 @@ uint32_t page_collect(page_t *page)
                         malloc_corrupt(page, tail); /* a remote free's link was overwritten */
                 }
                 block_set_next(tail, page->local_free);
+                page->local_free = head;
             }
-            /* else the list is the local one as it is: its end is the last push's NULL, and
-             * every pop checks its block's place and key as for the owner's frees */
-            page->local_free = head;
             page->used -= n;
         }
     }

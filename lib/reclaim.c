@@ -91,6 +91,13 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
     uint32_t nfree = 0;
     for (int l = 0; l < 2; l++) {
         for (block_t *b = l ? p->local_free : p->free; b; b = block_next(b)) {
+            /* What the owner's pop would abort on: a link led out of the page or off a
+             * block (its key: a write after free), or more blocks than carved (a cycle:
+             * free(b), free(x), free(b) by the owner). Walked unchecked, a bad link set a
+             * bit anywhere past is_free, and a cycle held the purger and its claim (the
+             * owner waiting on it) forever. */
+            if (unlikely(block_outside(p, b) || b->key != block_key(b) || nfree >= cap))
+                malloc_corrupt(p, b);
             uint32_t j = (uint32_t)((size_t)((uint8_t *)b - p->start) / bs);
             is_free[j / 64] |= (uint64_t)1 << (j % 64);
             nfree++;

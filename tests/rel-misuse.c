@@ -38,7 +38,14 @@
  *                    until the global comes back or 2000 calls
  *   overflow-link    the same through a 16-byte overflow of the block before it
  *   remote-link      the same for a block another thread freed (waiting on the page's list
- *                    of other threads' frees, which the owner walks when it collects it)
+ *                    of other threads' frees until the owner collects it)
+ *   remote-link-mid  the owner frees one of its blocks of 48 bytes, another thread frees
+ *                    the three carved after it (a, b, c: the page's list of remote frees
+ *                    c -> b -> a), b's link is redirected as in
+ *                    remote-link; then malloc(48) as there, printing "c handed out" and
+ *                    "b handed out" when those come back: the owner takes the list as it
+ *                    is when its free list is dry (no walk to its tail), so c and b are
+ *                    handed out and the pop that follows b's link aborts
  *   partial-link     write after free of one byte: bit 4 of a freed 48-byte block's link
  *                    flipped (what an attacker can do without the secret), so that it leads
  *                    16 bytes off the start of the block freed before it; then malloc(48)
@@ -57,6 +64,10 @@
  *   large-race-double  the same with p = malloc(4 MiB)
  *   mid-double       p, q = malloc(2000); free(p), free(q), free(p); then malloc(2000)
  *                    three times (a class above 1 KiB: the fast path pops by the class table)
+ *   purge-cycle      a thread frees b, x, then b again (its free list b -> x -> b: a cycle,
+ *                    which the fast free's look at the last free does not see), keeps its
+ *                    other blocks and waits; the main thread calls thpalloc_purge(), which
+ *                    reclaims the idle heap and walks the page's lists
  *   ok               no misuse at all (the control: must exit 0)
  *
  * Before the misuse the program prints "ptr=0x%016lx" (the pointer handed to free/realloc,
@@ -67,6 +78,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
+#include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -338,8 +350,9 @@ static int aligned_interior(int how)
 static uintptr_t target[8] __attribute__((aligned(64)));
 
 /* Allocates blocks of 48 bytes until target comes back (3) or 2000 calls (3 too: the
- * misuse went undetected); a correct allocator stops the process first. */
-static int allocate_until_target(void)
+ * misuse went undetected); a correct allocator stops the process first. Prints "b handed
+ * out" or "c handed out" when abc (NULL: none) names a block that comes back. */
+static int allocate_until_target_seen(char *const *abc)
 {
     for (int i = 0; i < 2000; i++) {
         /* laundered: the compiler may assume malloc never returns target's address */
@@ -349,10 +362,19 @@ static int allocate_until_target(void)
             fflush(stdout);
             return 3;
         }
+        if (abc && (p == abc[1] || p == abc[2])) {
+            printf("%c handed out\n", p == abc[2] ? 'c' : 'b');
+            fflush(stdout);
+        }
     }
     printf("misuse went undetected (no abort, target never returned)\n");
     fflush(stdout);
     return 3;
+}
+
+static int allocate_until_target(void)
+{
+    return allocate_until_target_seen(NULL);
 }
 
 /* Redirects a freed block's list link to target, keeping its key (the attacker can read
@@ -409,26 +431,134 @@ static void *free_it(void *p)
     return NULL;
 }
 
-/* redirect, for a block that another thread freed: it waits on its page's list of remote
- * frees until the owner collects that list (when it runs out of blocks there). */
-static int remote_redirect(void)
+/* Redirects freed block b's list link to target, keeping its key, as redirect does. */
+static void link_to_target(char *b)
 {
-    enum { N = 64 };
-    char *blk[N];
-    for (int i = 0; i < N; i++)
-        if (!(blk[i] = malloc(48)))
-            return 2;
-    char *b = blk[N / 2];
-    announce(b);
-    pthread_t t;
-    if (pthread_create(&t, NULL, free_it, b) || pthread_join(t, NULL))
-        return 2;
     uintptr_t words[2];
     memcpy(words, launder(b), sizeof words);
     words[0] = (uintptr_t)target;
     target[1] = words[1];
     memcpy(launder(b), words, sizeof words);
+}
+
+/* The remote cases' blocks: 64 of 48 bytes (0, or 2 when out of memory). */
+enum { REMOTE_N = 64 };
+static int malloc_remote_blocks(char **blk)
+{
+    for (int i = 0; i < REMOTE_N; i++)
+        if (!(blk[i] = malloc(48)))
+            return 2;
+    return 0;
+}
+
+/* The last of the runs of n blocks of blk[0 .. nblk) carved one after the other, so one
+ * page's (48 divides no page size, so the next page's first block is never 48 bytes past a
+ * page's last one): its first; -1 when there is none. */
+static int carved_run(char *const *blk, int nblk, int n)
+{
+    for (int k = nblk - n; k >= 0; k--) {
+        int i = 1;
+        while (i < n && (uintptr_t)blk[k + i] == (uintptr_t)blk[k] + (uintptr_t)i * 48)
+            i++;
+        if (i == n)
+            return k;
+    }
+    return -1;
+}
+
+/* redirect, for a block that another thread freed: it waits on its page's list of remote
+ * frees until the owner collects that list (when it runs out of blocks there). */
+static int remote_redirect(void)
+{
+    char *blk[REMOTE_N];
+    if (malloc_remote_blocks(blk))
+        return 2;
+    char *b = blk[REMOTE_N / 2];
+    announce(b);
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_it, b) || pthread_join(t, NULL))
+        return 2;
+    link_to_target(b);
     return allocate_until_target();
+}
+
+static void *free_three(void *arg)
+{
+    char **p = arg;
+    for (int i = 0; i < 3; i++)
+        free(p[i]);
+    return NULL;
+}
+
+/* remote-link with the owner's own free waiting beside the list (its local list), and the
+ * redirected link in the middle of the list, not at its head. */
+static int remote_link_mid(void)
+{
+    char *blk[REMOTE_N];
+    if (malloc_remote_blocks(blk))
+        return 2;
+    int k = carved_run(blk, REMOTE_N, 4);
+    if (k < 0)
+        return 2;
+    char *three[3] = {blk[k + 1], blk[k + 2], blk[k + 3]}; /* a, b, c */
+    announce(three[1]);
+    free(blk[k]); /* the owner's own free */
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_three, three) || pthread_join(t, NULL))
+        return 2;
+    link_to_target(three[1]);
+    return allocate_until_target_seen(three);
+}
+
+static pthread_mutex_t idle_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;
+static int idle_ready;
+
+/* purge-cycle's thread: the double free, then idle (no allocator call) for good. */
+static void *cycle_then_idle(void *arg)
+{
+    (void)arg;
+    /* past the first pages, which are parts of a split slot (their frees take the slow
+     * path, which finds the double free at once): a page of its own, freed into by the
+     * fast path */
+    enum { CYCLE_N = 1024 };
+    static char *blk[CYCLE_N];
+    for (int i = 0; i < CYCLE_N; i++)
+        if (!(blk[i] = malloc(48)))
+            return NULL;
+    int k = carved_run(blk, CYCLE_N, 2);
+    if (k < 0)
+        return NULL;
+    announce(blk[k]);
+    free(blk[k]);
+    free(blk[k + 1]);
+    free(launder(blk[k]));
+    pthread_mutex_lock(&idle_mu);
+    idle_ready = 1;
+    pthread_cond_signal(&idle_cv);
+    for (;;)
+        pthread_cond_wait(&idle_cv, &idle_mu);
+    return NULL;
+}
+
+static int purge_cycle(void)
+{
+    size_t (*purge)(void) = (size_t(*)(void))dlsym(RTLD_DEFAULT, "thpalloc_purge");
+    if (!purge) {
+        printf("no thpalloc_purge\n");
+        return 2;
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, cycle_then_idle, NULL))
+        return 2;
+    pthread_mutex_lock(&idle_mu);
+    while (!idle_ready)
+        pthread_cond_wait(&idle_cv, &idle_mu);
+    pthread_mutex_unlock(&idle_mu);
+    purge();
+    printf("misuse went undetected (thpalloc_purge returned)\n");
+    fflush(stdout);
+    return 3;
 }
 
 /* Blocks of 48 bytes that fill pages: the middle one's page is on the full list. */
@@ -641,6 +771,8 @@ int main(int argc, char **argv)
         return redirect(1);
     if (!strcmp(c, "remote-link"))
         return remote_redirect();
+    if (!strcmp(c, "remote-link-mid"))
+        return remote_link_mid();
     if (!strcmp(c, "partial-link"))
         return partial_link();
     if (!strcmp(c, "full-remote-double"))
@@ -655,6 +787,8 @@ int main(int argc, char **argv)
         return large_race_double();
     if (!strcmp(c, "mid-double"))
         return mid_double();
+    if (!strcmp(c, "purge-cycle"))
+        return purge_cycle();
     if (!strcmp(c, "ok")) {
         char *p = malloc(48), *q = malloc(4 * MiB);
         if (!p || !q)

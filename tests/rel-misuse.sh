@@ -117,4 +117,27 @@ for c in uaf-link overflow-link remote-link partial-link; do
         sh -c 'case "$1" in "thpalloc: malloc(): free block corrupted"*) true ;; *) false ;; esac' sh "$line"
     test -n "$line" && diag "$c: $line"
 done
+# The owner takes other threads' list as it is when its free list is dry, without a walk
+# to its tail (a chain of cache misses): a redirected link in the middle of the list is
+# caught by the pop that follows it, after the blocks before it were handed out, and the
+# attacker's address never is.
+runcase remote-link-mid "$THPALLOC_LIB"
+line=$(grep '^thpalloc: ' "$tap_tmp/err" | head -n 1)
+check "remote-link-mid: the process is stopped by SIGABRT (exit $rc)" test "$rc" -eq 134
+check "remote-link-mid: stderr says 'thpalloc: malloc(): free block corrupted'" \
+    sh -c 'case "$1" in "thpalloc: malloc(): free block corrupted"*) true ;; *) false ;; esac' sh "$line"
+check "remote-link-mid: c, then b handed out before the abort, never the attacker's address" \
+    sh -c 'test "$(grep -v "^ptr=" "$1" | tr "\n" " ")" = "c handed out b handed out "' sh "$tap_tmp/out"
+grep -v '^ptr=' "$tap_tmp/out" | sed 's/^/remote-link-mid: /' | while IFS= read -r l; do diag "$l"; done
+test -n "$line" && diag "remote-link-mid: $line"
+# The purger's reclaim of an idle heap walks its pages' lists: a cycle there (a double free
+# that the fast free does not see, on a list nobody pops) held it and its claim forever
+# (the old code: killed by the timeout); now it aborts as the pop would.
+runcase purge-cycle "$THPALLOC_LIB"
+line=$(grep '^thpalloc: ' "$tap_tmp/err" | head -n 1)
+ptr=$(sed -n 's/^ptr=//p' "$tap_tmp/out")
+check "purge-cycle: the process is stopped by SIGABRT (exit $rc)" test "$rc" -eq 134
+check "purge-cycle: stderr says 'thpalloc: malloc(): free block corrupted' of the block freed twice" \
+    sh -c 'case "$1" in "thpalloc: malloc(): free block corrupted (double free or write after free) ($2)") true ;; *) false ;; esac' sh "$line" "$ptr"
+test -n "$line" && diag "purge-cycle: $line"
 done_testing
