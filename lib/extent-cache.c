@@ -133,16 +133,21 @@ void *extent_malloc_cached(size_t size, size_t align, bool zero)
     if (heap && heap->ext_cache_n) {
         heap_enter(heap);
         void *p = len <= CACHE_LEN_MAX && align <= OS_PAGE_SIZE ? cache_take(heap, len) : NULL;
-        /* The cache never makes its thread touch fresh memory: with no resident run that
-         * fits, what it holds goes back first, to be reused (merged) by this request. */
-        if (!p && heap->ext_cache_n && !extent_resident_fits(len))
-            extent_cache_flush(heap);
         heap_leave(heap);
         if (p) {
             if (zero)
                 memset(p, 0, size);
             return p;
         }
+        /* The cache never makes its thread touch fresh memory: with no resident run that
+         * fits, what it holds goes back first, to be reused (merged) by this request. */
+        bool fresh;
+        p = extent_alloc_resident(size, align, zero, &fresh);
+        if (!fresh)
+            return p;
+        heap_enter(heap);
+        extent_cache_flush(heap);
+        heap_leave(heap);
     }
     return extent_alloc(size, align, zero);
 }

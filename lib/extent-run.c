@@ -641,10 +641,25 @@ static unsigned bin_find_other(struct ext_shard **sp, unsigned want, unsigned k)
     return bin_find(s, want); /* it may have changed meanwhile */
 }
 
+/* Whether a shard other than s has a resident free run of at least want granules (a look
+ * without their locks: a hint). */
+static bool resident_elsewhere(const struct ext_shard *s, unsigned want)
+{
+    for (unsigned i = 0; i < EXT_SHARDS; i++) {
+        struct ext_shard *o = shard_at(i);
+        if (o && o != s && shard_may_fit(o, want, 1))
+            return true;
+    }
+    return false;
+}
+
 /* A run of len granules (plus what align needs) taken out of *sp's bins, or another shard's
- * (then *sp is that shard), or NULL. Returns with (*sp)->lock held. */
+ * (then *sp is that shard), or NULL. With fresh (extent_alloc_resident), NULL and *fresh set
+ * when no shard has a resident run that fits, where purges are on. Returns with
+ * (*sp)->lock held. */
 TEXT_BUSY
-void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero)
+void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero,
+                       bool *fresh)
 {
     unsigned slack = align > GRANULE ? (unsigned)(align >> GRANULE_SHIFT) - 1 : 0;
     struct ext_shard *s = *sp;
@@ -667,6 +682,11 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
                 k = bin_find(s, len + slack);
             }
         }
+    }
+    if (fresh && (!k || !(*bin_of(s, k))->dirty) && purge_enabled() &&
+        !resident_elsewhere(s, len + slack)) {
+        *fresh = true;
+        return NULL;
     }
     if (!k) {
         if (!chunk_add(s))

@@ -64,38 +64,35 @@ block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
     return pend;
 }
 
-TEXT_BUSY
-void *extent_alloc(size_t size, size_t align, bool zero)
+static inline __attribute__((always_inline)) void *alloc_in(size_t size, size_t align, bool zero,
+                                                            bool *fresh)
 {
     LIB_ASSERT(size <= SC_MAX_SIZE && align <= CHUNK_SIZE / 2);
     bool is_zero = false;
     struct ext_shard *s = shard_here();
-    void *p = run_alloc_locked(&s, granules_of(size ? size : 1), align, &is_zero);
+    void *p = run_alloc_locked(&s, granules_of(size ? size : 1), align, &is_zero, fresh);
     shard_unlock(s);
     if (p && zero && !is_zero)
         memset(p, 0, size);
     return p;
 }
 
-/* Whether some shard has a resident free run of at least len granules: a look without the
- * locks at their pendmaps (a hint). Where purges are off, nothing is marked: any run is
- * resident as far as this knows. The request's own shard first: it nearly always has one,
- * and a look at another CPU's shard takes the line that CPU writes on each of its requests
- * and frees (docs/benchmarks-log.md, branch mixed-time). */
 TEXT_BUSY
-bool extent_resident_fits(unsigned len)
+void *extent_alloc(size_t size, size_t align, bool zero)
 {
-    if (!purge_enabled())
-        return true;
-    struct ext_shard *own = shard_here();
-    if (shard_may_fit(own, len, 1))
-        return true;
-    for (unsigned i = 0; i < EXT_SHARDS; i++) {
-        struct ext_shard *o = shard_at(i);
-        if (o && o != own && shard_may_fit(o, len, 1))
-            return true;
-    }
-    return false;
+    return alloc_in(size, align, zero, NULL);
+}
+
+/* A request the thread's cache could not serve while it holds blocks (extent-cache.c): when
+ * only fresh or purged memory fits, nothing is taken and *fresh says so, so that the cache
+ * gives its blocks back first and this request reuses them. The look is the request's own,
+ * under its lock: a look before it at the shards' words without the lock
+ * (extent_resident_fits) cost a second sched_getcpu and ~50 instructions a miss. */
+TEXT_BUSY
+void *extent_alloc_resident(size_t size, size_t align, bool zero, bool *fresh)
+{
+    *fresh = false;
+    return alloc_in(size, align, zero, fresh);
 }
 
 TEXT_COLD

@@ -323,7 +323,7 @@ HIDDEN size_t extents_purge(uint32_t now, bool force, uint32_t *next);
  * by all threads ---------------------------------------------------------------------------- */
 /* align: a power of two up to CHUNK_SIZE / 2 (blocks are 4 KiB-aligned anyway). */
 HIDDEN void *extent_alloc(size_t size, size_t align, bool zero);
-HIDDEN bool extent_resident_fits(unsigned len);
+HIDDEN void *extent_alloc_resident(size_t size, size_t align, bool zero, bool *fresh);
 HIDDEN void extent_free(chunk_t *c, void *p);
 /* Frees the blocks of a thread's cache (extent_cache_in) under one lock; aborts on any that
  * is not one (always checked). */
