@@ -54,8 +54,7 @@ void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
 static inline __attribute__((always_inline)) bool
 block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
 {
-    tags_clear(m, g, len);
-    m->used -= len;
+    m->used -= len; /* the tags: run_free_held's */
     used_add(m->shard, -(long)len);
     bool pend = purge_enabled();
     unsigned held;
@@ -128,21 +127,6 @@ void extent_free(chunk_t *c, void *p)
     bool counted = shard_unlock(s);
     if (pend)
         note_pending(counted);
-}
-
-TEXT_BUSY
-unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max)
-{
-    /* block_granule's checks, with the tag read once: the CAS expects what was checked */
-    uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
-    struct extent_map *m = map_of(c);
-    uint16_t t = off >= CHUNK_SIZE || (off & (GRANULE - 1)) ? 0 : tag_get(m, off >> GRANULE_SHIFT);
-    if (unlikely((t & (TAG_HEAD | TAG_FREE | TAG_BUSY | TAG_CACHED)) != TAG_HEAD) ||
-        ((t & TAG_LEN) <= max && unlikely(!__atomic_compare_exchange_n(
-                                     &m->tag[off >> GRANULE_SHIFT], &t, (uint16_t)(t | TAG_CACHED),
-                                     false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))))
-        extent_bad_pointer(c, p, "free(): invalid pointer");
-    return t & TAG_LEN;
 }
 
 /* The blocks of a thread's cache (at most EXT_CACHE_SLOTS) back to the runs, under one

@@ -331,10 +331,6 @@ HIDDEN void extent_free_many(void *const *blocks, unsigned n);
 /* The granules of the block p starts, or 0 when p starts none (safe without the lock for a
  * block the caller holds, and memory-safe for any pointer into an extent chunk). */
 HIDDEN unsigned extent_block_len(const chunk_t *c, const void *p);
-/* A thread's cache takes the block p starts (a free): its granules, and when they are at
- * most max it is marked cached in the map, by CAS. Aborts unless p starts a live block: a
- * second free is caught whichever thread makes it and whatever cache holds the block. */
-HIDDEN unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max);
 HIDDEN void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
     __attribute__((noreturn, cold));
 HIDDEN int extent_owns(const chunk_t *c, const void *p);
