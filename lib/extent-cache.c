@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-#define CACHE_LEN_MAX 16 /* granules: blocks up to 64 KiB */
+#define CACHE_LEN_MAX EXT_CACHE_LEN_MAX /* granules: blocks up to 64 KiB */
 /* 256 KiB: with 128 KiB, ~4 blocks of xchange's ~30 KiB, the cache was flushed every ~3 frees
  * and 70 % of its requests missed it; 54 % with 256 KiB, 37 % with 512 KiB, but what the
  * caches hold is kept from the other threads: xchange's peak grew by ~1 and ~3 MiB of 57. */

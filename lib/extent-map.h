@@ -33,6 +33,11 @@
  * or under the lock when the cache gives it back to the runs. */
 #define TAG_CACHED 0x4000u
 
+/* The longest block a thread's cache holds (extent-cache.c): 64 KiB. Only the head of a
+ * block of at most this many granules is ever written without the shard's lock
+ * (extent_cache_in's CAS); a longer one's only under it. */
+#define EXT_CACHE_LEN_MAX 16
+
 /* A free run, indexed by its first granule. */
 struct ext_free {
     struct ext_free *next, *prev; /* in the bin of its length */
@@ -108,6 +113,7 @@ static inline void tags_clear(struct extent_map *m, unsigned first, unsigned len
  * checked. Inline in the cache's free: a call less on each. */
 static inline unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max)
 {
+    LIB_ASSERT(max <= EXT_CACHE_LEN_MAX);
     uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
     struct extent_map *m = c->ext;
     uint16_t t = off >= CHUNK_SIZE || (off & (GRANULE - 1)) ? 0 : tag_get(m, off >> GRANULE_SHIFT);
