@@ -131,18 +131,20 @@ void *extent_malloc_cached(size_t size, size_t align, bool zero)
     unsigned len = (unsigned)((size + ((size_t)1 << EXT_GRANULE_SHIFT) - 1) >> EXT_GRANULE_SHIFT);
     heap_t *heap = cache_heap();
     if (heap && heap->ext_cache_n) {
-        heap_enter(heap);
-        void *p = len <= CACHE_LEN_MAX && align <= OS_PAGE_SIZE ? cache_take(heap, len) : NULL;
-        heap_leave(heap);
-        if (p) {
-            if (zero)
-                memset(p, 0, size);
-            return p;
+        if (len <= CACHE_LEN_MAX && align <= OS_PAGE_SIZE) { /* no handshake for the others */
+            heap_enter(heap);
+            void *p = cache_take(heap, len);
+            heap_leave(heap);
+            if (p) {
+                if (zero)
+                    memset(p, 0, size);
+                return p;
+            }
         }
         /* The cache never makes its thread touch fresh memory: with no resident run that
          * fits, what it holds goes back first, to be reused (merged) by this request. */
         bool fresh;
-        p = extent_alloc_resident(size, align, zero, &fresh);
+        void *p = extent_alloc_resident(size, align, zero, &fresh);
         if (!fresh)
             return p;
         heap_enter(heap);
