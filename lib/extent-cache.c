@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-#define CACHE_LEN_MAX 16 /* granules: blocks up to 64 KiB */
+#define CACHE_LEN_MAX EXT_CACHE_LEN_MAX /* granules: blocks up to 64 KiB */
 /* 256 KiB: with 128 KiB, ~4 blocks of xchange's ~30 KiB, the cache was flushed every ~3 frees
  * and 70 % of its requests missed it; 54 % with 256 KiB, 37 % with 512 KiB, but what the
  * caches hold is kept from the other threads: xchange's peak grew by ~1 and ~3 MiB of 57. */
@@ -131,18 +131,25 @@ void *extent_malloc_cached(size_t size, size_t align, bool zero)
     unsigned len = (unsigned)((size + ((size_t)1 << EXT_GRANULE_SHIFT) - 1) >> EXT_GRANULE_SHIFT);
     heap_t *heap = cache_heap();
     if (heap && heap->ext_cache_n) {
-        heap_enter(heap);
-        void *p = len <= CACHE_LEN_MAX && align <= OS_PAGE_SIZE ? cache_take(heap, len) : NULL;
+        if (len <= CACHE_LEN_MAX && align <= OS_PAGE_SIZE) { /* no handshake for the others */
+            heap_enter(heap);
+            void *p = cache_take(heap, len);
+            heap_leave(heap);
+            if (p) {
+                if (zero)
+                    memset(p, 0, size);
+                return p;
+            }
+        }
         /* The cache never makes its thread touch fresh memory: with no resident run that
          * fits, what it holds goes back first, to be reused (merged) by this request. */
-        if (!p && heap->ext_cache_n && !extent_resident_fits(len))
-            extent_cache_flush(heap);
-        heap_leave(heap);
-        if (p) {
-            if (zero)
-                memset(p, 0, size);
+        bool fresh;
+        void *p = extent_alloc_resident(size, align, zero, &fresh);
+        if (!fresh)
             return p;
-        }
+        heap_enter(heap);
+        extent_cache_flush(heap);
+        heap_leave(heap);
     }
     return extent_alloc(size, align, zero);
 }

@@ -33,6 +33,11 @@
  * or under the lock when the cache gives it back to the runs. */
 #define TAG_CACHED 0x4000u
 
+/* The longest block a thread's cache holds (extent-cache.c): 64 KiB. Only the head of a
+ * block of at most this many granules is ever written without the shard's lock
+ * (extent_cache_in's CAS); a longer one's only under it. */
+#define EXT_CACHE_LEN_MAX 16
+
 /* A free run, indexed by its first granule. */
 struct ext_free {
     struct ext_free *next, *prev; /* in the bin of its length */
@@ -99,6 +104,25 @@ static inline void tags_clear(struct extent_map *m, unsigned first, unsigned len
 {
     __atomic_store_n(&m->tag[first], 0, __ATOMIC_RELAXED);
     __atomic_store_n(&m->tag[first + len - 1], 0, __ATOMIC_RELAXED);
+}
+
+/* A thread's cache takes the block p starts (a free): its granules, and when they are at
+ * most max it is marked cached in the map, by CAS. Aborts unless p starts a live block: a
+ * second free is caught whichever thread makes it and whatever cache holds the block.
+ * block_granule's checks (extent.c), with the tag read once: the CAS expects what was
+ * checked. Inline in the cache's free: a call less on each. */
+static inline unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max)
+{
+    LIB_ASSERT(max <= EXT_CACHE_LEN_MAX);
+    uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
+    struct extent_map *m = c->ext;
+    uint16_t t = off >= CHUNK_SIZE || (off & (GRANULE - 1)) ? 0 : tag_get(m, off >> GRANULE_SHIFT);
+    if (unlikely((t & (TAG_HEAD | TAG_FREE | TAG_BUSY | TAG_CACHED)) != TAG_HEAD) ||
+        ((t & TAG_LEN) <= max && unlikely(!__atomic_compare_exchange_n(
+                                     &m->tag[off >> GRANULE_SHIFT], &t, (uint16_t)(t | TAG_CACHED),
+                                     false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))))
+        extent_bad_pointer(c, p, "free(): invalid pointer");
+    return t & TAG_LEN;
 }
 
 /* The cache's owner hands the cached block p (of extent chunk c) out again: live. Only the

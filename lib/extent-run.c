@@ -380,15 +380,22 @@ run_free_own(struct extent_map *m, unsigned first, unsigned len, unsigned own, b
 {
     LIB_ASSERT(own == dirty_count(m, first, len));
     struct merge g = {first, len, 0, own, zero, trimmed, freed_at, own};
+    /* The run's own ends are cleared here only where a neighbour joins it: where none does,
+     * the merged run's tags go there (a free cleared both first, and they were written again
+     * at once). */
     if (first > 0) {
         uint16_t t = tag_get(m, first - 1);
-        if ((t & (TAG_TAIL | TAG_FREE)) == (TAG_TAIL | TAG_FREE))
+        if ((t & (TAG_TAIL | TAG_FREE)) == (TAG_TAIL | TAG_FREE)) {
             absorb(m, first - (t & TAG_LEN), t & TAG_LEN, &g);
+            __atomic_store_n(&m->tag[first], 0, __ATOMIC_RELAXED);
+        }
     }
     if (first + len < GRANULES) {
         uint16_t t = tag_get(m, first + len);
-        if ((t & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE))
+        if ((t & (TAG_HEAD | TAG_FREE)) == (TAG_HEAD | TAG_FREE)) {
             absorb(m, first + len, t & TAG_LEN, &g);
+            __atomic_store_n(&m->tag[first + len - 1], 0, __ATOMIC_RELAXED);
+        }
     }
     struct ext_shard *s = m->shard;
     struct ext_free *n = &m->node[g.start];
@@ -409,7 +416,8 @@ run_free_own(struct extent_map *m, unsigned first, unsigned len, unsigned own, b
     return n;
 }
 
-/* Makes [first, first+len) of m a free run, merged with free neighbours. dirty: it all held
+/* Makes [first, first+len) of m a free run, merged with free neighbours, whatever tags its
+ * ends held (its granules between: 0). dirty: it all held
  * data (to be purged after purge_delay), else its dirty bits stay as they are; zero: it
  * reads as zero. Returns the merged run, and in *held its dirty granules. The shard's lock
  * held. */
@@ -484,8 +492,9 @@ run_split(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len
     unsigned dirty = n->dirty;
     bool zero = n->zero, trimmed = n->trimmed;
     uint32_t at = n->freed_at;
+    /* n's tags are not cleared: the tags of the parts and of the part taken, set below, go
+     * on both of its ends */
     bin_unlink(s, n);
-    tags_clear(m, start, total);
     if (trimmed)
         trim_taken(s, at, len); /* once a trim: the rest of the run is not flagged again */
     /* A storm whose memory is taken again as it goes (thread churn) is no reason for the
@@ -641,10 +650,25 @@ static unsigned bin_find_other(struct ext_shard **sp, unsigned want, unsigned k)
     return bin_find(s, want); /* it may have changed meanwhile */
 }
 
+/* Whether a shard other than s has a resident free run of at least want granules (a look
+ * without their locks: a hint). */
+static bool resident_elsewhere(const struct ext_shard *s, unsigned want)
+{
+    for (unsigned i = 0; i < EXT_SHARDS; i++) {
+        struct ext_shard *o = shard_at(i);
+        if (o && o != s && shard_may_fit(o, want, 1))
+            return true;
+    }
+    return false;
+}
+
 /* A run of len granules (plus what align needs) taken out of *sp's bins, or another shard's
- * (then *sp is that shard), or NULL. Returns with (*sp)->lock held. */
+ * (then *sp is that shard), or NULL. With fresh (extent_alloc_resident), NULL and *fresh set
+ * when no shard has a resident run that fits, where purges are on. Returns with
+ * (*sp)->lock held. */
 TEXT_BUSY
-void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero)
+void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero,
+                       bool *fresh)
 {
     unsigned slack = align > GRANULE ? (unsigned)(align >> GRANULE_SHIFT) - 1 : 0;
     struct ext_shard *s = *sp;
@@ -667,6 +691,11 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
                 k = bin_find(s, len + slack);
             }
         }
+    }
+    if (fresh && (!k || !(*bin_of(s, k))->dirty) && purge_enabled() &&
+        !resident_elsewhere(s, len + slack)) {
+        *fresh = true;
+        return NULL;
     }
     if (!k) {
         if (!chunk_add(s))

@@ -51,9 +51,9 @@ struct ext_shard {
     uint64_t binmap[MAP_WORDS];
     uint64_t pendmap[MAP_WORDS]; /* bins whose first run is pending */
     /* Bit w: word w of binmap, of pendmap, is not 0. A look for a fit is a word and a bit,
-     * not a walk of the words: a request that its thread's cache could not serve looked at
-     * every shard's pendmap that way first (extent_resident_fits: ~100 instructions of
-     * each in mixed). */
+     * not a walk of the words: a request without a resident fit in its shard looks at the
+     * others' pendmaps that way (a walk of the words was ~100 instructions of each request
+     * the thread's cache could not serve in mixed). */
     uint64_t binsum, pendsum;
     /* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps
      * its last node in its first node's prev), stored longest first (bin_of) after the
@@ -206,7 +206,8 @@ HIDDEN struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned 
                                  bool zero, bool trimmed, uint32_t freed_at);
 HIDDEN bool run_take(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len);
 HIDDEN void chunk_maybe_drop(struct extent_map *m);
-HIDDEN void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero);
+HIDDEN void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *is_zero,
+                              bool *fresh);
 #ifdef THPALLOC_DEBUG
 HIDDEN void map_check(const struct extent_map *m);
 HIDDEN void pending_check(struct ext_shard *s);

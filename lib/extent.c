@@ -54,8 +54,7 @@ void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
 static inline __attribute__((always_inline)) bool
 block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
 {
-    tags_clear(m, g, len);
-    m->used -= len;
+    m->used -= len; /* the tags: run_free_held's */
     used_add(m->shard, -(long)len);
     bool pend = purge_enabled();
     unsigned held;
@@ -64,38 +63,36 @@ block_free_locked(struct extent_map *m, unsigned g, unsigned len, uint32_t now)
     return pend;
 }
 
-TEXT_BUSY
-void *extent_alloc(size_t size, size_t align, bool zero)
+static inline __attribute__((always_inline)) void *alloc_in(size_t size, size_t align, bool zero,
+                                                            bool *fresh)
 {
     LIB_ASSERT(size <= SC_MAX_SIZE && align <= CHUNK_SIZE / 2);
     bool is_zero = false;
     struct ext_shard *s = shard_here();
-    void *p = run_alloc_locked(&s, granules_of(size ? size : 1), align, &is_zero);
+    void *p = run_alloc_locked(&s, granules_of(size ? size : 1), align, &is_zero, fresh);
     shard_unlock(s);
     if (p && zero && !is_zero)
         memset(p, 0, size);
     return p;
 }
 
-/* Whether some shard has a resident free run of at least len granules: a look without the
- * locks at their pendmaps (a hint). Where purges are off, nothing is marked: any run is
- * resident as far as this knows. The request's own shard first: it nearly always has one,
- * and a look at another CPU's shard takes the line that CPU writes on each of its requests
- * and frees (docs/benchmarks-log.md, branch mixed-time). */
 TEXT_BUSY
-bool extent_resident_fits(unsigned len)
+void *extent_alloc(size_t size, size_t align, bool zero)
 {
-    if (!purge_enabled())
-        return true;
-    struct ext_shard *own = shard_here();
-    if (shard_may_fit(own, len, 1))
-        return true;
-    for (unsigned i = 0; i < EXT_SHARDS; i++) {
-        struct ext_shard *o = shard_at(i);
-        if (o && o != own && shard_may_fit(o, len, 1))
-            return true;
-    }
-    return false;
+    return alloc_in(size, align, zero, NULL);
+}
+
+/* A request the thread's cache could not serve while it holds blocks (extent-cache.c): when
+ * only fresh or purged memory fits, nothing is taken and *fresh says so, so that the cache
+ * gives its blocks back first and this request reuses them. The look is the request's own,
+ * under its lock: a look before it at the shards' words without the lock
+ * (extent_resident_fits) cost a second sched_getcpu and ~75 instructions a miss under
+ * callgrind (docs/benchmarks-log.md, branch extent-hit). */
+TEXT_BUSY
+void *extent_alloc_resident(size_t size, size_t align, bool zero, bool *fresh)
+{
+    *fresh = false;
+    return alloc_in(size, align, zero, fresh);
 }
 
 TEXT_COLD
@@ -105,11 +102,24 @@ unsigned extent_block_len(const chunk_t *c, const void *p)
     return g < 0 ? 0 : tag_get(map_of(c), (unsigned)g) & TAG_LEN;
 }
 
-/* Takes the head of a live block (t, as checked) by CAS, under the lock: a thread's cache
- * marks a head without the lock (extent_cache_in), so a second free racing with this one
- * either saw the head first (and this CAS fails) or fails its own. */
+/* Takes the head of a live block, t as read, under the lock; false when t is not a live
+ * head (t is checked here, not only the read before it: a cache's mark may land between the
+ * two). A thread's cache marks a head of up to EXT_CACHE_LEN_MAX granules without the lock
+ * (extent_cache_in), so such a head is taken by CAS: a second free racing with this one
+ * either saw the head first (and this CAS fails) or fails its own. A longer head is written
+ * only under the lock (the cache's CAS is tried only on a head it read as that short, and a
+ * head's length changes only under the lock): a load and a plain store, one locked
+ * instruction less on each free above 64 KiB. */
 static bool head_claim(struct extent_map *m, unsigned g, uint16_t t)
 {
+    if ((t & (TAG_HEAD | TAG_FREE | TAG_BUSY | TAG_CACHED)) != TAG_HEAD)
+        return false;
+    if ((t & TAG_LEN) > EXT_CACHE_LEN_MAX) {
+        if (tag_get(m, g) != t) /* t was read before the lock (extent_resize) */
+            return false;
+        __atomic_store_n(&m->tag[g], 0, __ATOMIC_RELAXED);
+        return true;
+    }
     return __atomic_compare_exchange_n(&m->tag[g], &t, 0, false, __ATOMIC_RELAXED,
                                        __ATOMIC_RELAXED);
 }
@@ -131,21 +141,6 @@ void extent_free(chunk_t *c, void *p)
     bool counted = shard_unlock(s);
     if (pend)
         note_pending(counted);
-}
-
-TEXT_BUSY
-unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max)
-{
-    /* block_granule's checks, with the tag read once: the CAS expects what was checked */
-    uintptr_t off = (uintptr_t)((const uint8_t *)p - c->base);
-    struct extent_map *m = map_of(c);
-    uint16_t t = off >= CHUNK_SIZE || (off & (GRANULE - 1)) ? 0 : tag_get(m, off >> GRANULE_SHIFT);
-    if (unlikely((t & (TAG_HEAD | TAG_FREE | TAG_BUSY | TAG_CACHED)) != TAG_HEAD) ||
-        ((t & TAG_LEN) <= max && unlikely(!__atomic_compare_exchange_n(
-                                     &m->tag[off >> GRANULE_SHIFT], &t, (uint16_t)(t | TAG_CACHED),
-                                     false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))))
-        extent_bad_pointer(c, p, "free(): invalid pointer");
-    return t & TAG_LEN;
 }
 
 /* The blocks of a thread's cache (at most EXT_CACHE_SLOTS) back to the runs, under one

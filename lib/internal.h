@@ -323,7 +323,7 @@ HIDDEN size_t extents_purge(uint32_t now, bool force, uint32_t *next);
  * by all threads ---------------------------------------------------------------------------- */
 /* align: a power of two up to CHUNK_SIZE / 2 (blocks are 4 KiB-aligned anyway). */
 HIDDEN void *extent_alloc(size_t size, size_t align, bool zero);
-HIDDEN bool extent_resident_fits(unsigned len);
+HIDDEN void *extent_alloc_resident(size_t size, size_t align, bool zero, bool *fresh);
 HIDDEN void extent_free(chunk_t *c, void *p);
 /* Frees the blocks of a thread's cache (extent_cache_in) under one lock; aborts on any that
  * is not one (always checked). */
@@ -331,10 +331,6 @@ HIDDEN void extent_free_many(void *const *blocks, unsigned n);
 /* The granules of the block p starts, or 0 when p starts none (safe without the lock for a
  * block the caller holds, and memory-safe for any pointer into an extent chunk). */
 HIDDEN unsigned extent_block_len(const chunk_t *c, const void *p);
-/* A thread's cache takes the block p starts (a free): its granules, and when they are at
- * most max it is marked cached in the map, by CAS. Aborts unless p starts a live block: a
- * second free is caught whichever thread makes it and whatever cache holds the block. */
-HIDDEN unsigned extent_cache_in(const chunk_t *c, void *p, unsigned max);
 HIDDEN void extent_bad_pointer(const chunk_t *c, const void *p, const char *invalid)
     __attribute__((noreturn, cold));
 HIDDEN int extent_owns(const chunk_t *c, const void *p);

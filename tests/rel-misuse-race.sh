@@ -8,7 +8,8 @@
 # second run to it while the first waits, then both let go (tests/rel-misuse.c, cases
 # remote-race-double and large-race-double). A load then a store, or a check then a
 # release, let both threads pass; one atomic exchange or CAS cannot. Also both at full
-# speed, without gdb.
+# speed, without gdb, and an extent of 256 KiB at full speed (its head is taken under its
+# shard's lock with a plain store, lib/extent.c head_claim: the lock orders the two frees).
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/rel-misuse
@@ -31,6 +32,7 @@ at_speed() {
 }
 at_speed remote-race-double
 at_speed large-race-double
+at_speed extent-big-race-double
 
 if ! command -v gdb >/dev/null 2>&1; then
     skip "the forced interleavings under gdb" "gdb is not installed"

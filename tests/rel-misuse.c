@@ -62,6 +62,7 @@
  *                    moment (rel-misuse-race.sh: also with each stopped after its look at
  *                    the block, under gdb)
  *   large-race-double  the same with p = malloc(4 MiB)
+ *   extent-big-race-double  the same with p = malloc(256 KiB) between two blocks in use
  *   mid-double       p, q = malloc(2000); free(p), free(q), free(p); then malloc(2000)
  *                    three times (a class above 1 KiB: the fast path pops by the class table)
  *   purge-cycle      a thread frees b, x, then b again (its free list b -> x -> b: a cycle,
@@ -677,6 +678,27 @@ static int remote_race_double(void)
     return malloc_until_collected();
 }
 
+/* extent-big-race-double: the same with p = malloc(256 KiB), an extent above what a thread's
+ * cache holds, between two blocks in use: its head is taken under its shard's lock with a
+ * plain store (lib/extent.c, head_claim), and the second free finds it free. */
+static int extent_big_race_double(void)
+{
+    char *before = malloc(256 * KiB), *p = malloc(256 * KiB), *after = malloc(256 * KiB);
+    if (!before || !p || !after)
+        return 2;
+    memset(p, 0x5a, 256 * KiB);
+    announce(p);
+    if (!race_two_frees(p))
+        return 2;
+    void *a = malloc(256 * KiB), *b = malloc(256 * KiB);
+    if (a && a == b)
+        printf("silent corruption: malloc(256 KiB) returned %p twice\n", a);
+    else
+        printf("misuse went undetected (a=%p b=%p)\n", a, b);
+    fflush(stdout);
+    return 3;
+}
+
 /* large-race-double: the same with p = malloc(4 MiB) (chunks of its own); rel-misuse-race.sh
  * stops each thread in gdb as it enters the library's large-block free. */
 static int large_race_double(void)
@@ -785,6 +807,8 @@ int main(int argc, char **argv)
         return remote_race_double();
     if (!strcmp(c, "large-race-double"))
         return large_race_double();
+    if (!strcmp(c, "extent-big-race-double"))
+        return extent_big_race_double();
     if (!strcmp(c, "mid-double"))
         return mid_double();
     if (!strcmp(c, "purge-cycle"))

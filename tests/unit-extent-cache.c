@@ -140,5 +140,31 @@ int main(void)
            heap.ext_cache_n, heap.ext_cache_bytes / KIB);
     extent_cache_flush(&heap);
     tap_ok(ext_used() == 0, "all back (%llu KiB out)", (unsigned long long)ext_used() / KIB);
+
+    /* A request the cache cannot serve: with a resident run that fits, taken from there and
+     * the cache kept; with none anywhere (all purged), the cache goes back first and the
+     * request takes the memory of its blocks, merged, never fresh memory. */
+    uint32_t next;
+    uint8_t *c1 = get(16 * KIB), *c2 = get(16 * KIB), *guard = get(4 * KIB);
+    uint8_t *spot = get(40 * KIB), *guard2 = get(4 * KIB);
+    extent_free(registry_lookup(spot), spot); /* to the runs, resident, between guards */
+    put(c1);
+    put(c2);
+    uint8_t *r1 = get(40 * KIB);
+    tap_ok(r1 == spot && heap.ext_cache_n == 2,
+           "no cached block fits: the resident run that does is taken, the cache kept (%u)",
+           heap.ext_cache_n);
+    extent_free(registry_lookup(r1), r1);
+    extents_purge(now_ms(), true, &next);
+    uint8_t *r2 = get(32 * KIB);
+    tap_ok(c2 == c1 + 16 * KIB && guard == c2 + 16 * KIB && r2 == c1 && heap.ext_cache_n == 0,
+           "none resident anywhere: the cache goes back and its two blocks, merged, are taken "
+           "(%p, first block %p, %u cached)",
+           (void *)r2, (void *)c1, heap.ext_cache_n);
+    put(r2);
+    put(guard);
+    put(guard2);
+    extent_cache_flush(&heap);
+    tap_ok(ext_used() == 0, "all back (%llu KiB out)", (unsigned long long)ext_used() / KIB);
     return tap_done();
 }

@@ -268,23 +268,33 @@ static unsigned run_at(const uint8_t *p, unsigned *first)
     return len;
 }
 
-/* extent_resident_fits, the thread cache's look before a request it cannot serve: whether a
- * resident run of at least the length waits, read from the bins' words and their summary. */
-static void test_resident_fits(void)
+/* extent_alloc_resident, the thread cache's request when it holds blocks: it takes a run
+ * only where a resident one fits (a bin's first run pending, in any shard), else takes
+ * nothing and says fresh, so that the cache gives its blocks back first. */
+static void test_alloc_resident(void)
 {
     uint32_t next;
     extents_purge(now_ms(), true, &next);
-    bool none = !extent_resident_fits(1);
+    uint64_t used = ext_used();
+    bool fresh = false;
+    void *none = extent_alloc_resident(G, 0, false, &fresh);
+    bool none_ok = !none && fresh && ext_used() == used;
     uint8_t *b = extent_alloc(200 * G, 0, false);
     memset(b, 1, 200 * G);
     free_it(b); /* merged with its free neighbours, purged: 200 granules of it resident */
     unsigned first, len = run_at(b, &first);
     const struct ext_free *n = &map_of(chunk_of(b))->node[first];
-    tap_ok(none && len >= 200 && n->dirty == 200 && extent_resident_fits(1) &&
-               extent_resident_fits(len) && (len == GRANULES || !extent_resident_fits(len + 1)),
-           "resident fit: none after the purge; a freed run of %u granules, 200 resident, fits "
-           "%u and not one more",
-           len, len);
+    tap_ok(none_ok && len >= 200 && n->dirty == 200,
+           "resident only: after the purge nothing is taken (fresh); then a freed run of %u "
+           "granules, 200 resident",
+           len);
+    uint8_t *r = extent_alloc_resident(200 * G, 0, false, &fresh);
+    const uint8_t *run = map_of(chunk_of(b))->chunk->base + (size_t)first * G;
+    tap_ok(r && !fresh && r >= run && r + 200 * G <= run + (size_t)len * G &&
+               resident(r, 200 * G) == 200 * G && ext_used() == used + 200 * G,
+           "200 granules: taken from it, its resident part (%p in the run at %p)", (void *)r,
+           (const void *)run);
+    free_it(r);
 }
 
 /* stat_pages_dirty, a line every thread's frees wrote, is written by a shard only as
@@ -801,7 +811,7 @@ int main(void)
     policy_in_force.purge_delay_ms = 1000;
     policy_in_force.trim_burst = 1000;
     policy_in_force.trim_threshold = 0;
-    test_resident_fits();
+    test_alloc_resident();
     test_dirty_lag();
     test_shards();
     return tap_done();
