@@ -182,7 +182,7 @@ HIDDEN void purge_inline_count(heap_t *heap);
 HIDDEN bool purger_thread_started(void);
 HIDDEN void purger_thread_not_started(void);
 HIDDEN uint32_t purge_wakes_seen(void);
-HIDDEN void purge_wait_for_work(uint32_t due, uint32_t wakes);
+HIDDEN void purge_wait_for_work(uint32_t due, uint32_t wakes, uint64_t (*dirty_now)(void));
 HIDDEN void purge_signal_fork(enum fork_phase phase);
 
 /* A heavier event (a new page, an extent or a large block, a page left empty): a load and
@@ -291,6 +291,7 @@ HIDDEN page_t *chunk_page_new(heap_t *heap, unsigned cls);
 HIDDEN bool chunk_slot_available(heap_t *heap, unsigned cls);
 HIDDEN bool chunk_page_free(heap_t *heap, page_t *page);
 HIDDEN void chunk_release(chunk_t *c);
+HIDDEN void heap_dirty_fold(heap_t *heap);
 /* Purges the chunk's dirty slots now (an exited thread's chunk, abandoned). */
 HIDDEN void chunk_purge_dirty(chunk_t *c);
 
@@ -443,6 +444,7 @@ HIDDEN void reclaim_fork(enum fork_phase phase);
 
 /* ---- purger.c: the background thread, the inline pass, "purge everything now" ----------- */
 HIDDEN size_t purge_all(bool force);
+HIDDEN uint64_t pages_dirty_now(void);
 HIDDEN void purger_start_if_wanted(const void *caller);
 HIDDEN void purger_fork(enum fork_phase phase);
 

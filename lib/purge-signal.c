@@ -29,12 +29,15 @@ static bool purger_started, purger_waiting;
 /* New work the purger would otherwise sleep through: free chunks or padded tails noted by
  * the arena (counted under signal_lock), reclaimed heaps that became busy again
  * (purge_note_active). The purger reads the count before a pass and sleeps only if it has not
- * moved; dirty page slots are seen through stat_pages_dirty instead (the same Dekker pair). */
+ * moved; dirty page slots are seen through their bytes instead (the same Dekker pair). */
 static _Atomic uint32_t purge_wakes;
 _Atomic int purger_wanted;      /* PURGER_WANT_*: for the next safe point */
 _Atomic int purge_inline_armed; /* no purger thread, and something waits for purge_delay */
 
-/* What waits for purge_delay, all kinds together. */
+/* What waits for purge_delay, all kinds together. stat_pages_dirty holds the heaps'
+ * credits too (chunk.c): above what waits by at most DIRTY_CREDIT_MAX (256 KiB) for each
+ * heap active within purge_delay, never below it; the thread may be asked for that much
+ * early. */
 static uint64_t pending_bytes(void)
 {
     return atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
@@ -109,10 +112,13 @@ void purge_note_dirty(void)
         return;
     }
     pthread_mutex_lock(&signal_lock);
-    if (purger_waiting)
+    if (purger_waiting) {
+        /* it may be between its look at the dirty bytes and its sleep */
+        atomic_fetch_add_explicit(&purge_wakes, 1, memory_order_seq_cst);
         pthread_cond_signal(&purger_cond);
-    else
+    } else {
         want_purger_locked();
+    }
     pthread_mutex_unlock(&signal_lock);
 }
 
@@ -185,17 +191,22 @@ uint32_t purge_wakes_seen(void)
 }
 
 TEXT_WARM
-void purge_wait_for_work(uint32_t due, uint32_t wakes)
+void purge_wait_for_work(uint32_t due, uint32_t wakes, uint64_t (*dirty_now)(void))
 {
     if (due == 0) {
         /* Nothing due: sleep until a free chunk, a dirty page or a wake-up arrives. Chunks
          * and wake-ups count under this lock; a dirty page counts itself, then looks at
          * purger_waiting without the lock (purge_note_dirty): so say "waiting" first, then
-         * look at the counts (a Dekker pair, one of the two sees the other). */
+         * look at the counts (a Dekker pair, one of the two sees the other). The dirty
+         * bytes are read without this lock (dirty_now takes the heaps lock, which fork
+         * takes before this one): a note that sees "waiting" meanwhile counts a wake-up. */
         pthread_mutex_lock(&signal_lock);
         __atomic_store_n(&purger_waiting, true, __ATOMIC_SEQ_CST);
-        if (!atomic_load_explicit(&stat_pages_dirty, memory_order_seq_cst) &&
-            atomic_load_explicit(&purge_wakes, memory_order_seq_cst) == wakes)
+        pthread_mutex_unlock(&signal_lock);
+        atomic_thread_fence(memory_order_seq_cst);
+        bool dirty = dirty_now() != 0;
+        pthread_mutex_lock(&signal_lock);
+        if (!dirty && atomic_load_explicit(&purge_wakes, memory_order_seq_cst) == wakes)
             pthread_cond_wait(&purger_cond, &signal_lock);
         __atomic_store_n(&purger_waiting, false, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&signal_lock);
