@@ -173,6 +173,7 @@ static inline chunk_t *registry_lookup(const void *p)
 enum { PURGER_WANT_NONE, PURGER_WANT_THREAD, PURGER_WANT_INLINE };
 extern HIDDEN _Atomic int purger_wanted;
 extern HIDDEN _Atomic int purge_inline_armed;
+extern HIDDEN _Atomic uint32_t purge_inline_look_at;
 HIDDEN void purge_note_dirty(void);
 HIDDEN void purge_want_thread(void);
 HIDDEN void purge_note_active(void);

@@ -33,6 +33,8 @@ static bool purger_started, purger_waiting;
 static _Atomic uint32_t purge_wakes;
 _Atomic int purger_wanted;      /* PURGER_WANT_*: for the next safe point */
 _Atomic int purge_inline_armed; /* no purger thread, and something waits for purge_delay */
+/* ms clock before which an inline look would find nothing to do (purger.c sets it) */
+_Atomic uint32_t purge_inline_look_at;
 
 /* What waits for purge_delay, all kinds together. stat_pages_dirty holds the heaps'
  * credits too (chunk.c): above what waits by at most DIRTY_CREDIT_MAX (256 KiB) for each
@@ -139,7 +141,13 @@ void purge_inline_count(heap_t *heap)
         tick = atomic_load_explicit(&inline_tick, memory_order_relaxed) + 1;
         atomic_store_explicit(&inline_tick, tick, memory_order_relaxed);
     }
-    if (tick % PURGE_INLINE_EVERY)
+    /* Not asked for before the look could do anything (the last pass was less than its gap
+     * ago, or nothing is due yet): each request is a locked CAS on a line every malloc and
+     * free reads, and its safe point's a second one (threadchurn 100 8 40000 1000: 110 k
+     * requests a run, nearly all of them looks that returned at once). */
+    if (tick % PURGE_INLINE_EVERY ||
+        atomic_load_explicit(&purger_wanted, memory_order_relaxed) != PURGER_WANT_NONE ||
+        !clock_reached(now_ms(), atomic_load_explicit(&purge_inline_look_at, memory_order_relaxed)))
         return;
     int none = PURGER_WANT_NONE;
     atomic_compare_exchange_strong(&purger_wanted, &none, PURGER_WANT_INLINE);

@@ -155,8 +155,13 @@ static void purge_inline(void)
      * future. Every due time is within purge_delay of the pass that noted it. */
     uint32_t since = now - __atomic_load_n(&inline_last_ms, __ATOMIC_RELAXED);
     uint32_t next = atomic_load_explicit(&inline_next_ms, memory_order_relaxed);
-    if (since < gap || (since <= (uint32_t)delay + gap && !clock_reached(now, next)))
+    if (since < gap || (since <= (uint32_t)delay + gap && !clock_reached(now, next))) {
+        /* when this test would first pass: no request before (purge_inline_count) */
+        uint32_t last = now - since, cap = last + (uint32_t)delay + gap + 1;
+        uint32_t at = since < gap ? last + gap : (int32_t)(next - cap) < 0 ? next : cap;
+        atomic_store_explicit(&purge_inline_look_at, at, memory_order_relaxed);
         return;
+    }
     /* One pass at a time, and none while another thread purges: the others go on. */
     if (pthread_mutex_trylock(&pass_lock) != 0)
         return;
