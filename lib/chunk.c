@@ -123,7 +123,7 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
     }
     DLIST_PUSH_FRONT(heap_chunks(heap, c), c);
     if (dirty)
-        purge_note_dirty();
+        purge_note_dirty_by(heap);
     return c;
 }
 
@@ -503,7 +503,7 @@ bool chunk_page_free(heap_t *heap, page_t *page)
         /* counted before it shows: a purger that takes it at once never counts below 0 */
         atomic_fetch_add_explicit(&c->ndirty, 1, memory_order_relaxed);
         atomic_store_explicit(&page->in_use, PAGE_DIRTY, memory_order_release);
-        purge_note_dirty();
+        purge_note_dirty_by(heap);
     }
     if (heap && heap_chunks(heap, c)->first != c) {
         DLIST_REMOVE(heap_chunks(heap, c), c);
