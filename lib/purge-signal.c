@@ -33,7 +33,8 @@ static bool purger_started, purger_waiting;
 static _Atomic uint32_t purge_wakes;
 _Atomic int purger_wanted;      /* PURGER_WANT_*: for the next safe point */
 _Atomic int purge_inline_armed; /* no purger thread, and something waits for purge_delay */
-/* ms clock before which an inline look would find nothing to do (purger.c sets it) */
+/* ms clock before which an inline look would find nothing to do (purger.c sets it; 0: none
+ * yet, which a clock near its wrap would read as 25 h ahead) */
 _Atomic uint32_t purge_inline_look_at;
 
 /* What waits for purge_delay, all kinds together. stat_pages_dirty holds the heaps'
@@ -154,8 +155,10 @@ void purge_inline_count(heap_t *heap)
      * free reads, and its safe point's a second one (threadchurn 100 8 40000 1000: 110 k
      * requests a run, nearly all of them looks that returned at once). */
     if (tick % PURGE_INLINE_EVERY ||
-        atomic_load_explicit(&purger_wanted, memory_order_relaxed) != PURGER_WANT_NONE ||
-        !clock_reached(now_ms(), atomic_load_explicit(&purge_inline_look_at, memory_order_relaxed)))
+        atomic_load_explicit(&purger_wanted, memory_order_relaxed) != PURGER_WANT_NONE)
+        return;
+    uint32_t at = atomic_load_explicit(&purge_inline_look_at, memory_order_relaxed);
+    if (at && !clock_reached(now_ms(), at))
         return;
     int none = PURGER_WANT_NONE;
     atomic_compare_exchange_strong(&purger_wanted, &none, PURGER_WANT_INLINE);

@@ -159,7 +159,7 @@ static void purge_inline(void)
         /* when this test would first pass: no request before (purge_inline_count) */
         uint32_t last = now - since, cap = last + (uint32_t)delay + gap + 1;
         uint32_t at = since < gap ? last + gap : (int32_t)(next - cap) < 0 ? next : cap;
-        atomic_store_explicit(&purge_inline_look_at, at, memory_order_relaxed);
+        atomic_store_explicit(&purge_inline_look_at, at ? at : 1, memory_order_relaxed);
         return;
     }
     /* One pass at a time, and none while another thread purges: the others go on. */
