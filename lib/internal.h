@@ -173,7 +173,9 @@ static inline chunk_t *registry_lookup(const void *p)
 enum { PURGER_WANT_NONE, PURGER_WANT_THREAD, PURGER_WANT_INLINE };
 extern HIDDEN _Atomic int purger_wanted;
 extern HIDDEN _Atomic int purge_inline_armed;
+extern HIDDEN _Atomic uint32_t purge_inline_look_at;
 HIDDEN void purge_note_dirty(void);
+HIDDEN void purge_note_dirty_by(heap_t *heap);
 HIDDEN void purge_want_thread(void);
 HIDDEN void purge_note_active(void);
 HIDDEN void purge_note_chunks(void);
@@ -182,7 +184,7 @@ HIDDEN void purge_inline_count(heap_t *heap);
 HIDDEN bool purger_thread_started(void);
 HIDDEN void purger_thread_not_started(void);
 HIDDEN uint32_t purge_wakes_seen(void);
-HIDDEN void purge_wait_for_work(uint32_t due, uint32_t wakes);
+HIDDEN void purge_wait_for_work(uint32_t due, uint32_t wakes, uint64_t (*dirty_now)(void));
 HIDDEN void purge_signal_fork(enum fork_phase phase);
 
 /* A heavier event (a new page, an extent or a large block, a page left empty): a load and
@@ -291,6 +293,7 @@ HIDDEN page_t *chunk_page_new(heap_t *heap, unsigned cls);
 HIDDEN bool chunk_slot_available(heap_t *heap, unsigned cls);
 HIDDEN bool chunk_page_free(heap_t *heap, page_t *page);
 HIDDEN void chunk_release(chunk_t *c);
+HIDDEN void heap_dirty_fold(heap_t *heap);
 /* Purges the chunk's dirty slots now (an exited thread's chunk, abandoned). */
 HIDDEN void chunk_purge_dirty(chunk_t *c);
 
@@ -439,6 +442,7 @@ HIDDEN void reclaim_fork(enum fork_phase phase);
 
 /* ---- purger.c: the background thread, the inline pass, "purge everything now" ----------- */
 HIDDEN size_t purge_all(bool force);
+HIDDEN uint64_t pages_dirty_now(void);
 HIDDEN void purger_start_if_wanted(const void *caller);
 HIDDEN void purger_fork(enum fork_phase phase);
 

@@ -64,6 +64,25 @@ static void refault_sleeping(uint32_t now)
     purge_refault_asleep(quiet_looks >= 2);
 }
 
+/* stat_pages_dirty without the heaps' credits (chunk.c, dirty_credit): the bytes of dirty
+ * page slots and of the extents' waiting runs, at least what showed dirty when it was called
+ * (the counter first, acquire, then the credits, which its folds store before they
+ * subtract). For the sleep and the statistics, not a fast path: the heaps lock. */
+static void add_credit(heap_t *h, void *arg)
+{
+    *(uint64_t *)arg += __atomic_load_n(&h->dirty_credit, __ATOMIC_RELAXED);
+}
+
+uint64_t pages_dirty_now(void)
+{
+    uint64_t dirty = atomic_load_explicit(&stat_pages_dirty, memory_order_acquire);
+    if (!dirty)
+        return 0;
+    uint64_t credit = 0;
+    thread_foreach_heap(add_credit, &credit);
+    return dirty > credit ? dirty - credit : 0;
+}
+
 /* What both the thread and the inline pass purge: free chunks, dirty page slots, free extent
  * runs and exited threads' chunks whose purge_delay has passed. Returns when the next is
  * due (0: nothing waits). */
@@ -104,7 +123,7 @@ static void *purger_main(void *arg)
         uint32_t heaps_next = 0;
         reclaim_idle_heaps(now, false, &heaps_next);
         pthread_mutex_unlock(&pass_lock);
-        purge_wait_for_work(due_min(due, heaps_next), wakes);
+        purge_wait_for_work(due_min(due, heaps_next), wakes, pages_dirty_now);
     }
     return NULL;
 }
@@ -136,8 +155,13 @@ static void purge_inline(void)
      * future. Every due time is within purge_delay of the pass that noted it. */
     uint32_t since = now - __atomic_load_n(&inline_last_ms, __ATOMIC_RELAXED);
     uint32_t next = atomic_load_explicit(&inline_next_ms, memory_order_relaxed);
-    if (since < gap || (since <= (uint32_t)delay + gap && !clock_reached(now, next)))
+    if (since < gap || (since <= (uint32_t)delay + gap && !clock_reached(now, next))) {
+        /* when this test would first pass: no request before (purge_inline_count) */
+        uint32_t last = now - since, cap = last + (uint32_t)delay + gap + 1;
+        uint32_t at = since < gap ? last + gap : (int32_t)(next - cap) < 0 ? next : cap;
+        atomic_store_explicit(&purge_inline_look_at, at ? at : 1, memory_order_relaxed);
         return;
+    }
     /* One pass at a time, and none while another thread purges: the others go on. */
     if (pthread_mutex_trylock(&pass_lock) != 0)
         return;
@@ -150,7 +174,7 @@ static void purge_inline(void)
     if (next != 0) {
         atomic_store_explicit(&inline_next_ms, next, memory_order_relaxed);
         purge_inline_arm();
-    } else if (atomic_load(&stat_pages_dirty) || atomic_load(&stat_purge_pending)) {
+    } else if (atomic_load(&stat_purge_pending) || pages_dirty_now()) {
         /* waiting, but not on a clock (a purge the kernel refused): look again later */
         atomic_store_explicit(&inline_next_ms, now + gap, memory_order_relaxed);
         purge_inline_arm();

@@ -307,6 +307,7 @@ size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
             if (!h)
                 continue;
             bytes += reclaim_one_heap(h, policy_in_force.purge);
+            heap_dirty_fold(h); /* idle: its credit would keep the purger looking */
             h->reclaimed = true;
             h->reclaimed_ops = __atomic_load_n(&h->slow_ops, __ATOMIC_RELAXED);
             claim_release(h);

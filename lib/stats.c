@@ -62,10 +62,9 @@ void stats_collect(struct thpalloc_stats *s)
     int64_t ext_dirty;
     extent_stats(&ext, &ext_dirty);
     s->in_use = w.in_use + w.large_bytes + (ext > cached ? ext - cached : 0);
-    s->purge_pending =
-        atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
-        (uint64_t)((int64_t)atomic_load_explicit(&stat_pages_dirty, memory_order_relaxed) +
-                   ext_dirty);
+    /* without the heaps' credits (chunk.c): the dirty slots' bytes */
+    s->purge_pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
+                       (uint64_t)((int64_t)pages_dirty_now() + ext_dirty);
     s->purged = atomic_load_explicit(&stat_purged, memory_order_relaxed);
     s->large_count = w.large_count;
     s->heaps = thread_heap_count(false);

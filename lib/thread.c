@@ -173,6 +173,7 @@ void thread_heap_exit(void *arg)
     heap_enter(heap);
     extent_cache_flush(heap);
     heap_park_kept(heap);
+    heap_dirty_fold(heap); /* parked: its credit would count until it is taken again */
     heap_leave(heap);
     pthread_mutex_lock(&heaps_lock);
     heaps_live--;

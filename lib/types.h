@@ -509,6 +509,9 @@ struct heap {
      * class's kept pages are no longer trimmed (heap.c, page_trim_kept) */
     uint64_t trim_refaulted;
     bool medium_in_small; /* one medium class had its first page in a small chunk */
+    /* Bytes stat_pages_dirty counts beyond this heap's dirty slots (chunk.c, dirty_credit):
+     * the owner's, or the purger's under the claim; read by pages_dirty_now. */
+    uint32_t dirty_credit;
     /* bit cls: heap_page_retire kept a page of the class empty since the heap was last
      * parked (heap_park_kept walks these; none: kept_page_steal need not look) */
     uint64_t kept_mask;

@@ -24,6 +24,10 @@
  *   rel-park kept-trim the same without the purger thread: once each class refilled the
  *                      page its trim gave back, the third round trims nothing (a trimmed
  *                      page stays kept at park: released, every thread trimmed again)
+ *   rel-park credit    pages emptied, their dirty slots taken back by another class: the
+ *                      pending bytes read as before (the heap's credit taken off), and
+ *                      24 threads that exit holding such credit leave nothing pending
+ *                      after thpalloc_purge (a credit lost at exit: 64 KiB a heap)
  * Each prints "ok - ..." / "not ok - ..." lines and "end" (tests/rel-park.sh). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -421,6 +425,84 @@ static void mode_fork(void)
     report(bad == 0, "fork: so did the parent (%d bad)", bad);
 }
 
+/* ---- credit: stat_pages_dirty counted through the heaps (lib/chunk.c, dirty_credit) ------
+ * A thread empties pages of one class (their slots wait, dirty) and takes those slots back
+ * for another class: the bytes stay counted as its heap's credit. The statistics take the
+ * credits off: they read as before, and an exited thread's credit is folded into the
+ * global figure, not lost with its heap. */
+#define CR_A 64  /* 256 blocks a 16 KiB page */
+#define CR_B 128 /* 128 */
+#define CR_NA (6 * 256)
+#define CR_NB (4 * 128)
+#define CR_THREADS 24 /* more than PARKED_MAX (16): some heaps are taken apart at exit */
+
+static uint64_t pending_now(void)
+{
+    struct thpalloc_stats st;
+    return get_stats(&st) ? st.purge_pending : UINT64_MAX;
+}
+
+/* Empties CR_NA / 256 pages of class CR_A, then takes their slots for CR_NB blocks of
+ * class CR_B (kept in b). Returns the pending bytes between. */
+static uint64_t cr_round(void **b, uint64_t *after)
+{
+    static __thread void *a[CR_NA];
+    for (int i = 0; i < CR_NA; i++)
+        a[i] = malloc(CR_A);
+    for (int i = 0; i < CR_NA; i++)
+        free(a[i]);
+    uint64_t mid = pending_now();
+    for (int i = 0; i < CR_NB; i++)
+        b[i] = malloc(CR_B);
+    *after = pending_now();
+    return mid;
+}
+
+/* Exits holding its CR_B blocks (freed by main later): the slots it took back stay
+ * credit to the end. */
+static void *cr_keep[CR_THREADS + 1][CR_NB];
+
+static void *cr_worker(void *arg)
+{
+    uint64_t after;
+    cr_round(arg, &after);
+    return NULL;
+}
+
+static void mode_credit(void)
+{
+    uint64_t p0 = pending_now(), after;
+    uint64_t mid = cr_round(cr_keep[CR_THREADS], &after);
+    printf("# credit: pending %llu, %llu with class %d's pages emptied, %llu once class %d "
+           "took their slots\n",
+           (unsigned long long)p0, (unsigned long long)mid, CR_A, (unsigned long long)after, CR_B);
+    uint64_t taken = (uint64_t)(CR_NB / 128) << 14; /* the slots of CR_B's 4 pages */
+    report(mid > p0 + taken && after == mid - taken,
+           "credit: emptied pages wait (%llu -> %llu bytes); the 4 slots taken back by "
+           "another class no longer do: %llu exactly (got %llu)",
+           (unsigned long long)p0, (unsigned long long)mid, (unsigned long long)(mid - taken),
+           (unsigned long long)after);
+    uint64_t before = pending_now();
+    for (int i = 0; i < CR_THREADS; i++)
+        run_thread(cr_worker, cr_keep[i]);
+    uint64_t exited = pending_now();
+    for (int i = 0; i <= CR_THREADS; i++) /* the chunks empty: all of them can go */
+        for (int j = 0; j < CR_NB; j++)
+            free(cr_keep[i][j]);
+    size_t (*purge)(void) = (size_t(*)(void))dlsym(RTLD_DEFAULT, "thpalloc_purge");
+    size_t purged = purge ? purge() : 0;
+    uint64_t end = pending_now();
+    printf("# credit: pending %llu before %d threads, %llu after, %llu after "
+           "thpalloc_purge (%zu bytes purged)\n",
+           (unsigned long long)before, CR_THREADS, (unsigned long long)exited,
+           (unsigned long long)end, purged);
+    report(end == 0,
+           "credit: %d threads that took dirty slots back exited, some heaps taken apart: "
+           "after thpalloc_purge nothing waits (%llu bytes; a credit lost at exit stays "
+           "counted)",
+           CR_THREADS, (unsigned long long)end);
+}
+
 int main(int argc, char **argv)
 {
     const char *m = argc > 1 ? argv[1] : "";
@@ -438,9 +520,11 @@ int main(int argc, char **argv)
         mode_kept();
     else if (!strcmp(m, "kept-trim"))
         mode_kept_trim();
+    else if (!strcmp(m, "credit"))
+        mode_credit();
     else {
         fprintf(stderr,
-                "usage: rel-park refault|remote|remote-double|unpark|fork|kept|kept-trim\n");
+                "usage: rel-park refault|remote|remote-double|unpark|fork|kept|kept-trim|credit\n");
         return 2;
     }
     printf("end\n");
