@@ -450,6 +450,23 @@ static NOINLINE TEXT_COLD __attribute__((noipa)) void fatal_tail(const char *msg
     lib_fatal(msg, p);
 }
 
+/* Pages emptied by other threads' frees while their owner makes no slow-path call (a
+ * server's main thread idle after a background thread freed its data: redis's FLUSHALL
+ * ASYNC) are seen by nobody but the purger's reclaim of idle heaps: the purger is asked for
+ * once 16 MiB were emptied so, as for any memory that waits, and woken if it sleeps. */
+#define REMOTE_EMPTIED_WANT ((uint64_t)16 << 20)
+static _Atomic uint64_t remote_emptied;
+
+static NOINLINE TEXT_COLD void note_remote_emptied(const page_t *page)
+{
+    uint64_t bytes = (uint64_t)page->reserved * page->block_size;
+    if (atomic_fetch_add_explicit(&remote_emptied, bytes, memory_order_relaxed) + bytes >=
+            REMOTE_EMPTIED_WANT &&
+        atomic_exchange_explicit(&remote_emptied, 0, memory_order_relaxed) >= REMOTE_EMPTIED_WANT)
+        purge_want_thread();
+    purge_note_active();
+}
+
 /* Another thread's free of block b (checked) into page: pushed on its xthread_free; the
  * owner, if any, told when the page is on its full list. A block that carries its free key
  * is free already (malloc clears the key of every block it hands out; only a write of
@@ -479,8 +496,12 @@ static inline __attribute__((always_inline)) void free_push_remote(page_t *page,
     } while (!atomic_compare_exchange_weak_explicit(
         &page->xthread_free, &head, (head & ~(uint64_t)UINT32_MAX) + (1ull << 32) + mine,
         memory_order_seq_cst, memory_order_relaxed));
-    if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner)
+    if (atomic_load_explicit(&page->in_full, memory_order_seq_cst) && owner) {
         atomic_store_explicit(&owner->full_has_xfree, 1, memory_order_relaxed);
+        /* The last block of a full page (a hint: used is the owner's) */
+        if (unlikely(xfree_count(head) + 1 == __atomic_load_n(&page->used, __ATOMIC_RELAXED)))
+            note_remote_emptied(page);
+    }
 }
 
 /* The owner's free of block b (checked) into its page: the key, the local list, a full

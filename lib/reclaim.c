@@ -226,8 +226,11 @@ static void pick_heap(heap_t *h, void *arg)
         h->seen_at = k->now;
     }
     if (!k->force) {
-        if (h->reclaimed && h->reclaimed_ops == ops)
-            return; /* nothing new since the last reclaim */
+        /* nothing new since the last reclaim (but other threads' frees into its full pages,
+         * which only a reclaim takes while the owner makes no slow-path call) */
+        if (h->reclaimed && h->reclaimed_ops == ops &&
+            !atomic_load_explicit(&h->full_has_xfree, memory_order_relaxed))
+            return;
         uint32_t idle = k->now - h->seen_at;
         if (idle < k->delay) {
             uint32_t due = h->seen_at + k->delay;
