@@ -122,6 +122,36 @@ void heap_park_kept(heap_t *heap)
     }
 }
 
+/* Pages emptied by other threads' frees while their owner makes no slow-path call (a
+ * server's main thread idle after a background thread freed its data: redis's FLUSHALL
+ * ASYNC) are seen by nobody but the purger's reclaim of idle heaps: the purger is asked for
+ * once 16 MiB were emptied so, as for any memory that waits, and woken if it sleeps. */
+#define REMOTE_EMPTIED_WANT ((uint64_t)16 << 20)
+static _Atomic uint64_t remote_emptied;
+
+static NOINLINE TEXT_COLD void note_remote_emptied(const page_t *page)
+{
+    uint64_t bytes = (uint64_t)page->reserved * page->block_size;
+    if (atomic_fetch_add_explicit(&remote_emptied, bytes, memory_order_relaxed) + bytes >=
+            REMOTE_EMPTIED_WANT &&
+        atomic_exchange_explicit(&remote_emptied, 0, memory_order_relaxed) >= REMOTE_EMPTIED_WANT)
+        purge_want_thread();
+    purge_note_active();
+}
+
+/* The owner (or the purger) collected a page that other threads' frees emptied: it no longer
+ * waits, so a busy owner's producer-consumer traffic does not add up to a purger thread
+ * (xthread started one once 16 MiB had passed through its full pages). A hint, floored at 0. */
+static void remote_emptied_collected(const page_t *page)
+{
+    uint64_t bytes = (uint64_t)page->reserved * page->block_size;
+    uint64_t cur = atomic_load_explicit(&remote_emptied, memory_order_relaxed);
+    while (cur && !atomic_compare_exchange_weak_explicit(
+                      &remote_emptied, &cur, cur > bytes ? cur - bytes : 0, memory_order_relaxed,
+                      memory_order_relaxed))
+        ;
+}
+
 /* Other threads freed into full pages: bring those pages back to their queues, their frees
  * collected. may_free: empty ones go (the owner), but one that its class needs next (its
  * queue was empty, or held only a page without a block): given back, it was followed by a
@@ -143,6 +173,8 @@ void heap_rescue_full(heap_t *heap, bool may_free)
         bool needed = !first || (!first->next && !first->free && !first->local_free);
         page_unfull(heap, p);
         page_collect(p);
+        if (p->used == 0)
+            remote_emptied_collected(p);
         page_queue_push_back(q, p);
         if (may_free && p->used == 0 && !needed) {
             page_queue_remove(q, p);
@@ -448,23 +480,6 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
 static NOINLINE TEXT_COLD __attribute__((noipa)) void fatal_tail(const char *msg, void *p)
 {
     lib_fatal(msg, p);
-}
-
-/* Pages emptied by other threads' frees while their owner makes no slow-path call (a
- * server's main thread idle after a background thread freed its data: redis's FLUSHALL
- * ASYNC) are seen by nobody but the purger's reclaim of idle heaps: the purger is asked for
- * once 16 MiB were emptied so, as for any memory that waits, and woken if it sleeps. */
-#define REMOTE_EMPTIED_WANT ((uint64_t)16 << 20)
-static _Atomic uint64_t remote_emptied;
-
-static NOINLINE TEXT_COLD void note_remote_emptied(const page_t *page)
-{
-    uint64_t bytes = (uint64_t)page->reserved * page->block_size;
-    if (atomic_fetch_add_explicit(&remote_emptied, bytes, memory_order_relaxed) + bytes >=
-            REMOTE_EMPTIED_WANT &&
-        atomic_exchange_explicit(&remote_emptied, 0, memory_order_relaxed) >= REMOTE_EMPTIED_WANT)
-        purge_want_thread();
-    purge_note_active();
 }
 
 /* Another thread's free of block b (checked) into page: pushed on its xthread_free; the

@@ -5,7 +5,9 @@
  * FLUSHALL ASYNC kept 560 MB for good: the emptied pages were the idle owner's, and
  * nothing asked for the purger). Prints one relayed check. */
 #include "relay-report.h"
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,57 @@ static void cycle(long mib, int idle_ms, const char *what)
            what, mib, full, now, ms, want);
 }
 
+/* Whether a thread of this process is named thpalloc-purge (lib/purger.c names it). */
+static int purger_running(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int found = 0;
+    while (d && (e = readdir(d))) {
+        char path[64], name[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, name, sizeof name - 1);
+        close(fd);
+        if (n > 0 && !strncmp(name, "thpalloc-purge", 14))
+            found = 1;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* A busy owner: rounds of batches of BLOCK bytes that the helper frees, the owner allocating
+ * the next batch at once (a producer and its consumer). Each batch's pages are collected by
+ * the owner's next allocations, so nothing waits for a purger: none may start for it
+ * (lib/heap.c, remote_emptied_collected; it did once 16 MiB had passed). */
+static void busy(long batch_mib, int rounds)
+{
+    nblk = batch_mib * 1048576 / BLOCK;
+    for (int r = 0; r < rounds; r++) {
+        for (long i = 0; i < nblk; i++) {
+            blk[i] = malloc(BLOCK);
+            if (!blk[i])
+                exit(2);
+            memset(blk[i], 0x5a, BLOCK);
+        }
+        pthread_mutex_lock(&mu);
+        go = 1;
+        pthread_cond_broadcast(&cv);
+        while (!done)
+            pthread_cond_wait(&cv, &mu);
+        go = done = 0;
+        pthread_mutex_unlock(&mu);
+    }
+    fputs("thp-only - ", stdout);
+    report(!purger_running(),
+           "busy owner: %ld MiB freed by another thread in batches of %ld MiB while the owner "
+           "allocates the next: no purger thread started",
+           batch_mib * rounds, batch_mib);
+}
+
 int main(int argc, char **argv)
 {
     long mib = argc > 1 ? atol(argv[1]) : 64;
@@ -102,7 +155,10 @@ int main(int argc, char **argv)
     blk = malloc((size_t)(mib * 1048576 / BLOCK) * sizeof *blk);
     if (!blk)
         return 2;
-    cycle(mib, 0, "first");
+    if (argc > 2 && !strcmp(argv[2], "busy"))
+        busy(mib, 48);
+    else
+        cycle(mib, 0, "first");
     /* the second time the purger runs, and has reclaimed the idle owner's heap (full pages,
      * nothing to give back) before the frees come */
     if (twice)

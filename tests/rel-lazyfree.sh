@@ -7,5 +7,6 @@
 prog=$TESTS_BUILDDIR/rel-lazyfree
 test -x "$prog" || bail "$prog not built"
 relay "default purge_delay" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" 64
+relay "a busy owner" 60 env LD_PRELOAD="$THPALLOC_LIB" "$prog" 4 busy
 relay "purge_delay=200ms" 60 env LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=200ms "$prog" 64 twice
 done_testing
