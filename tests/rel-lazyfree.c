@@ -4,8 +4,8 @@
  * RssAnon with read(2) into a stack buffer. The memory must go back within 10 s (redis's
  * FLUSHALL ASYNC kept 560 MB for good: the emptied pages were the idle owner's, and
  * nothing asked for the purger). Prints one relayed check. */
+#include "purger-running.h"
 #include "relay-report.h"
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <pthread.h>
@@ -58,20 +58,20 @@ static long rss_anon(void)
     return p ? atol(p + 8) : -1;
 }
 
-/* One cycle: fill, wait idle_ms (the purger may reclaim the idle heap meanwhile), hand the
- * blocks to the helper to free, wait idle for them to go back. */
-static void cycle(long mib, int idle_ms, const char *what)
+/* nblk blocks of BLOCK bytes from the owner (this thread), written. */
+static void fill(void)
 {
-    nblk = mib * 1048576 / BLOCK;
     for (long i = 0; i < nblk; i++) {
         blk[i] = malloc(BLOCK);
         if (!blk[i])
             exit(2);
         memset(blk[i], 0x5a, BLOCK);
     }
-    long full = rss_anon();
-    struct timespec idle = {idle_ms / 1000, (long)(idle_ms % 1000) * 1000000};
-    nanosleep(&idle, NULL);
+}
+
+/* The helper frees them all; the owner waits for it without an allocator call. */
+static void free_in_helper(void)
+{
     pthread_mutex_lock(&mu);
     go = 1;
     pthread_cond_broadcast(&cv);
@@ -79,6 +79,18 @@ static void cycle(long mib, int idle_ms, const char *what)
         pthread_cond_wait(&cv, &mu);
     go = done = 0;
     pthread_mutex_unlock(&mu);
+}
+
+/* One cycle: fill, wait idle_ms (the purger may reclaim the idle heap meanwhile), hand the
+ * blocks to the helper to free, wait idle for them to go back. */
+static void cycle(long mib, int idle_ms, const char *what)
+{
+    nblk = mib * 1048576 / BLOCK;
+    fill();
+    long full = rss_anon();
+    struct timespec idle = {idle_ms / 1000, (long)(idle_ms % 1000) * 1000000};
+    nanosleep(&idle, NULL);
+    free_in_helper();
     long now = rss_anon(), want = full - mib * 1024 * 3 / 4;
     int ms = 0;
     struct timespec tick = {0, 50 * 1000000};
@@ -94,28 +106,6 @@ static void cycle(long mib, int idle_ms, const char *what)
            what, mib, full, now, ms, want);
 }
 
-/* Whether a thread of this process is named thpalloc-purge (lib/purger.c names it). */
-static int purger_running(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    int found = 0;
-    while (d && (e = readdir(d))) {
-        char path[64], name[32] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        int fd = open(path, O_RDONLY);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, name, sizeof name - 1);
-        close(fd);
-        if (n > 0 && !strncmp(name, "thpalloc-purge", 14))
-            found = 1;
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
-
 /* A busy owner: rounds of batches of BLOCK bytes that the helper frees, the owner allocating
  * the next batch at once (a producer and its consumer). Each batch's pages are collected by
  * the owner's next allocations, so nothing waits for a purger: none may start for it
@@ -124,19 +114,8 @@ static void busy(long batch_mib, int rounds)
 {
     nblk = batch_mib * 1048576 / BLOCK;
     for (int r = 0; r < rounds; r++) {
-        for (long i = 0; i < nblk; i++) {
-            blk[i] = malloc(BLOCK);
-            if (!blk[i])
-                exit(2);
-            memset(blk[i], 0x5a, BLOCK);
-        }
-        pthread_mutex_lock(&mu);
-        go = 1;
-        pthread_cond_broadcast(&cv);
-        while (!done)
-            pthread_cond_wait(&cv, &mu);
-        go = done = 0;
-        pthread_mutex_unlock(&mu);
+        fill();
+        free_in_helper();
     }
     fputs("thp-only - ", stdout);
     report(!purger_running(),
