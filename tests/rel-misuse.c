@@ -678,46 +678,43 @@ static int remote_race_double(void)
     return malloc_until_collected();
 }
 
-/* extent-big-race-double: the same with p = malloc(256 KiB), an extent above what a thread's
- * cache holds, between two blocks in use: its head is taken under its shard's lock with a
- * plain store (lib/extent.c, head_claim), and the second free finds it free. */
-static int extent_big_race_double(void)
+/* Two threads free p, a block of size bytes (written whole), at once; both frees returned
+ * when this gets past them, so the block went back twice: two mallocs of its size may then
+ * return it both (two owners). */
+static int race_double_sized(char *p, size_t size, const char *what)
 {
-    char *before = malloc(256 * KiB), *p = malloc(256 * KiB), *after = malloc(256 * KiB);
-    if (!before || !p || !after)
-        return 2;
-    memset(p, 0x5a, 256 * KiB);
+    memset(p, 0x5a, size);
     announce(p);
     if (!race_two_frees(p))
         return 2;
-    void *a = malloc(256 * KiB), *b = malloc(256 * KiB);
+    void *a = malloc(size), *b = malloc(size);
     if (a && a == b)
-        printf("silent corruption: malloc(256 KiB) returned %p twice\n", a);
+        printf("silent corruption: malloc(%s) returned %p twice\n", what, a);
     else
         printf("misuse went undetected (a=%p b=%p)\n", a, b);
     fflush(stdout);
     return 3;
 }
 
-/* large-race-double: the same with p = malloc(4 MiB) (chunks of its own); rel-misuse-race.sh
- * stops each thread in gdb as it enters the library's large-block free. */
+/* extent-big-race-double: two threads free p = malloc(256 KiB) at once, an extent above what a
+ * thread's cache holds, between two blocks in use: its head is taken under its shard's lock with a
+ * plain store (lib/extent.c, head_claim), and the second free finds it free. */
+static int extent_big_race_double(void)
+{
+    char *before = malloc(256 * KiB), *p = malloc(256 * KiB), *after = malloc(256 * KiB);
+    if (!before || !p || !after)
+        return 2;
+    return race_double_sized(p, 256 * KiB, "256 KiB");
+}
+
+/* large-race-double: two threads free p = malloc(4 MiB) (chunks of its own) at once;
+ * rel-misuse-race.sh stops each thread in gdb as it enters the library's large-block free. */
 static int large_race_double(void)
 {
     char *p = malloc(4 * MiB);
     if (!p)
         return 2;
-    memset(p, 0x5a, 4 * MiB);
-    announce(p);
-    if (!race_two_frees(p))
-        return 2;
-    /* both frees returned: the chunks went back twice */
-    void *a = malloc(4 * MiB), *b = malloc(4 * MiB);
-    if (a && a == b)
-        printf("silent corruption: malloc(4 MiB) returned %p twice\n", a);
-    else
-        printf("misuse went undetected (a=%p b=%p)\n", a, b);
-    fflush(stdout);
-    return 3;
+    return race_double_sized(p, 4 * MiB, "4 MiB");
 }
 
 static int mid_double(void)
