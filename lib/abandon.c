@@ -93,9 +93,8 @@ bool abandoned_free(chunk_t *c, page_t *page, block_t *b)
     bool mine = atomic_load_explicit(&c->abandoned, memory_order_relaxed);
     if (mine) {
         /* nobody owns c while it is on the list: its lists are ours under the lock */
-        if (unlikely(b->key == block_key(b)))
-            free_check_double(page, b, "free(): double free detected");
-        b->key = block_key(b);
+        if (unlikely(block_mark_free(b)))
+            lib_fatal("free(): double free detected", b);
         block_set_next(b, page->local_free);
         page->local_free = b;
         page->used--;

@@ -201,15 +201,19 @@ static inline __attribute__((always_inline)) void free_inline(void *p)
     chunk_t *c = chunk_of_entry(e);
     heap_t *heap = tl_heap;
     block_t *b = p;
-    /* Checked here without touching the block: its start (interior pointers) and the
-     * last free (an immediate double free). Malloc checks the key when it pops. */
-    if (likely(page_fast_owned(page, heap) && !block_misaligned(page, p) &&
-               b != page->local_free)) {
+    /* Checked here: its start (interior pointers); inside the handshake, its free key
+     * (block_mark_free: a block freed already, by this thread or another, or being freed by
+     * another now). */
+    if (likely(page_fast_owned(page, heap) && !block_misaligned(page, p))) {
         /* heap_enter as in malloc_inline: claimed by the purger, free_slow waits */
         atomic_store_explicit(&heap->busy, 1, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
         if (likely(!heap_claimed(heap))) {
-            b->key = block_key(b);
+            if (unlikely(block_mark_free(b))) {
+                heap_leave(heap);
+                lib_fatal_tail("free(): double free detected", p);
+                return;
+            }
             block_set_next(b, page->local_free);
             page->local_free = b;
             if (unlikely(--page->used == 0)) {

@@ -29,6 +29,12 @@ void lib_fatal(const char *msg, const void *p)
     abort();
 }
 
+/* noipa: gcc would find it noreturn itself and call it (lib_fatal_tail's declaration). */
+TEXT_COLD __attribute__((noipa)) void lib_fatal_tail(const char *msg, void *p)
+{
+    lib_fatal(msg, p);
+}
+
 #ifdef THPALLOC_DEBUG
 void lib_assert_fail(const char *expr, const char *file, int line)
 {

@@ -474,14 +474,6 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
     return true;
 }
 
-/* lib_fatal for the free paths that make no call but tail calls (heap_free_full,
- * heap_free_remote), jumped to: a call of a noreturn function stays a call, and made them
- * align their stack on every free (noipa: not found noreturn itself). */
-static NOINLINE TEXT_COLD __attribute__((noipa)) void fatal_tail(const char *msg, void *p)
-{
-    lib_fatal(msg, p);
-}
-
 /* Another thread's free of block b (checked) into page: pushed on its xthread_free; the
  * owner, if any, told when the page is on its full list. A block that carries its free key
  * is free already (malloc clears the key of every block it hands out; only a write of
@@ -491,12 +483,9 @@ static NOINLINE TEXT_COLD __attribute__((noipa)) void fatal_tail(const char *msg
 static inline __attribute__((always_inline)) void free_push_remote(page_t *page, block_t *b,
                                                                    heap_t *owner)
 {
-    /* One atomic exchange, not a load then a store: two threads freeing b at the same
-     * moment could both load the old key before either stored, and both push b (a cycle,
-     * or b handed out while still listed). Of two exchanges one reads the other's key. */
-    uintptr_t key = block_key(b);
-    if (unlikely(__atomic_exchange_n(&b->key, key, __ATOMIC_RELAXED) == key)) {
-        fatal_tail("free(): double free detected", b);
+    /* the owner's frees mark with the same exchange: of two frees one reads the other's key */
+    if (unlikely(block_mark_free(b))) {
+        lib_fatal_tail("free(): double free detected", b);
         return;
     }
     uint64_t head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
@@ -504,7 +493,7 @@ static inline __attribute__((always_inline)) void free_push_remote(page_t *page,
     do {
         /* more listed than the page holds: a cycle, as the owner's walk used to find */
         if (unlikely(xfree_count(head) >= page->reserved)) {
-            fatal_tail("free(): double free detected", b);
+            lib_fatal_tail("free(): double free detected", b);
             return;
         }
         block_set_next(b, xfree_head(page, head));
@@ -525,9 +514,8 @@ static inline __attribute__((always_inline)) void free_push_remote(page_t *page,
 static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t *page, block_t *b)
 {
     heap->slow_ops++;
-    if (unlikely(b->key == block_key(b)))
-        free_check_double(page, b, "free(): double free detected");
-    b->key = block_key(b);
+    if (unlikely(block_mark_free(b)))
+        lib_fatal("free(): double free detected", b);
     block_set_next(b, page->local_free);
     page->local_free = b;
     uint8_t flags = page->flags;
@@ -567,23 +555,20 @@ void heap_free_full(void *p, page_t *page, heap_t *heap)
      * * block_size is off > pop_max, one compare with memory. */
     uint64_t off = (uint64_t)((uint8_t *)p - page->start);
     if (unlikely(block_misaligned(page, p))) {
-        fatal_tail("free(): invalid pointer", p);
+        lib_fatal_tail("free(): invalid pointer", p);
         return;
     }
     LIB_ASSERT(!page->holes && page->capacity == page->reserved);
     if (unlikely(off > page->pop_max)) {
-        fatal_tail("free(): double free detected", p);
+        lib_fatal_tail("free(): double free detected", p);
         return;
     }
     block_t *b = p;
-    if (unlikely(b->key == block_key(b))) {
-        /* free_own's look at the lists, there (a call here would cost a frame) */
-        heap_leave(heap);
-        heap_free_slow(page->chunk, page, p);
+    if (unlikely(block_mark_free(b))) {
+        lib_fatal_tail("free(): double free detected", p);
         return;
     }
     heap->slow_ops++;
-    b->key = block_key(b);
     block_set_next(b, page->local_free);
     page->local_free = b;
     page_requeue(heap, page, PAGE_IN_FULL);
@@ -638,11 +623,11 @@ void heap_free_remote(void *p, page_t *page, heap_t *owner)
     /* heap_free_slow's checks that a page another heap owns with no flag but PAGE_IN_FULL
      * still needs (the holes read as there, atomically: the purger may have made some) */
     if (unlikely(block_misaligned(page, p))) {
-        fatal_tail("free(): invalid pointer", p);
+        lib_fatal_tail("free(): invalid pointer", p);
         return;
     }
     if (unlikely(block_freed(page, p))) {
-        fatal_tail("free(): double free detected", p);
+        lib_fatal_tail("free(): double free detected", p);
         return;
     }
     free_push_remote(page, p, owner);

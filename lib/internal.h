@@ -38,6 +38,10 @@ static inline void fork_mutex(pthread_mutex_t *m, enum fork_phase phase)
 
 /* ---- fatal.c ---------------------------------------------------------------------------- */
 HIDDEN void lib_fatal(const char *msg, const void *p) __attribute__((noreturn, cold));
+/* lib_fatal for paths that make no call but tail calls (free's fast path, heap_free_full,
+ * heap_free_remote), jumped to: a call of a noreturn function stays a call, and made them
+ * align their stack on every free. */
+HIDDEN void lib_fatal_tail(const char *msg, void *p) __attribute__((cold));
 
 /* ---- counters.c ------------------------------------------------------------------------- */
 extern HIDDEN _Atomic uint64_t stat_reserved, stat_huge_advised, stat_purged, stat_purge_pending,

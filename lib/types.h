@@ -121,6 +121,17 @@ static inline void block_set_next(block_t *b, const block_t *next)
 {
     b->link = (uintptr_t)next ^ block_secret.link ^ (uintptr_t)b;
 }
+/* Marks b free with its key and says whether it carried the key already. Every free of a
+ * small block, whoever frees it, marks with this one atomic exchange: of two frees of b, in
+ * one thread or two, at the same moment or not, the second reads the first's key and stops
+ * the process (a load then a store let two racing frees both pass). Malloc clears the key of
+ * every block it hands out, so only a free puts it in a live block, or a write of the
+ * secret-derived value, which needs a read of a freed block first. */
+static inline bool block_mark_free(block_t *b)
+{
+    uintptr_t key = block_key(b);
+    return __atomic_exchange_n(&b->key, key, __ATOMIC_RELAXED) == key;
+}
 /* memalign's mark in the first word of a block whose pointer it moved off the start by off
  * (16 bytes or more: that word is never the caller's): mangled as a link is, with ~off in
  * place of next, so that no free block's link reads as one (next is NULL or a pointer,

@@ -69,6 +69,16 @@
  *                    which the fast free's look at the last free does not see), keeps its
  *                    other blocks and waits; the main thread calls thpalloc_purge(), which
  *                    reclaims the idle heap and walks the page's lists
+ *   owner-double SIZE LIVE  free(p); free(x); free(p) in the owning thread, p and x two blocks
+ *                    of SIZE bytes carved one after the other (one page), with the LIVE blocks
+ *                    carved after them still in use and filled; then malloc(SIZE) until one
+ *                    returns a live block or its contents changed (up to 4 pages' worth)
+ *   remote-owner-double [trim|purger]  another thread frees p = malloc(48) (a block of the
+ *                    main thread's page, 63 others live), then, directly, after malloc_trim(0)
+ *                    or after the main thread idled 1 s (the purger reclaims its heap: run with
+ *                    a short purge_delay), the owner frees p too; then as owner-double
+ *   owner-remote-race  the owner and another thread free p = malloc(48) at the same moment
+ *                    (rel-misuse-race.sh: also with each stopped after its access to the key)
  *   ok               no misuse at all (the control: must exit 0)
  *
  * Before the misuse the program prints "ptr=0x%016lx" (the pointer handed to free/realloc,
@@ -87,9 +97,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define KiB ((size_t)1024)
 #define MiB (KiB * 1024)
+
+void race_armed(volatile uintptr_t *key_word);
 
 /* Hides a pointer's provenance from the compiler, so that it neither warns about nor
  * removes the deliberate misuse. */
@@ -562,6 +575,150 @@ static int purge_cycle(void)
     return 3;
 }
 
+/* After an undetected double free: the live blocks keep their contents (fill) and no
+ * malloc(size) returns one of them, over four pages' worth of allocations; 3 when nothing
+ * stopped the process. */
+static int watch_live(char *const *live, int nlive, size_t size, unsigned char fill)
+{
+    size_t calls = 4 * 65536 / size + 64;
+    for (size_t i = 0; i < calls; i++) {
+        char *q = malloc(size);
+        if (!q)
+            return 2;
+        for (int k = 0; k < nlive; k++) {
+            if (q == live[k]) {
+                printf("silent corruption: malloc(%zu) returned the live block %p\n", size, q);
+                fflush(stdout);
+                return 3;
+            }
+        }
+    }
+    for (int k = 0; k < nlive; k++) {
+        for (size_t j = 0; j < size; j++) {
+            if ((unsigned char)live[k][j] != fill) {
+                printf("silent corruption: the live block %p lost its contents\n", live[k]);
+                fflush(stdout);
+                return 3;
+            }
+        }
+    }
+    printf("misuse went undetected\n");
+    fflush(stdout);
+    return 3;
+}
+
+/* A run of blocks of size bytes carved one after the other at one step (what a fresh
+ * page's blocks are, past a class's first sub-pages; glibc's too, with its headers between),
+ * so that they share a page: the last run of *n among OWNER_MAX allocations, or the longest
+ * there is when none is that long (a page of a large class holds fewer), filled with 0x6c.
+ * Every other block is freed, so that the run's page holds only the run. NULL when there is
+ * no run of 3. */
+enum { OWNER_MAX = 4096 };
+static char *owner_blk[OWNER_MAX];
+static char **carved_blocks(size_t size, int *n)
+{
+    for (int i = 0; i < OWNER_MAX; i++)
+        if (!(owner_blk[i] = malloc(size)))
+            return NULL;
+    int best = -1, best_len = 0;
+    for (int s = OWNER_MAX - 2; s >= 0 && best_len < *n; s--) {
+        ptrdiff_t step = owner_blk[s + 1] - owner_blk[s];
+        if (step < (ptrdiff_t)size || step > (ptrdiff_t)(size + size / 4 + 16))
+            continue;
+        int i = 1;
+        while (s + i < OWNER_MAX && i < *n && owner_blk[s + i] == owner_blk[s] + i * step)
+            i++;
+        if (i > best_len) {
+            best = s;
+            best_len = i;
+        }
+    }
+    if (best_len < 3) {
+        printf("no run of 3 blocks of %zu bytes\n", size);
+        return NULL;
+    }
+    *n = best_len;
+    for (int i = 0; i < OWNER_MAX; i++)
+        if (i < best || i >= best + best_len)
+            free(owner_blk[i]);
+    for (int i = 0; i < best_len; i++)
+        memset(owner_blk[best + i], 0x6c, size);
+    return &owner_blk[best];
+}
+
+/* owner-double: p, x, then the live blocks, in one page. */
+static int owner_double(size_t size, int nlive)
+{
+    int n = nlive + 2;
+    char **run = carved_blocks(size, &n);
+    if (!run)
+        return 2;
+    char *p = run[0], *x = run[1];
+    printf("live=%d\n", n - 2);
+    announce(p);
+    free(p);
+    free(x);
+    free(launder(p));
+    return watch_live(run + 2, n - 2, size, 0x6c);
+}
+
+static void *free_it_now(void *p)
+{
+    free(launder(p));
+    return NULL;
+}
+
+/* remote-owner-double: the first of 64 blocks of 48 bytes in one page of the main thread's,
+ * freed by another thread, then by the owner. */
+static int remote_owner_double(const char *after)
+{
+    int n = 64;
+    char **run = carved_blocks(48, &n);
+    if (!run)
+        return 2;
+    char *p = run[0];
+    pthread_t t;
+    announce(p);
+    if (pthread_create(&t, NULL, free_it_now, p) || pthread_join(t, NULL))
+        return 2;
+    if (!strcmp(after, "trim"))
+        malloc_trim(0);
+    else if (!strcmp(after, "purger"))
+        sleep(1); /* no allocator call: the purger thread reclaims the idle heap */
+    free(launder(p));
+    return watch_live(run + 1, n - 1, 48, 0x6c);
+}
+
+/* owner-remote-race: the owner (main) and another thread free p at once. */
+static void *race_other_free(void *p)
+{
+    pthread_barrier_wait(&xt_barrier);
+    free(launder(p));
+    return NULL;
+}
+
+static int owner_remote_race(void)
+{
+    int n = 64;
+    char **run = carved_blocks(48, &n);
+    if (!run)
+        return 2;
+    char *p = run[0];
+    pthread_t t;
+    if (pthread_barrier_init(&xt_barrier, NULL, 2))
+        return 2;
+    announce(p);
+    if (pthread_create(&t, NULL, race_other_free, p))
+        return 2;
+    race_armed((volatile uintptr_t *)p + 1); /* the other thread exists: a watchpoint can name it */
+    pthread_barrier_wait(&xt_barrier);
+    free(launder(p));
+    if (pthread_join(t, NULL))
+        return 2;
+    /* both frees returned: p is on the owner's list and on the page's list of remote frees */
+    return watch_live(run + 1, n - 1, 48, 0x6c);
+}
+
 /* Blocks of 48 bytes that fill pages: the middle one's page is on the full list. */
 enum { FULL_N = 4096 };
 static char *full_blk[FULL_N];
@@ -737,11 +894,17 @@ static int mid_double(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: rel-misuse CASE\n");
+    if (argc < 2) {
+        fprintf(stderr, "usage: rel-misuse CASE [ARG...]\n");
         return 2;
     }
     const char *c = argv[1];
+    if (!strcmp(c, "owner-double") && argc == 4)
+        return owner_double(strtoul(argv[2], NULL, 0), atoi(argv[3]));
+    if (!strcmp(c, "remote-owner-double"))
+        return remote_owner_double(argc > 2 ? argv[2] : "");
+    if (!strcmp(c, "owner-remote-race"))
+        return owner_remote_race();
     if (!strcmp(c, "small-double"))
         return double_free(48);
     if (!strcmp(c, "extent-double"))
