@@ -55,9 +55,9 @@
  *   owner-exited       A allocates P and its neighbours; A (or M, remotely) frees P; A
  *                      exits; M frees P
  *   after-trim         M (or B) frees P; malloc_trim(0); M frees P
- *   after-purge        the purger thread started first (a 24 MiB block freed); M (or B)
- *                      frees P; M sleeps --purge-wait ms (the purger reclaims its idle
- *                      heap); M frees P
+ *   after-purge        M (or B) frees P; M sleeps --purge-wait ms (the purger reclaims its
+ *                      idle heap); M frees P (under thpalloc every child starts the purger
+ *                      thread first, a 24 MiB block freed: its creation allocates)
  *   race               M and B (or B and C) free P at the same moment
  *   free-interior      free(P + off), off in 1, 8, 16, 24, 32, 48, 64, size/2, 4096 (< size)
  *   realloc-interior   realloc(P + off, n)
@@ -1070,19 +1070,18 @@ static void *child_body(void *arg)
         helper_start(&hb, warm_b, rnd(&m.rng));
     if (use_c)
         helper_start(&hc, 1, rnd(&m.rng));
-    if (j->kind == K_DF_PURGE && !glibc_mode) {
-        /* the purger thread first: its creation allocates */
+    if (!glibc_mode) {
+        /* thpalloc's purger thread first, in every child (the fork left none): its creation
+         * allocates (glibc's dtv, about 300 bytes), and started at the end of the first
+         * free of P it could take P's address, so that the second free would free it */
         char *big = malloc(24 * MiB);
-        if (big) {
-            for (size_t o = 0; o < 24 * MiB; o += 4096)
-                big[o] = 1;
-            free(big);
-        }
+        free(big);
         t_free(&m, t_alloc(&m, 64, HOW_MALLOC, 16)); /* a safe point: the purger starts */
         for (int i = 0; i < 50 && !purger_running(); i++)
-            usleep(10000);
-        snprintf(shm->note, sizeof shm->note, "purger thread %s",
-                 purger_running() ? "running" : "NOT running");
+            usleep(2000);
+        if (j->kind == K_DF_PURGE)
+            snprintf(shm->note, sizeof shm->note, "purger thread %s",
+                     purger_running() ? "running" : "NOT running");
     }
 
     /* the class's pages as a busy program has them: carved, then freed */
