@@ -80,7 +80,9 @@ EOF
 
     # Every view's --json parses.
     run "$T" --json
-    ok $([ "$RC" -eq 0 ] && json_valid "$OUT"; echo $?) "$t: system --json parses"
+    ok $(json_valid "$OUT" && [ "$RC $(json "$OUT" 'd["health"]["status"]')" = "0 healthy" ] ||
+        [ "$RC $(json "$OUT" 'd["health"]["status"]')" = "1 problems" ]; echo $?) \
+        "$t: system --json parses, its exit status is its health verdict (rc $RC)"
     run "$T" --json $$
     ok $([ "$RC" -eq 0 ] && json_valid "$OUT" && [ "$(json "$OUT" 'd["processes"][0]["pid"]')" = $$ ]; echo $?) \
         "$t: PID --json parses and names the PID"

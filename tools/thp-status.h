@@ -131,6 +131,8 @@ void ts_policy_json(const char *key, const struct cfg_settings *s);
 void ts_where_text(const struct cfg_where *w, char *buf, size_t cap);
 
 int ts_check(char **files, int nfiles);
+/* The problems --check reports for the system's configuration (the health verdict's). */
+void ts_config_problems(struct ts_problems *probs);
 /* program NULL: --unit alone, any program of the unit. */
 int ts_explain(const char *program, const char *unit, bool with_env);
 int ts_check_value(const char *assignment);
