@@ -161,9 +161,18 @@ bad "unknown option" --frobnicate
 ok $? "--thp huge: the line names the option and the value ($(head -1 "$tmp/err"))"
 out=$("$RUN" --thp 2>"$tmp/err")
 rc=$?
-[ "$rc" -eq 2 ] && [ "$(cat "$tmp/err")" = "thpalloc-run: --thp needs a value
+[ "$rc" -eq 2 ] && [ "$(cat "$tmp/err")" = "thpalloc-run: option '--thp' requires an argument
 $TRY" ]
-ok $? "an option without its value: one line and the pointer to --help, exit 2"
+ok $? "an option without its value: util-linux's words and the pointer to --help, exit 2"
+# util-linux's wording (getopt_long's) for the other mistakes in an option.
+for args in "--bogus|unrecognized option '--bogus'" "-xy|invalid option -- 'x'" \
+    "--stats=1|option '--stats' doesn't allow an argument"; do
+    "$RUN" "${args%%|*}" true >/dev/null 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 2 ] && [ "$(cat "$tmp/err")" = "thpalloc-run: ${args#*|}
+$TRY" ]
+    ok $? "${args%%|*}: '${args#*|}' and the pointer to --help, exit 2 (rc $rc: $(head -1 "$tmp/err"))"
+done
 "$RUN" >/dev/null 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 2 ] && [ "$(cat "$tmp/err")" = "thpalloc-run: no command given
@@ -172,8 +181,12 @@ ok $? "no command: one line and the pointer to --help, exit 2"
 "$RUN" --thp never >/dev/null 2>&1
 [ $? -eq 2 ]
 ok $? "options but no command: exit 2"
-out=$("$RUN" --help) && case $out in usage:*) true ;; *) false ;; esac
+out=$("$RUN" --help) && case $out in Usage:*) true ;; *) false ;; esac
 ok $? "--help: usage on stdout, exit 0"
+"$RUN" --help >"$tmp/help"
+[ "$(sed -n 2p "$tmp/help")" = " thpalloc-run [options] [--] COMMAND [ARGUMENT]..." ] && grep -qx 'Options:' "$tmp/help" &&
+    grep -qE '^ -h, --help +display this help$' "$tmp/help" && [ "$(tail -1 "$tmp/help")" = "For more details see thpalloc-run(1)." ]
+ok $? "--help as util-linux writes it: Usage:, the synopsis, Options:, the man page last"
 
 # The one grammar: thpalloc-run takes a value exactly when the library does. The library's
 # verdict is its own (THPALLOC_VERBOSE names a rejected variable); values near every edge

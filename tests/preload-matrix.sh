@@ -255,13 +255,13 @@ xcase() {
 }
 W_NUL='@P@: warning: @F@: @E@ comes after a NUL byte (offset 0), where ld.so stops reading: it is not loaded'
 W_CR='@P@: warning: @F@: @E@ ends in a carriage return (a CRLF line): ld.so cannot load it and says so in every program; thpalloc-preload enable repairs it'
-xcase status "our entry after a NUL: not loaded" '\0\n@E@\n' SAME 0 disabled "$W_NUL"
+xcase status "our entry after a NUL: not loaded" '\0\n@E@\n' SAME 1 disabled "$W_NUL"
 xcase status "a NUL after our entry" '@E@\n\0\n' SAME 0 enabled ''
 xcase status "a NUL right after our entry" '@E@\0junk\n' SAME 0 enabled ''
 xcase status "after a NUL but the last word, no final newline (ld.so reads it)" '\0\n@E@' SAME 0 enabled ''
 xcase status "a NUL in a comment (ld.so blanks comments first)" '# a\0b\n@E@\n' SAME 0 enabled ''
-xcase status "a CRLF line" '/a\r\n@E@\r\n' SAME 0 disabled "$W_CR"
-xcase status "our entry, and a copy on a CRLF line" '@E@\n@E@\r\n' SAME 0 enabled "$W_CR"
+xcase status "a CRLF line" '/a\r\n@E@\r\n' SAME 1 disabled "$W_CR"
+xcase status "our entry, and a copy on a CRLF line" '@E@\n@E@\r\n' SAME 1 enabled "$W_CR"
 xcase status "our path and more after a carriage return: not ours" '@E@\rx\n' SAME 0 disabled ''
 xcase enable "a CRLF line: repaired where it is" '/a\r\n@E@\r\n/b\r\n' '/a\r\n@E@\n/b\r\n' 0 \
     '@P@: enabled (carriage return after @E@ in @F@ removed)' ''
@@ -291,8 +291,8 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
     echo 'int other_function(void) { return 1; }' >"$tmp/other.c" &&
     "${CC:-cc}" -shared -fPIC -o "$tmp/libjemalloc.so.2" "$tmp/jm.c" 2>/dev/null &&
     "${CC:-cc}" -shared -fPIC -o "$tmp/libother.so" "$tmp/other.c" 2>/dev/null; then
-    xcase status "after an allocator: dormant" '@J@\n@E@\n' SAME 0 dormant '@W@'
-    xcase status "after an allocator, bare name (searched as ld.so does)" 'libjemalloc.so.2:@E@\n' SAME 0 dormant '@WB@'
+    xcase status "after an allocator: dormant" '@J@\n@E@\n' SAME 1 dormant '@W@'
+    xcase status "after an allocator, bare name (searched as ld.so does)" 'libjemalloc.so.2:@E@\n' SAME 1 dormant '@WB@'
     xcase status "before an allocator" '@E@\n@J@\n' SAME 0 enabled ''
     xcase status "after a library without malloc" '@O@ @E@\n' SAME 0 enabled ''
     xcase status "after an allocator's comment" '# @J@\n@E@\n' SAME 0 enabled ''

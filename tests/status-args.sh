@@ -41,9 +41,48 @@ Try 'thp-status --help' for more information." "$t: '$o' without its argument: s
     run "$T" --version
     ok $([ "$RC" -eq 0 ] && grep -q '^thp-status from thpalloc [0-9]' "$OUT"; echo $?) "$t: --version"
 
+    # Conventions (issue 47): the synopsis has --scan; --prometheus with a PID points to
+    # --scan; sizes follow the policy's grammar (thpalloc.conf(5), Values).
+    run "$T" --help
+    ok $(grep -qE '^ thp-status \[options\] --scan PID\.\.\.\|--all ' "$OUT"; echo $?) "$t: --help's synopsis has --scan"
+    run "$T" --prometheus 1
+    is "$RC|$(cat "$ERR")" "2|thp-status: --prometheus is for the system view, --all, and PID... with --scan
+Try 'thp-status --help' for more information." "$t: --prometheus PID: the error names --scan"
+    bad=
+    for size in 512MiB 512M 512m 2G 2GiB 1T 4096 4096B 0; do
+        run "$T" --scan --scan-rate "$size" --scan-max "$size" "$nopid"
+        [ "$RC" -eq 1 ] && [ "$(cat "$ERR")" = "thp-status: $nopid: no such process" ] || bad="$bad $size(rc $RC)"
+    done
+    ok $([ -z "$bad" ]; echo $?) "$t: --scan-rate and --scan-max take the policy's sizes (512MiB, 2GiB, 4096B, ...)${bad:+ (refused:$bad)}"
+    bad=
+    for size in 1.5G 12X 2KiBB -1 M ""; do
+        run "$T" --scan --scan-rate "$size" "$nopid"
+        [ "$RC|$(cat "$ERR")" = "2|thp-status: --scan-rate: not a size: '$size' (a whole number of bytes, with K, M, G or T: 512M, 512MiB, 2G)
+Try 'thp-status --help' for more information." ] || bad="$bad '$size'(rc $RC)"
+    done
+    ok $([ -z "$bad" ]; echo $?) "$t: what the policy refuses (1.5G, 12X, 2KiBB, -1, M, '') --scan-rate refuses, saying the grammar, exit 2${bad:+ (wrong:$bad)}"
+    # "1 process read": alone with one holder in a PID namespace (root or user namespaces).
+    if unshare -pf --mount-proc true 2>/dev/null; then
+        cat >"$SCRATCH/ns.sh" <<'EOF'
+LD_PRELOAD=$THPALLOC_LIB "$HOLDER" 1 >"$SCRATCH/ns.holder" 2>&1 &
+i=0
+while ! grep -q ready "$SCRATCH/ns.holder" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+"$T" --all --scan
+EOF
+        run env SCRATCH="$SCRATCH" HOLDER="$HOLDER" T="$T" unshare -pf --mount-proc sh "$SCRATCH/ns.sh"
+        n=$(sed -n 's/^\([0-9]*\) process\(es\)\{0,1\} shown$/\1/p' "$OUT")
+        ok $(grep -q '^Huge pages by content (--scan: 1 process read in ' "$OUT" &&
+            grep -qx "$n process$([ "$n" = 1 ] || echo es) shown" "$OUT"; echo $?) \
+            "$t: --all --scan with one process of huge pages: '1 process read', '$n process(es) shown'"
+    else
+        skip "$t: '1 process read'" "no PID namespace here (unshare -pf --mount-proc)"
+    fi
+
     # Every view's --json parses.
     run "$T" --json
-    ok $([ "$RC" -eq 0 ] && json_valid "$OUT"; echo $?) "$t: system --json parses"
+    ok $(json_valid "$OUT" && [ "$RC $(json "$OUT" 'd["health"]["status"]')" = "0 healthy" ] ||
+        [ "$RC $(json "$OUT" 'd["health"]["status"]')" = "1 problems" ]; echo $?) \
+        "$t: system --json parses, its exit status is its health verdict (rc $RC)"
     run "$T" --json $$
     ok $([ "$RC" -eq 0 ] && json_valid "$OUT" && [ "$(json "$OUT" 'd["processes"][0]["pid"]')" = $$ ]; echo $?) \
         "$t: PID --json parses and names the PID"

@@ -9,6 +9,9 @@
 #   D  under a copy of libthpalloc in a directory "lib\e[2J\ndir";
 #   E  named with bidirectional controls: U+202E, U+2066, U+200E, U+061C between letters;
 #   F  an executable "sl<U+202D>eep" in a directory "bidi<U+202A><U+2069><U+200F>dir";
+#   ten named "ss<X>hd", X one invisible character each (U+200B, U+2060, U+FEFF, U+00AD,
+#      U+034F, U+180E, U+206A, U+FFF9, U+E0041, U+1D173: format and default-ignorable),
+#      through the PID view, --all, --json and --all --prometheus, exact escapes;
 # and a --root tree with such a preload entry and drop-in. The text views escape them
 # (\xHH, as the test checks byte for byte), --json is strict JSON (python3 -m json.tool)
 # with U+FFFD for what is not UTF-8 and \uXXXX for controls and bidirectional controls
@@ -60,6 +63,49 @@ cp /bin/sleep "$BEXE"
 F=$!
 CLEANUP_PIDS="$CLEANUP_PIDS $F"
 diag "A $A, B $B, C $C, D $D, E $E, F $F"
+# Invisible characters (issue 46): format characters, default-ignorable code points, one in
+# each process's name "ss<X>hd", which must never print as "sshd": a symbolic link to sleep
+# of that name, executed (the kernel names the process after the link). In UTF-8: U+200B,
+# U+2060, U+FEFF, U+00AD, U+034F, U+180E, U+206A, U+FFF9, U+E0041, U+1D173.
+INVIS="e2808b e281a0 efbbbf c2ad cd8f e1a08e e281aa efbfb9 f3a08181 f09d85b3"
+IPIDS=
+mkdir -p "$SCRATCH/inv"
+for h in $INVIS; do
+    name=$("$PYTHON" -c 'import sys; sys.stdout.buffer.write(b"ss" + bytes.fromhex(sys.argv[1]) + b"hd")' "$h")
+    ln -s /bin/sleep "$SCRATCH/inv/$name"
+    "$SCRATCH/inv/$name" 600 &
+    IPIDS="$IPIDS $!"
+    CLEANUP_PIDS="$CLEANUP_PIDS $!"
+done
+diag "invisible: $IPIDS"
+# inv_expect FORMAT: a line "PID EXPECTED" per process, EXPECTED the name as FORMAT writes
+# it: text (\xHH per byte), all (the same cut to 15 characters between escapes), json (as
+# JSON text has it: \uXXXX, a surrogate pair above U+FFFF), prom (U+FFFD).
+inv_expect() {
+    # shellcheck disable=SC2086
+    "$PYTHON" - "$1" $IPIDS -- $INVIS <<'PY'
+import sys
+fmt, rest = sys.argv[1], sys.argv[2:]
+pids, hexes = rest[:rest.index("--")], rest[rest.index("--") + 1:]
+for pid, h in zip(pids, hexes):
+    c = bytes.fromhex(h).decode()
+    if fmt in ("text", "all"):
+        x = "".join("\\x%02x" % b for b in c.encode())
+        name = "ss" + x + "hd"
+        if fmt == "all":  # ts_text_max(name, 15): whole characters and escapes only
+            name = ""
+            for piece in ["s", "s", x, "h", "d"]:
+                if len(name) + len(piece) > 15:
+                    break
+                name += piece
+    elif fmt == "json":
+        u = c.encode("utf-16-be")
+        name = "ss" + "".join("\\u%02x%02x" % (u[i], u[i + 1]) for i in range(0, len(u), 2)) + "hd"
+    else:
+        name = "ss\ufffdhd"
+    print(pid, name)
+PY
+}
 
 set -- $TOOLS
 SYSCONF=$("$1" --check --json | "$PYTHON" -c 'import json,sys,os; print(os.path.dirname(json.load(sys.stdin)["check"]["files"][0]))')
@@ -143,6 +189,64 @@ PY
         "$t: --prometheus: the comm labels UTF-8, controls as U+FFFD${r:+ ($r)}"
     ok $(grep -qF "pid=\"$E\",comm=\"$(printf '\357\277\275a\357\277\275b\357\277\275c\357\277\275')\"" "$SCRATCH/prom"; echo $?) \
         "$t: --prometheus: bidirectional controls in a comm label as U+FFFD"
+
+    # Invisible characters in names, through every format: escaped exactly, never raw.
+    # shellcheck disable=SC2086
+    run "$T" $IPIDS
+    cp "$OUT" "$SCRATCH/inv.text"
+    run "$T" --all
+    cp "$OUT" "$SCRATCH/inv.all"
+    # shellcheck disable=SC2086
+    run "$T" --json $IPIDS
+    cp "$OUT" "$SCRATCH/inv.json"
+    run "$T" --all --json
+    cp "$OUT" "$SCRATCH/inv.alljson"
+    run "$T" --all --prometheus --per-process
+    cp "$OUT" "$SCRATCH/inv.prom"
+    bad=
+    for f in text all json alljson prom; do
+        r=$(text_clean "$SCRATCH/inv.$f")
+        [ -z "$r" ] || bad="$bad $f: $r;"
+    done
+    ok $([ -z "$bad" ]; echo $?) "$t: no invisible character raw in the PID view, --all, --json, --all --json, --prometheus${bad:+ (wrong:$bad)}"
+    inv_expect text >"$SCRATCH/inv.want"
+    bad=
+    while read -r pid want; do
+        grep -qxF "PID $pid  $want" "$SCRATCH/inv.text" || bad="$bad $pid:$want"
+    done <"$SCRATCH/inv.want"
+    ok $([ -z "$bad" ]; echo $?) "$t: PID view: each invisible character escaped byte for byte (ss\\xe2\\x80\\x8bhd)${bad:+ (missing:$bad)}"
+    inv_expect all >"$SCRATCH/inv.want"
+    bad=
+    while read -r pid want; do
+        grep -qE "^ *$pid +[^ ]+ +$(printf '%s' "$want" | sed 's/[][\\.]/\\&/g') +[0-9]" "$SCRATCH/inv.all" || bad="$bad $pid:$want"
+    done <"$SCRATCH/inv.want"
+    ok $([ -z "$bad" ]; echo $?) "$t: --all: each name escaped, cut to 15 characters between escapes${bad:+ (missing:$bad)}"
+    inv_expect json >"$SCRATCH/inv.want"
+    bad=
+    while read -r pid want; do
+        grep -qF "\"name\":\"$want\"" "$SCRATCH/inv.json" || bad="$bad $pid:$want"
+        grep -qF "\"name\":\"$want\"" "$SCRATCH/inv.alljson" || bad="$bad all:$pid:$want"
+    done <"$SCRATCH/inv.want"
+    ok $([ -z "$bad" ]; echo $?) "$t: --json, --all --json: each name with \\uXXXX (a surrogate pair above U+FFFF)${bad:+ (missing:$bad)}"
+    bad=
+    for f in json alljson; do
+        "$PYTHON" -m json.tool "$SCRATCH/inv.$f" >/dev/null 2>"$SCRATCH/jt.err" || bad="$bad $f: $(head -c 200 "$SCRATCH/jt.err")"
+    done
+    # shellcheck disable=SC2086
+    got=$("$PYTHON" - "$SCRATCH/inv.json" $INVIS <<'PY'
+import json, sys
+names = [p["name"] for p in json.load(open(sys.argv[1]))["processes"]]
+print(names == ["ss" + bytes.fromhex(h).decode() + "hd" for h in sys.argv[2:]])
+PY
+)
+    ok $([ -z "$bad" ] && [ "$got" = True ]; echo $?) "$t: that JSON passes python3 -m json.tool and decodes to the names as they are${bad:+ ($bad)}"
+    inv_expect prom >"$SCRATCH/inv.want"
+    bad=
+    while read -r pid want; do
+        grep -qF "pid=\"$pid\",comm=\"$want\"" "$SCRATCH/inv.prom" || bad="$bad $pid"
+    done <"$SCRATCH/inv.want"
+    ok $([ -z "$bad" ]; echo $?) "$t: --prometheus: each invisible character in a comm label as U+FFFD${bad:+ (missing:$bad)}"
+    promtool_check "$SCRATCH/inv.prom" "$t: --all --prometheus --per-process with invisible names"
     sanitizer_clean "$t"
 done
 done_testing

@@ -7,8 +7,8 @@
 # - a drop-in, a drop-in directory or a directory on their path that other users cannot
 #   read is a problem for --check, a warning for --explain and --unit, and a process of
 #   another user runs without it;
-# - [unit NAME] without its type and [program /A/PATH] never match: said, with the
-#   corrected form.
+# - [unit NAME] without its type, [program /A/PATH] and [program NAME.service] never
+#   match: said, with the corrected form.
 . "$TESTS_SRCDIR/status-lib.sh"
 
 mkdir -p "$SCRATCH/probe"
@@ -78,6 +78,8 @@ purge = free
 stats = exit
 [unit user.slice]
 stats = exit
+[program nginx.service]
+purge = free
 EOF
 chmod 644 "$R5$CONF_REL"
 
@@ -174,7 +176,8 @@ executable   $BIN/realprog" "$t: --explain says which name it resolved to, and h
 $R5$CONF_REL:3: [program /usr/sbin/nginx] never matches: a program section names the executable's file name, not a path: did you mean [program nginx] (or [path /usr/sbin/nginx])?
 $R5$CONF_REL:7: [unit getty@.service] never matches: a template runs no process, its instances do: did you mean [unit getty@INSTANCE.service]?
 $R5$CONF_REL:9: [unit user.slice] never matches: processes run in .service and .scope units only
-4 problems in $R5$CONF_REL and $R5$DIR_REL/*.conf" "$t: --check: sections that never match, with the corrected form"
+$R5$CONF_REL:11: [program nginx.service] never matches: nginx.service is a systemd unit, and a program section names an executable's file name: did you mean [unit nginx.service]?
+5 problems in $R5$CONF_REL and $R5$DIR_REL/*.conf" "$t: --check: sections that never match, with the corrected form"
     sanitizer_clean "$t"
 done
 done_testing

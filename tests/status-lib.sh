@@ -155,19 +155,25 @@ promtool_check() {
     ok $prc "$2: promtool check metrics"
     [ $prc -eq 0 ] || sed 's/^/#   /' "$SCRATCH/promtool.out" | head -10
 }
-# text_clean FILE: prints what in FILE a terminal would act on (control characters but
-# newlines, C1 controls, bidirectional controls, bytes that are not UTF-8); nothing if
-# it is clean.
+# text_clean FILE: prints what in FILE a terminal would act on or a reader cannot see
+# (control characters but newlines, C1 controls, format characters such as bidirectional
+# controls and zero-width spaces, line and paragraph separators, default-ignorable code
+# points, bytes that are not UTF-8); nothing if it is clean.
 text_clean() {
     "$PYTHON" - "$1" <<'PY'
-import re, sys
+import re, sys, unicodedata
 b = open(sys.argv[1], "rb").read()
 try:
     t = b.decode("utf-8")
 except UnicodeDecodeError as e:
     print("not UTF-8 at byte %d: %r" % (e.start, b[max(0, e.start - 20):e.start + 4])); sys.exit()
-m = re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]", t)
-if m:
-    print("raw %r at %d: %r" % (m.group(), m.start(), t[max(0, m.start() - 20):m.start() + 4]))
+# Invisible: general categories Cc (but newline), Cf, Zl, Zp, and the default-ignorable code
+# points that are not Cf (Python's unicodedata has no such property: listed here).
+ignorable = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
+                       "\ufff0-\ufff8\U000e0000-\U000e0fff\u2065]")
+for i, c in enumerate(t):
+    if (c != "\n" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")) or ignorable.match(c):
+        print("raw U+%04X at %d: %r" % (ord(c), i, t[max(0, i - 20):i + 4]))
+        break
 PY
 }

@@ -221,14 +221,14 @@ for T in $TOOLS; do
         "0 scanned_bytes{pid=\"$SPARSE\" \"thpalloc\"} $((32 * HUGE)) scanned_bytes{pid=\"$SPARSE\" \"rest\"} 0 scanned_bytes{pid=\"$HALF\" \"thpalloc\"} 0 scanned_bytes{pid=\"$HALF\" \"rest\"} $((8 * HUGE)) zero_bytes{pid=\"$SPARSE\" \"thpalloc\"} $SPARSE_ZERO zero_bytes{pid=\"$SPARSE\" \"rest\"} 0 zero_bytes{pid=\"$HALF\" \"thpalloc\"} 0 zero_bytes{pid=\"$HALF\" \"rest\"} $HALF_ZERO " \
         "$t: --scan --prometheus PID: exit 0, the figures per process and owner"
     run "$T" --prometheus "$SPARSE"
-    is "$RC $(head -1 "$ERR")" "2 thp-status: --prometheus is for the system view and --all" \
+    is "$RC $(head -1 "$ERR")" "2 thp-status: --prometheus is for the system view, --all, and PID... with --scan" \
         "$t: --prometheus PID without --scan: still a usage error"
 
     # Options.
     run "$T" --scan
     is "$RC $(head -1 "$ERR")" "2 thp-status: --scan goes with PID... or --all" "$t: --scan alone: usage error"
     run "$T" --scan --scan-rate 1X "$SPARSE"
-    is "$RC $(head -1 "$ERR")" "2 thp-status: --scan-rate: not a size: '1X'" "$t: --scan-rate 1X: usage error"
+    is "$RC $(head -1 "$ERR")" "2 thp-status: --scan-rate: not a size: '1X' (a whole number of bytes, with K, M, G or T: 512M, 512MiB, 2G)" "$t: --scan-rate 1X: usage error"
     run "$T" --scan-max 1G "$SPARSE"
     is "$RC $(head -1 "$ERR")" "2 thp-status: --scan-rate and --scan-max go with --scan" "$t: --scan-max without --scan"
 

@@ -51,9 +51,19 @@ mkproc bad 7
 
 for T in $TOOLS; do
     t=$(basename "$T")
+    # The exit status is the verdict (0 healthy, 1 problems), as the Health line says; this
+    # machine's THP settings decide which (tests/status-health.sh makes both happen).
     run "$T"
-    ok $([ "$RC" -eq 0 ]; echo $?) "$t: exit 0"
+    ok $({ [ "$RC" -eq 0 ] && [ "$(tail -2 "$OUT")" = "$(printf 'Health\n  healthy')" ]; } ||
+        { [ "$RC" -eq 1 ] && tail -1 "$OUT" | grep -qE '^  [0-9]+ problems? \(the warnings above\)$'; }
+        echo $?) "$t: exit $RC, as the Health line says: $(tail -1 "$OUT")"
     cp "$OUT" "$SCRATCH/text"
+    # The same machine with an empty --root (no configuration, no preload): the verdict of
+    # its THP settings alone, which the --root runs below add to (or take from: a policy
+    # of thp = never silences the warning of enabled = never).
+    mkdir -p "$SCRATCH/bare"
+    run "$T" --root "$SCRATCH/bare"
+    BARE_RC=$RC
 
     if [ ! -d "$THP" ]; then
         skip "$t: THP settings" "this kernel has no $THP"
@@ -183,7 +193,7 @@ PY
 
     # Preload and policy from a scratch root.
     run "$T" --root "$SCRATCH/good"
-    ok $([ "$RC" -eq 0 ] && grep -q 'system-wide preload *yes: /usr/\$LIB/libthpalloc.so.1 (present)' "$OUT"; echo $?) \
+    ok $([ "$RC" -le "$BARE_RC" ] && grep -q 'system-wide preload *yes: /usr/\$LIB/libthpalloc.so.1 (present)' "$OUT"; echo $?) \
         "$t: --root: a thpalloc entry in etc/ld.so.preload is shown"
     ok $(grep -qE "^ +thp +never +$GOODCONF:3 \[global\]" "$OUT" \
         && grep -qE "^ +purge_delay +250ms +$GOODCONF:4 \[global\]" "$OUT"; echo $?) \
@@ -197,9 +207,9 @@ PY
     run "$T" --root "$SCRATCH/private"
     ok $(grep -q '! .*has mode 0600' "$OUT"; echo $?) "$t: a 0600 ld.so.preload is a warning"
     run "$T" --root "$SCRATCH/dormant"
-    ok $([ "$RC" -eq 0 ] && grep -q 'system-wide preload *dormant: /usr/\$LIB/libthpalloc.so.1 (present), after /usr/lib/libjemalloc.so.2, which owns malloc$' "$OUT" &&
+    ok $([ "$RC" -eq 1 ] && grep -q 'system-wide preload *dormant: /usr/\$LIB/libthpalloc.so.1 (present), after /usr/lib/libjemalloc.so.2, which owns malloc$' "$OUT" &&
         grep -qF "! $SCRATCH/dormant/etc/ld.so.preload lists /usr/lib/libjemalloc.so.2 before /usr/\$LIB/libthpalloc.so.1, and it owns malloc: thpalloc is preloaded but dormant in every process (thpalloc-preload enable --first puts it first)" "$OUT"
-        echo $?) "$t: behind an allocator in ld.so.preload: dormant, and a warning"
+        echo $?) "$t: behind an allocator in ld.so.preload: dormant, a warning, exit 1"
     run "$T" --json --root "$SCRATCH/dormant"
     is "$(json "$OUT" "d['system']['preload']['dormant'], d['system']['preload']['malloc_owner']")" \
         "(True, '/usr/lib/libjemalloc.so.2')" "$t: --json: dormant, and the entry that owns malloc"
@@ -224,7 +234,7 @@ PY
     fi
     # The commit charge from fake files: exact lines, JSON values, Prometheus samples.
     THP_STATUS_TEST_PROC=$SCRATCH/proc-2 run "$T"
-    ok $([ "$RC" -eq 0 ] && grep -qx '  overcommit_memory      2 (strict: refused beyond CommitLimit)' "$OUT" \
+    ok $([ "$RC" -le 1 ] && grep -qx '  overcommit_memory      2 (strict: refused beyond CommitLimit)' "$OUT" \
         && grep -qx '  CommitLimit            1000000 kB' "$OUT" && grep -qx '  Committed_AS           123456 kB' "$OUT" \
         && grep -qx '  AnonHugePages          4096 kB' "$OUT"; echo $?) \
         "$t: fake /proc, strict mode: overcommit_memory, CommitLimit, Committed_AS lines"
@@ -250,7 +260,7 @@ PY
     bad=
     for c in none bad; do
         THP_STATUS_TEST_PROC=$SCRATCH/proc-$c run "$T" --json
-        [ "$RC" -eq 0 ] && [ "$(json "$OUT" "d['system']['overcommit']['mode'], d['system']['overcommit']['mode_name'], d['system']['overcommit']['committed_as_kb']")" = "(None, None, 123456)" ] || bad="$bad json:$c"
+        [ "$RC" -le 1 ] && [ "$(json "$OUT" "d['system']['overcommit']['mode'], d['system']['overcommit']['mode_name'], d['system']['overcommit']['committed_as_kb']")" = "(None, None, 123456)" ] || bad="$bad json:$c"
         THP_STATUS_TEST_PROC=$SCRATCH/proc-$c run "$T" --prometheus
         ! grep -q '^thp_overcommit_mode' "$OUT" && grep -qx 'thp_committed_as_bytes 126418944' "$OUT" || bad="$bad prom:$c"
     done

@@ -155,7 +155,7 @@ static void all_text(const struct all *a)
         shown++;
     }
     /* One fact a line, so that the table stays within a terminal's width. */
-    printf("%u processes shown\n", shown);
+    printf("%u process%s shown\n", shown, shown == 1 ? "" : "es");
     if (a->unreadable) {
         /* the cause as the PID view gives it, for processes of other users in general */
         char why[400] = "see thp-status PID";

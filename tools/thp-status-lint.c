@@ -154,6 +154,17 @@ static void lint_program(void *ctx, const char *file, int line, const char *kind
         return;
     }
     ts_resolve_program(name, exe, sizeof exe, how, sizeof how);
+    /* "nginx.service" names a unit, not an executable (unless one is called that). */
+    const char *dot = strrchr(name, '.');
+    if (!path && !exe[0] && dot && dot != name &&
+        (!strcmp(dot, ".service") || !strcmp(dot, ".scope"))) {
+        snprintf(msg, sizeof msg,
+                 "[program %s] never matches: %s is a systemd unit, and a program section "
+                 "names an executable's file name: did you mean [unit %s]?",
+                 name, name, name);
+        ts_problems_add(ctx, file, line, msg);
+        return;
+    }
     if (!exe[0] || !how[0] || (path ? !strcmp(exe, name) : !strcmp(base_of(exe), name)))
         return;
     snprintf(msg, sizeof msg,

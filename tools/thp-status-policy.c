@@ -94,6 +94,34 @@ void ts_policy_json(const char *key, const struct cfg_settings *s)
     j_end();
 }
 
+/* What --check finds in files (list, NULL-terminated), or in the system's configuration
+ * (list NULL): every section, whatever it applies to, and who can read the files. */
+static void check_files(const char **list, struct ts_problems *probs)
+{
+    char conf[PATH_MAX], dir[PATH_MAX];
+    ts_conf_paths(conf, sizeof conf, dir, sizeof dir);
+    struct cfg_inputs in = {
+        .conf_file = conf,
+        .conf_dir = dir,
+        .files = list,
+        .exe = "",
+        .program = "",
+        .unit = "",
+        .ruid = getuid(),
+        .check_all = true,
+        .on_section = ts_lint_section,
+    };
+    struct cfg_settings s;
+    cfg_resolve(&s, &in, ts_problems_add, probs);
+    if (!list)
+        ts_lint_files(probs, conf, dir);
+}
+
+void ts_config_problems(struct ts_problems *probs)
+{
+    check_files(NULL, probs);
+}
+
 int ts_check(char **files, int nfiles)
 {
     char conf[PATH_MAX], dir[PATH_MAX];
@@ -108,22 +136,8 @@ int ts_check(char **files, int nfiles)
         for (int i = 0; i < nfiles; i++)
             list[i] = files[i];
     }
-    struct cfg_inputs in = {
-        .conf_file = conf,
-        .conf_dir = dir,
-        .files = list,
-        .exe = "",
-        .program = "",
-        .unit = "",
-        .ruid = getuid(),
-        .check_all = true,
-        .on_section = ts_lint_section,
-    };
-    struct cfg_settings s;
     struct ts_problems probs = {0};
-    cfg_resolve(&s, &in, ts_problems_add, &probs);
-    if (nfiles == 0)
-        ts_lint_files(&probs, conf, dir);
+    check_files(list, &probs);
     int rc = probs.n ? 1 : 0;
 
     if (ts_opt.format == TS_JSON) {

@@ -549,8 +549,8 @@ void scan_all_text(const struct proc *v, size_t n)
     struct scan_owner sum = {t.own[0].pages + t.own[1].pages,
                              t.own[0].zero_bytes + t.own[1].zero_bytes,
                              t.own[0].splittable + t.own[1].splittable};
-    printf("\nHuge pages by content (--scan: %u processes read in %.2f s; a snapshot)\n", t.scanned,
-           t.seconds);
+    printf("\nHuge pages by content (--scan: %u process%s read in %.2f s; a snapshot)\n", t.scanned,
+           t.scanned == 1 ? "" : "es", t.seconds);
     header_text("  ");
     for (int o = 0; o < 2; o++)
         row_text("  ", owner_name[o], &t.own[o]);

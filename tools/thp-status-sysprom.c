@@ -164,6 +164,48 @@ static void prom_memory(const struct sysview *v)
     }
 }
 
+/* The one verdict (the system view's exit status): a single alert rule can watch
+ * thp_health_status; thp_health_problem_info says what, one series per kind and place
+ * (two problems of a line are one series: the textfile collector refuses duplicates). */
+static void prom_health(const struct sysview *v)
+{
+    size_t n = sys_health_problems(v);
+    p_family("thp_health_status", "gauge",
+             "0: thp-status finds this machine healthy; 1: it finds problems "
+             "(thp_health_problem_info).");
+    p_sample("thp_health_status", n ? 1 : 0, NULL);
+    p_family("thp_health_problems", "gauge",
+             "Problems thp-status finds: its warnings and the configuration's problems.");
+    p_sample("thp_health_problems", (double)n, NULL);
+    if (!n)
+        return;
+    char(*seen)[2][PATH_MAX + 32] = calloc(n, sizeof *seen);
+    if (!seen)
+        return;
+    size_t nseen = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *kind = "config";
+        char where[PATH_MAX + 32];
+        if (i < (size_t)v->nwarn) {
+            kind = v->warn[i].kind;
+            snprintf(where, sizeof where, "%s", v->warn[i].where);
+        } else {
+            sys_problem_where(&v->conf.v[i - (size_t)v->nwarn], where, sizeof where);
+        }
+        bool dup = false;
+        for (size_t k = 0; k < nseen && !dup; k++)
+            dup = !strcmp(seen[k][0], kind) && !strcmp(seen[k][1], where);
+        if (dup)
+            continue;
+        snprintf(seen[nseen][0], sizeof seen[0][0], "%s", kind);
+        snprintf(seen[nseen++][1], sizeof seen[0][1], "%s", where);
+        p_family("thp_health_problem_info", "gauge",
+                 "A problem thp-status finds (1): its kind and the file or setting.");
+        p_sample("thp_health_problem_info", 1, "kind", kind, "where", where, NULL);
+    }
+    free(seen);
+}
+
 void sys_prom(const struct sysview *v)
 {
     prom_settings(v);
@@ -183,8 +225,9 @@ void sys_prom(const struct sysview *v)
                  "origin", where, NULL);
     }
     p_family("thp_thpalloc_config_problems", "gauge",
-             "Problems found in the thpalloc configuration.");
-    p_sample("thp_thpalloc_config_problems", (double)v->policy_problems, NULL);
+             "Problems found in the thpalloc configuration (as thp-status --check).");
+    p_sample("thp_thpalloc_config_problems", (double)v->conf.n, NULL);
     p_family("thp_warnings", "gauge", "Warnings thp-status prints for this system.");
-    p_sample("thp_warnings", v->nwarn, NULL);
+    p_sample("thp_warnings", v->nwarn + (v->conf.n ? 1 : 0), NULL);
+    prom_health(v);
 }

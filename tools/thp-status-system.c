@@ -195,16 +195,19 @@ static void read_preload(struct sysview *v)
     free(t);
 }
 
-/* Not warn(): <err.h> has one. */
-static void add_warning(struct sysview *v, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void add_warning(struct sysview *v, const char *fmt, ...)
+/* Not warn(): <err.h> has one. kind: a word for monitoring; where: the file or setting. */
+static void add_warning(struct sysview *v, const char *kind, const char *where, const char *fmt,
+                        ...) __attribute__((format(printf, 4, 5)));
+static void add_warning(struct sysview *v, const char *kind, const char *where, const char *fmt,
+                        ...)
 {
     if (v->nwarn >= 16)
         return;
+    snprintf(v->warn[v->nwarn].kind, sizeof v->warn[0].kind, "%s", kind);
+    snprintf(v->warn[v->nwarn].where, sizeof v->warn[0].where, "%s", where);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(v->warn[v->nwarn++], sizeof v->warn[0], fmt, ap);
+    vsnprintf(v->warn[v->nwarn++].msg, sizeof v->warn[0].msg, fmt, ap);
     va_end(ap);
 }
 
@@ -212,55 +215,71 @@ static void warnings(struct sysview *v)
 {
     const char *en = v->top[0].val, *df = v->top[1].val, *sh = v->top[2].val;
     if (!v->thp_present) {
-        add_warning(v,
+        add_warning(v, "thp_unavailable", THP_DIR,
                     "this kernel has no transparent huge pages (%s missing): thpalloc's THP policy "
                     "has no effect",
                     THP_DIR);
         return;
     }
     if (strcmp(df, "always") == 0 && strcmp(en, "never") != 0)
-        add_warning(v, "defrag = always: every huge-page fault may stall in direct reclaim and "
-                       "compaction (latency spikes); defer+madvise or madvise is the usual choice");
+        add_warning(v, "thp_defrag", THP_DIR "/defrag",
+                    "defrag = always: every huge-page fault may stall in direct reclaim and "
+                    "compaction (latency spikes); defer+madvise or madvise is the usual choice");
     uint64_t mpn = strtoull(v->khp[1].val, NULL, 10);
     if (strcmp(en, "always") == 0 && v->khp[1].present && mpn >= 511)
-        add_warning(v,
+        add_warning(v, "khugepaged_max_ptes_none", THP_DIR "/khugepaged/max_ptes_none",
                     "max_ptes_none = %" PRIu64 " with enabled = always: khugepaged re-inflates "
                     "memory that allocators purged (a 2 MiB page from a single touched 4 KiB "
                     "page); lower it (e.g. 64) or use enabled = madvise",
                     mpn);
     if (strcmp(en, "never") == 0 && (v->pol.thp == THP_MODE_LARGE || v->pol.thp == THP_MODE_ALWAYS))
-        add_warning(v,
+        add_warning(v, "thp_disabled", THP_DIR "/enabled",
                     "enabled = never: thpalloc's thp = %s gets no huge pages (MADV_HUGEPAGE is "
                     "ignored); set enabled to madvise to let it work",
                     thp_mode_name(v->pol.thp));
     if (strcmp(sh, "force") == 0)
-        add_warning(v,
+        add_warning(v, "shmem_force", THP_DIR "/shmem_enabled",
                     "shmem_enabled = force: every shmem/tmpfs mapping uses huge pages (a testing "
                     "setting)");
+    char vmstat[PATH_MAX];
+    ts_proc_path(vmstat, sizeof vmstat, "vmstat");
     if (v->fallback_rate > 0.10)
-        add_warning(v,
+        add_warning(v, "thp_fault_fallback", vmstat,
                     "%.1f %% of huge-page faults fell back to 4 KiB pages: memory is fragmented "
                     "or the memory cgroup is at its limit",
                     v->fallback_rate * 100);
     if (v->preload_entry[0] && !v->preload_entry_exists)
-        add_warning(v,
+        add_warning(v, "preload_missing", v->preload_path,
                     "%s names %s, which does not exist: every program prints an error at start "
                     "(reinstall thpalloc-preload or remove the entry)",
                     v->preload_path, v->preload_entry);
     if (v->preload_entry[0] && v->preload_owner[0])
-        add_warning(v,
+        add_warning(v, "preload_dormant", v->preload_path,
                     "%s lists %s before %s, and it owns malloc: thpalloc is preloaded but dormant "
                     "in every process (thpalloc-preload enable --first puts it first)",
                     v->preload_path, v->preload_owner, v->preload_entry);
     if (v->preload_err == 0 && (v->preload_mode & 0044) != 0044)
-        add_warning(v,
+        add_warning(v, "preload_unreadable", v->preload_path,
                     "%s has mode %04o: non-root programs cannot read it, so they run without "
                     "the preloaded libraries (chmod 0644)",
                     v->preload_path, (unsigned)v->preload_mode);
-    if (v->policy_problems)
-        add_warning(
-            v, "the configuration has %zu problem%s (ignored settings): run thp-status --check",
-            v->policy_problems, v->policy_problems == 1 ? "" : "s");
+}
+
+/* The line the views give for the configuration's problems (each listed after it). */
+static void config_summary(const struct sysview *v, char *buf, size_t cap)
+{
+    snprintf(buf, cap,
+             "the configuration has %zu problem%s (ignored settings or files some processes "
+             "cannot read): thp-status --check",
+             v->conf.n, v->conf.n == 1 ? "" : "s");
+}
+
+void sys_problem_where(const struct ts_problem *p, char *buf, size_t cap)
+{
+    if (p->line > 0)
+        snprintf(buf, cap, "%s:%d", p->file, p->line);
+    else
+        snprintf(buf, cap, "%s", p->file);
 }
 
 static void read_overcommit(struct sysview *v)
@@ -326,8 +345,8 @@ static void collect(struct sysview *v)
         .conf_file = conf, .conf_dir = dir, .exe = "", .program = "", .unit = "", .ruid = 0};
     struct ts_problems probs = {0};
     cfg_resolve(&v->pol, &in, ts_problems_add, &probs);
-    v->policy_problems = probs.n;
-    ts_problems_free(&probs);
+    ts_problems_free(&probs); /* among what --check finds: */
+    ts_config_problems(&v->conf);
     warnings(v);
 }
 
@@ -423,11 +442,26 @@ static void out_text(const struct sysview *v)
                ts_text(v->preload_path));
     printf("  global policy (before [program], [path] and [unit] sections)\n");
     ts_policy_text(&v->pol, "    ");
-    if (v->nwarn) {
+    if (sys_health_problems(v)) {
         printf("Warnings\n");
         for (int i = 0; i < v->nwarn; i++)
-            printf("  ! %s\n", ts_text(v->warn[i]));
+            printf("  ! %s\n", ts_text(v->warn[i].msg));
+        if (v->conf.n) {
+            char sum[256], where[PATH_MAX + 32];
+            config_summary(v, sum, sizeof sum);
+            printf("  ! %s\n", sum);
+            for (size_t i = 0; i < v->conf.n; i++) {
+                sys_problem_where(&v->conf.v[i], where, sizeof where);
+                printf("    %s: %s\n", ts_text(where), ts_text(v->conf.v[i].msg));
+            }
+        }
     }
+    /* The verdict the exit status gives, and thp_health_status. */
+    if (sys_health_problems(v))
+        printf("Health\n  %zu problem%s (the warnings above)\n", sys_health_problems(v),
+               sys_health_problems(v) == 1 ? "" : "s");
+    else
+        printf("Health\n  healthy\n");
 }
 
 static void json_knob(const char *key, const struct knob *k)
@@ -513,12 +547,39 @@ static void out_json(const struct sysview *v)
     j_str("malloc_owner", v->preload_entry[0] && v->preload_owner[0] ? v->preload_owner : NULL);
     j_end();
     ts_policy_json("policy", &v->pol);
-    j_int("policy_problems", (long long)v->policy_problems);
+    j_int("policy_problems", (long long)v->conf.n);
     j_arr("warnings");
     for (int i = 0; i < v->nwarn; i++)
-        j_str(NULL, v->warn[i]);
+        j_str(NULL, v->warn[i].msg);
+    if (v->conf.n) {
+        char sum[256];
+        config_summary(v, sum, sizeof sum);
+        j_str(NULL, sum);
+    }
     j_end();
     j_end(); /* system */
+    /* The verdict: what the exit status and thp_health_status say, with each problem. */
+    j_obj("health");
+    j_str("status", sys_health_problems(v) ? "problems" : "healthy");
+    j_arr("problems");
+    for (int i = 0; i < v->nwarn; i++) {
+        j_obj(NULL);
+        j_str("kind", v->warn[i].kind);
+        j_str("where", v->warn[i].where);
+        j_str("message", v->warn[i].msg);
+        j_end();
+    }
+    for (size_t i = 0; i < v->conf.n; i++) {
+        char where[PATH_MAX + 32];
+        sys_problem_where(&v->conf.v[i], where, sizeof where);
+        j_obj(NULL);
+        j_str("kind", "config");
+        j_str("where", where);
+        j_str("message", v->conf.v[i].msg);
+        j_end();
+    }
+    j_end();
+    j_end(); /* health */
     j_end();
     j_finish();
 }
@@ -537,8 +598,13 @@ int ts_system(void)
         sys_prom(v);
     else
         out_text(v);
+    /* 0 healthy, 1 problems: the verdict, for monitoring. --prometheus carries it in
+     * thp_health_status and exits 0 once written: a collector that fails leaves stale
+     * metrics behind, the opposite of what a verdict is for. */
+    int rc = sys_health_problems(v) && ts_opt.format != TS_PROM ? 1 : 0;
+    ts_problems_free(&v->conf);
     free(v->m);
     free(v->vm);
     free(v);
-    return 0;
+    return rc;
 }

@@ -64,15 +64,27 @@ struct sysview {
     char preload_owner[PATH_MAX]; /* an entry before ours that defines malloc, "" if none */
     /* policy */
     struct cfg_settings pol;
-    size_t policy_problems;
-    char warn[16][400];
+    struct ts_problems conf; /* what --check reports: the same problems in every view */
+    /* What is wrong on this machine, besides conf: each with its kind (a word, for
+     * thp_health_problem_info) and where (the file or setting) */
+    struct {
+        char kind[32], where[320], msg[400];
+    } warn[16];
     int nwarn;
 };
+
+/* The health verdict: the warnings and the configuration's problems, one count. */
+static inline size_t sys_health_problems(const struct sysview *v)
+{
+    return (size_t)v->nwarn + v->conf.n;
+}
 
 /* "2M" for a per-size THP directory of 2048 kB */
 void mthp_label(unsigned long kb, char *buf, size_t cap);
 /* vm.overcommit_memory's name, and what it means for an allocation; NULL when unknown. */
 const char *overcommit_name(int mode, const char **what);
 void sys_prom(const struct sysview *v);
+/* "FILE:LINE" of a configuration problem ("FILE" when it has no line). */
+void sys_problem_where(const struct ts_problem *p, char *buf, size_t cap);
 
 #endif

@@ -247,7 +247,10 @@ static void j_string_out(const char *s)
             fputs("\\t", stdout);
         else if (cp == '\r')
             fputs("\\r", stdout);
-        else if (ts_unsafe(cp)) /* bidirectional controls too: a dashboard shows them */
+        else if (ts_unsafe(cp) && cp > 0xffff) /* a surrogate pair, as JSON writes it */
+            printf("\\u%04x\\u%04x", 0xd800 + ((cp - 0x10000) >> 10),
+                   0xdc00 + ((cp - 0x10000) & 0x3ff));
+        else if (ts_unsafe(cp)) /* invisible ones too: a dashboard would show them */
             printf("\\u%04x", (unsigned)cp);
         else
             fwrite(s, 1, len, stdout);
@@ -359,7 +362,7 @@ void p_family(const char *name, const char *type, const char *help)
 }
 
 /* The exposition format escapes \\, \" and newline, and wants UTF-8: the other control
- * characters, bidirectional controls and what is not UTF-8 become U+FFFD. */
+ * characters, invisible ones (ts_unsafe) and what is not UTF-8 become U+FFFD. */
 static void p_label_value(const char *v)
 {
     while (*v) {

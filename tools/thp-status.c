@@ -17,6 +17,7 @@ static void usage(FILE *out)
           " thp-status [options]                      the system\n"
           " thp-status [options] PID...               processes\n"
           " thp-status [options] --all                every process, by huge-page RSS\n"
+          " thp-status [options] --scan PID...|--all  their zero-filled huge pages\n"
           " thp-status [options] --check [FILE...]    validate the thpalloc configuration\n"
           " thp-status [options] --explain PROGRAM [--unit UNIT]\n"
           "                                           the policy PROGRAM would get\n"
@@ -42,6 +43,7 @@ static void usage(FILE *out)
           "                        pages is zero-filled (reads its memory: ptrace permission)\n"
           "     --scan-rate SIZE   read at most SIZE a second (default 1G; 0: no limit)\n"
           "     --scan-max SIZE    skip a process with more huge pages (default 16G)\n"
+          "                        SIZE: bytes, or with K, M, G, T (KiB, MiB, ...): 512M\n"
           " -r, --root DIR         read etc/thpalloc.conf, etc/thpalloc.d and\n"
           "                        etc/ld.so.preload under DIR instead of /\n"
           " -v, --verbose          more detail (--all: list unreadable processes)\n"
@@ -125,13 +127,19 @@ int main(int argc, char **argv)
             ts_opt.scan = true;
             break;
         case OPT_SCAN_RATE:
-        case OPT_SCAN_MAX:
-            if (!scan_parse_size(optarg, c == OPT_SCAN_RATE ? &ts_opt.scan_rate : &ts_opt.scan_max))
-                bad_usage(c == OPT_SCAN_RATE ? "--scan-rate: not a size: '%s'"
-                                             : "--scan-max: not a size: '%s'",
+        case OPT_SCAN_MAX: {
+            /* The policy's own grammar (thpalloc.conf(5), Values): one for all the tools. */
+            size_t size;
+            if (!cfg_parse_size(optarg, &size))
+                bad_usage(c == OPT_SCAN_RATE ? "--scan-rate: not a size: '%s' (a whole number "
+                                               "of bytes, with K, M, G or T: 512M, 512MiB, 2G)"
+                                             : "--scan-max: not a size: '%s' (a whole number "
+                                               "of bytes, with K, M, G or T: 512M, 512MiB, 2G)",
                           optarg);
+            *(c == OPT_SCAN_RATE ? &ts_opt.scan_rate : &ts_opt.scan_max) = size;
             scan_limits = true;
             break;
+        }
         case 'r':
             ts_opt.root = optarg;
             break;
@@ -171,7 +179,7 @@ int main(int argc, char **argv)
     if ((all || explain) && nargs > 0)
         bad_usage("unexpected argument '%s'", args[0]);
     if (prom && (check || explain || unit || (nargs > 0 && !ts_opt.scan)))
-        bad_usage("%s", "--prometheus is for the system view and --all");
+        bad_usage("%s", "--prometheus is for the system view, --all, and PID... with --scan");
     if (ts_opt.scan && !all && (nargs == 0 || check || explain || unit))
         bad_usage("%s", "--scan goes with PID... or --all");
     if (scan_limits && !ts_opt.scan)

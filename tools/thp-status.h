@@ -80,11 +80,13 @@ int ts_open_in_root(int rootfd, const char *path, bool dir, struct stat *st, con
  * invalid one, which covers *skip bytes (its longest valid start, at least 1: one U+FFFD). */
 size_t ts_utf8(const char *s, uint32_t *cp, size_t *skip);
 /* Whether code point cp is one no output may carry raw: a control character (C0, DEL, C1),
- * a line or paragraph separator, or a bidirectional mark, embedding, override or isolate
- * (these reorder what a terminal, browser or dashboard shows after them). */
+ * or one a reader cannot see: a format character (general category Cf: bidirectional
+ * marks, embeddings, overrides and isolates, which reorder what a terminal, browser or
+ * dashboard shows after them, zero-width spaces and joiners, tags), a line or paragraph
+ * separator, or a default-ignorable code point (U+034F, variation selectors, fillers). */
 bool ts_unsafe(uint32_t cp);
-/* s for a terminal: control characters (C0, DEL, C1), bidirectional controls and bytes that
- * are not UTF-8 as \xHH, a backslash as \\. In one of 8 buffers used in turn (so that a
+/* s for a terminal: control characters (C0, DEL, C1), invisible characters (ts_unsafe) and
+ * bytes that are not UTF-8 as \xHH, a backslash as \\. In one of 8 buffers used in turn (so that a
  * printf can take several); ts_text_max at most max bytes, cut between characters. */
 const char *ts_text(const char *s);
 const char *ts_text_max(const char *s, size_t max);
@@ -129,6 +131,8 @@ void ts_policy_json(const char *key, const struct cfg_settings *s);
 void ts_where_text(const struct cfg_where *w, char *buf, size_t cap);
 
 int ts_check(char **files, int nfiles);
+/* The problems --check reports for the system's configuration (the health verdict's). */
+void ts_config_problems(struct ts_problems *probs);
 /* program NULL: --unit alone, any program of the unit. */
 int ts_explain(const char *program, const char *unit, bool with_env);
 int ts_check_value(const char *assignment);

@@ -488,22 +488,29 @@ static int cmd_status(void)
     char owner[PATH_MAX];
     bool dormant = live != NONE && malloc_owner(&c, live, owner, sizeof owner) != NONE;
     puts(live == NONE ? "disabled" : dormant ? "dormant" : "enabled");
-    if (dormant)
+    /* For monitoring (as thp-status's system view): 1 when something is wrong. */
+    int rc = 0;
+    if (dormant) {
         warn_dormant(owner);
+        rc = 1;
+    }
     /* The copies of the entry that ld.so does not load, once each kind. */
     for (size_t k = 0; k < c.p.ntok; k++)
         if (c.p.tok[k].ours && !c.p.tok[k].seen) {
             warnx("warning: %s: %s comes after a NUL byte (offset %zu), where ld.so stops "
                   "reading: it is not loaded",
                   path, entry, c.p.nul);
+            rc = 1;
             break;
         }
-    if (first_seen(&c.p, true) != NONE)
+    if (first_seen(&c.p, true) != NONE) {
         warnx("warning: %s: %s ends in a carriage return (a CRLF line): ld.so cannot load "
               "it and says so in every program; thpalloc-preload enable repairs it",
               path, entry);
+        rc = 1;
+    }
     unload(&c);
-    return 0;
+    return rc;
 }
 
 /* The file with our entry on a first line of its own, every other copy of it gone. */
