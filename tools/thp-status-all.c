@@ -15,6 +15,7 @@ struct all {
     struct proc *v;
     size_t n;
     unsigned unreadable, vanished, kthreads, total;
+    unsigned timed_out, cut; /* not read within --timeout; maps or smaps cut at their caps */
 };
 
 static int cmp_huge(const void *a, const void *b)
@@ -27,33 +28,65 @@ static int cmp_huge(const void *a, const void *b)
     return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-static int all_collect(struct all *a)
+static int cmp_pid(const void *a, const void *b)
 {
-    memset(a, 0, sizeof *a);
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The processes of /proc, all listed before any is read: the readers proc_read starts are
+ * never among them, nor is thp-status itself (under a system-wide preload it would head
+ * its own lists). */
+static pid_t *list_pids(size_t *n)
+{
     DIR *d = opendir("/proc");
     if (!d) {
         fprintf(stderr, "thp-status: /proc: %s\n", strerror(errno));
-        return 1;
+        return NULL;
     }
+    pid_t *v = NULL, self = getpid();
     size_t cap = 0;
+    *n = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         char *end;
         long pid = strtol(e->d_name, &end, 10);
-        if (*end || pid <= 0)
+        if (*end || pid <= 0 || pid == self)
             continue;
-        if (a->n == cap) {
+        if (*n == cap) {
             size_t nc = cap ? cap * 2 : 256;
-            struct proc *nv = realloc(a->v, nc * sizeof *nv);
+            pid_t *nv = realloc(v, nc * sizeof *nv);
             if (!nv)
                 break;
-            a->v = nv;
+            v = nv;
             cap = nc;
         }
+        v[(*n)++] = (pid_t)pid;
+    }
+    closedir(d);
+    if (*n > 1)
+        qsort(v, *n, sizeof *v, cmp_pid);
+    if (!v)
+        v = malloc(sizeof *v);
+    return v;
+}
+
+static int all_collect(struct all *a)
+{
+    memset(a, 0, sizeof *a);
+    size_t np;
+    pid_t *pids = list_pids(&np);
+    if (!pids)
+        return 1;
+    a->v = np ? malloc(np * sizeof *a->v) : NULL;
+    if (np && !a->v) {
+        free(pids);
+        fprintf(stderr, "thp-status: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < np; i++) {
         struct proc *p = &a->v[a->n];
-        proc_collect(p, (pid_t)pid, false);
-        if (ts_opt.scan && p->exists && !p->kthread)
-            scan_proc(p);
+        proc_read(p, pids[i], false, ts_opt.scan ? 1 : 0);
         if (p->dirfd >= 0) {
             close(p->dirfd);
             p->dirfd = -1;
@@ -71,11 +104,14 @@ static int all_collect(struct all *a)
             proc_free(p);
             continue;
         }
-        if (!p->rollup_ok || proc_permission_denied(p))
+        if (p->not_read)
+            a->timed_out += !strcmp(p->not_read, "time-out");
+        else if (!p->rollup_ok || proc_permission_denied(p))
             a->unreadable++;
+        a->cut += p->maps_cut || p->smaps_cut;
         a->n++;
     }
-    closedir(d);
+    free(pids);
     if (a->n > 1)
         qsort(a->v, a->n, sizeof *a->v, cmp_huge);
     return 0;
@@ -167,12 +203,16 @@ static void all_text(const struct all *a)
     }
     if (a->vanished)
         printf("%u exited while being read\n", a->vanished);
+    if (a->timed_out)
+        printf("%u not read: no answer within %g s (--timeout)\n", a->timed_out, ts_opt.timeout);
+    if (a->cut)
+        printf("%u read in part: maps or smaps longer than the bounded read\n", a->cut);
     if (ts_opt.scan)
         scan_all_text(a->v, a->n);
     if (ts_opt.verbose && a->unreadable) {
         printf("unreadable:");
         for (size_t i = 0; i < a->n; i++)
-            if (!a->v[i].rollup_ok || proc_permission_denied(&a->v[i]))
+            if (!a->v[i].not_read && (!a->v[i].rollup_ok || proc_permission_denied(&a->v[i])))
                 printf(" %d(%s)", (int)a->v[i].pid, ts_text(a->v[i].name));
         printf("\n");
     }
@@ -191,6 +231,8 @@ static void all_json(const struct all *a)
     j_int("total", a->total);
     j_int("unreadable", a->unreadable);
     j_int("exited_during_read", a->vanished);
+    j_int("timed_out", a->timed_out);
+    j_int("read_cut", a->cut);
     j_int("kernel_threads", a->kthreads);
     if (ts_opt.scan)
         scan_all_json(a->v, a->n);
@@ -374,6 +416,18 @@ static void all_prom(const struct all *a)
     p_family("thp_processes_unreadable", "gauge",
              "Processes whose memory could not be read (permission).");
     p_sample("thp_processes_unreadable", a->unreadable, NULL);
+    unsigned failed = 0;
+    for (size_t i = 0; i < a->n; i++)
+        failed += a->v[i].not_read && !strcmp(a->v[i].not_read, "failed");
+    p_family("thp_processes_not_read", "gauge",
+             "Processes not read, by reason (permission, time-out: no answer within --timeout, "
+             "failed: the reader died).");
+    p_sample("thp_processes_not_read", a->unreadable, "reason", "permission", NULL);
+    p_sample("thp_processes_not_read", a->timed_out, "reason", "time-out", NULL);
+    p_sample("thp_processes_not_read", failed, "reason", "failed", NULL);
+    p_family("thp_processes_read_cut", "gauge",
+             "Processes whose maps or smaps were longer than the bounded read (partial figures).");
+    p_sample("thp_processes_read_cut", a->cut, NULL);
     prom_groups(a);
     if (ts_opt.scan)
         scan_all_prom(a->v, a->n, group_of);

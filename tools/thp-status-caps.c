@@ -5,13 +5,17 @@
  * /proc entries whose modes would refuse us), CAP_PERFMON on kernels that know it (newer
  * kernels accept it for some reads that used to need CAP_SYS_PTRACE), CAP_CHECKPOINT_RESTORE
  * on kernels that know it (following /proc/PID/map_files: the library a process still maps
- * after an upgrade replaced its file, to read its arena table). Everything else
+ * after an upgrade replaced its file, to read its arena table). CAP_SYS_ADMIN stays in the
+ * permitted set only, made effective just for opening /proc/PID/pagemap (ts_open_pagemap:
+ * the kernel shows page frame numbers to an opener with it, which --scan needs to count a
+ * page that several processes share once). Everything else
  * goes from the permitted, effective and inheritable sets and the ambient set, and from
  * the bounding set where CAP_SETPCAP allows it. The tool is never installed with file
  * capabilities: it has what its caller (root, usually) gives it. */
 #include "thp-status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
@@ -36,8 +40,9 @@ void ts_caps_drop(void)
 {
     cap_value_t max = cap_max_bits(); /* number of capabilities the kernel knows */
     ts_caps.perfmon_known = CAP_PERFMON < max;
-    cap_value_t keep[4];
+    cap_value_t keep[5];
     int nkeep = 0;
+    keep[nkeep++] = CAP_SYS_ADMIN; /* first: permitted, not effective (below) */
     keep[nkeep++] = CAP_SYS_PTRACE;
     keep[nkeep++] = CAP_DAC_READ_SEARCH;
     if (ts_caps.perfmon_known)
@@ -69,7 +74,8 @@ void ts_caps_drop(void)
         for (int i = 0; i < nkeep; i++) {
             if (cap_has(cur, keep[i], CAP_PERMITTED)) {
                 cap_set_flag(want, CAP_PERMITTED, 1, &keep[i], CAP_SET);
-                cap_set_flag(want, CAP_EFFECTIVE, 1, &keep[i], CAP_SET);
+                if (keep[i] != CAP_SYS_ADMIN)
+                    cap_set_flag(want, CAP_EFFECTIVE, 1, &keep[i], CAP_SET);
             }
         }
         if (cap_set_proc(want) != 0)
@@ -87,6 +93,29 @@ void ts_caps_drop(void)
     }
     /* The tool never executes anything; make sure nothing could regain privileges. */
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
+/* CAP_SYS_ADMIN effective (when permitted) or not. */
+static bool sys_admin(bool on)
+{
+    cap_t c = cap_get_proc();
+    cap_value_t v = CAP_SYS_ADMIN;
+    bool ok = c && cap_has(c, v, CAP_PERMITTED) &&
+              cap_set_flag(c, CAP_EFFECTIVE, 1, &v, on ? CAP_SET : CAP_CLEAR) == 0 &&
+              cap_set_proc(c) == 0;
+    cap_free(c);
+    return ok;
+}
+
+int ts_open_pagemap(int dirfd)
+{
+    bool raised = sys_admin(true);
+    int fd = openat(dirfd, "pagemap", O_RDONLY | O_CLOEXEC);
+    int e = errno;
+    if (raised)
+        sys_admin(false);
+    errno = e;
+    return fd;
 }
 
 void ts_caps_advice(int err, uid_t owner, char *buf, size_t cap)

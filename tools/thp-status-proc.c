@@ -22,10 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "thp-status-proc.h"
+#include "thp-status-scan.h"
 
 static void add_err(struct proc *p, const char *what, int err)
 {
@@ -199,27 +205,100 @@ static bool is_thpalloc_path(const char *path)
     return strncmp(b, "libthpalloc.so", 14) == 0;
 }
 
+/* ---- bounded line reads ---------------------------------------------------------------- */
+
+int lines_open(struct lines *l, int dirfd, const char *name, uint64_t cap)
+{
+    l->cap = cap;
+    l->total = 0;
+    l->cut = l->eof = false;
+    l->err = 0;
+    l->len = l->pos = 0;
+    l->fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    return l->fd < 0 ? errno : 0;
+}
+
+void lines_close(struct lines *l)
+{
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = -1;
+}
+
+/* Whether the file goes on past the cap (one byte more, read and dropped). */
+static bool lines_more(struct lines *l)
+{
+    char c;
+    ssize_t n;
+    while ((n = read(l->fd, &c, 1)) < 0 && errno == EINTR)
+        ;
+    return n > 0;
+}
+
+char *lines_next(struct lines *l)
+{
+    for (;;) {
+        char *s = l->buf + l->pos, *nl = memchr(s, '\n', l->len - l->pos);
+        if (nl) {
+            *nl = '\0';
+            l->pos = (size_t)(nl - l->buf) + 1;
+            return s;
+        }
+        if (l->eof) { /* a last line without a newline; a cut one is dropped */
+            if (l->pos == l->len || l->cut)
+                return NULL;
+            l->buf[l->len] = '\0';
+            l->pos = l->len;
+            return s;
+        }
+        memmove(l->buf, s, l->len - l->pos);
+        l->len -= l->pos;
+        l->pos = 0;
+        if (l->len == sizeof l->buf - 1) { /* a line longer than the buffer: its start */
+            l->buf[l->len] = '\0';
+            l->len = l->pos = 0;
+            char c = 0;
+            ssize_t n;
+            while (c != '\n' && (n = read(l->fd, &c, 1)) > 0)
+                l->total++;
+            return l->buf;
+        }
+        if (l->total >= l->cap) {
+            l->eof = true;
+            l->cut = lines_more(l);
+            continue;
+        }
+        size_t room = sizeof l->buf - 1 - l->len;
+        if (room > l->cap - l->total)
+            room = (size_t)(l->cap - l->total);
+        ssize_t n = read(l->fd, l->buf + l->len, room);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            l->err = n < 0 ? errno : 0;
+            l->eof = true;
+            continue;
+        }
+        l->len += (size_t)n;
+        l->total += (uint64_t)n;
+    }
+}
+
 void proc_read_maps(struct proc *p)
 {
-    int err;
-    size_t len;
     ts_test_pause("maps");
-    char *t = slurp_at(p->dirfd, "maps", &len, &err);
-    if (!t) {
+    struct lines *in = malloc(sizeof *in);
+    int err = in ? lines_open(in, p->dirfd, "maps", PROC_MAPS_CAP) : ENOMEM;
+    if (err) {
         add_err(p, "maps", err);
+        free(in);
         return;
     }
-    if (len == 0 && !p->kthread) {
-        free(t);
-        add_err(p, "maps", ESRCH);
-        return;
-    }
-    p->maps_ok = true;
     free(p->maps);
     p->maps = NULL;
     p->nmaps = 0;
     size_t cap = 0;
-    for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n")) {
+    for (char *l; (l = lines_next(in));) {
         unsigned long long start, end, off, ino;
         unsigned maj, mnr;
         char perms[8];
@@ -260,7 +339,15 @@ void proc_read_maps(struct proc *p)
             p->lib_ino = (ino_t)ino;
         }
     }
-    free(t);
+    p->maps_cut = in->cut;
+    if (in->err)
+        add_err(p, "maps", in->err);
+    else if (in->total == 0 && !p->kthread)
+        add_err(p, "maps", ESRCH);
+    else
+        p->maps_ok = true;
+    lines_close(in);
+    free(in);
 }
 
 /* ---- smaps: per-VMA attribution -------------------------------------------------------- */
@@ -337,21 +424,16 @@ static void vma_account(struct proc *p, const struct vma *v)
 
 static void read_smaps(struct proc *p)
 {
-    int err;
-    size_t len;
     ts_test_pause("smaps");
-    char *t = slurp_at(p->dirfd, "smaps", &len, &err);
-    if (!t) {
+    struct lines *in = malloc(sizeof *in);
+    int err = in ? lines_open(in, p->dirfd, "smaps", PROC_SMAPS_CAP) : ENOMEM;
+    if (err) {
         add_err(p, "smaps", err);
-        return;
-    }
-    if (len == 0) {
-        free(t);
-        add_err(p, "smaps", ESRCH);
+        free(in);
         return;
     }
     struct vma v = {0};
-    for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n")) {
+    for (char *l; (l = lines_next(in));) {
         unsigned long long s, e;
         int pos = 0;
         if (isxdigit((unsigned char)l[0]) && sscanf(l, "%llx-%llx %n", &s, &e, &pos) == 2 && pos) {
@@ -376,8 +458,18 @@ static void read_smaps(struct proc *p)
             v.ac = ts_vmflag(l, "ac"); /* VM_ACCOUNT: counted in Committed_AS */
         }
     }
-    vma_account(p, &v);
-    free(t);
+    /* a cut file ends inside a mapping's lines: that mapping is left out */
+    if (!in->cut)
+        vma_account(p, &v);
+    p->smaps_cut = in->cut;
+    uint64_t total = in->total;
+    err = in->err;
+    lines_close(in);
+    free(in);
+    if (err || total == 0) {
+        add_err(p, "smaps", err ? err : ESRCH);
+        return;
+    }
     p->space_ok = true;
     /* Without the table, only names tell the arenas apart; with none (no table, a kernel
      * without CONFIG_ANON_VMA_NAME) the arenas' figures are unknown, not zero. */
@@ -495,4 +587,243 @@ bool proc_permission_denied(const struct proc *p)
         if (p->errs[i].err == EACCES || p->errs[i].err == EPERM)
             return true;
     return false;
+}
+
+/* ---- reading in a child, with a deadline ------------------------------------------------ */
+
+/* Reading another process's memory (process_vm_readv, /proc/PID/pagemap) waits for it to
+ * fault pages in: one whose range is registered with userfaultfd and never served makes
+ * the reader wait forever, and only a fatal signal ends that wait. So a child reads each
+ * process and sends what it read over a pipe, as records; the parent kills it at the
+ * deadline. Pointers in struct proc are the child's: replaced on arrival (static strings
+ * stay valid, fork keeps the address space). */
+enum { R_PROC = 1, R_INTRO, R_SCAN, R_ENV, R_EXTEND, R_SCANDATA, R_END };
+
+struct rec {
+    uint32_t type, len;
+};
+
+static int child_fd = -1;
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void put(uint32_t type, const void *data, size_t len)
+{
+    struct rec r = {type, (uint32_t)len};
+    struct iovec iov[2] = {{&r, sizeof r}, {(void *)(uintptr_t)data, len}};
+    size_t left = sizeof r + len;
+    int i = 0;
+    while (left) {
+        ssize_t n = writev(child_fd, iov + i, 2 - i);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            _exit(1); /* the parent gave up on us */
+        left -= (size_t)n;
+        while (i < 2 && (size_t)n >= iov[i].iov_len)
+            n -= (ssize_t)iov[i++].iov_len;
+        if (i < 2) {
+            iov[i].iov_base = (char *)iov[i].iov_base + n;
+            iov[i].iov_len -= (size_t)n;
+        }
+    }
+}
+
+void proc_read_extend(double seconds)
+{
+    if (child_fd >= 0)
+        put(R_EXTEND, &seconds, sizeof seconds);
+}
+
+static bool want_scan(const struct proc *p, int scan)
+{
+    return scan && p->exists && !p->kthread && (scan == 1 || !p->vanished);
+}
+
+static void child(struct proc *p, pid_t pid, bool full, int scan)
+{
+    proc_collect(p, pid, full);
+    put(R_PROC, p, sizeof *p);
+    if (p->intro)
+        put(R_INTRO, p->intro, sizeof *p->intro);
+    for (int i = 0; i < p->nenv; i++)
+        put(R_ENV, p->env[i], strlen(p->env[i]) + 1);
+    if (want_scan(p, scan)) {
+        scan_proc(p);
+        put(R_PROC, p, sizeof *p); /* the scan adds to the process's errors */
+        if (p->scan)
+            put(R_SCAN, p->scan, sizeof *p->scan);
+        size_t n;
+        const void *d = scan_child_data(&n);
+        put(R_SCANDATA, d, n);
+    }
+    put(R_END, NULL, 0);
+}
+
+/* n bytes before the deadline: 1, 0 at the end of the pipe, -1 past the deadline. */
+static int get(int fd, void *buf, size_t n, const double *deadline)
+{
+    size_t got = 0;
+    while (got < n) {
+        double left = *deadline - mono();
+        if (left <= 0)
+            return -1;
+        struct pollfd pf = {fd, POLLIN, 0};
+        int r = poll(&pf, 1, left > 3600 ? 3600000 : (int)(left * 1000) + 1);
+        if (r < 0 && errno != EINTR)
+            return 0;
+        if (r <= 0)
+            continue;
+        ssize_t m = read(fd, (char *)buf + got, n - got);
+        if (m < 0 && errno == EINTR)
+            continue;
+        if (m <= 0)
+            return 0;
+        got += (size_t)m;
+    }
+    return 1;
+}
+
+/* What the parent knows of a process it could not read: that it exists, its name. */
+static void not_read(struct proc *p, pid_t pid, const char *why)
+{
+    bool had = p->exists && p->pid == pid; /* its first part arrived */
+    if (!had) {
+        memset(p, 0, sizeof *p);
+        p->pid = pid;
+        p->thp_enabled = -1;
+        p->secure = -1;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        p->exists = fd >= 0;
+        if (fd >= 0) {
+            ssize_t n = read(fd, p->name, sizeof p->name - 1);
+            if (n > 0)
+                p->name[n - (p->name[n - 1] == '\n')] = '\0';
+            close(fd);
+        }
+        p->not_read = why;
+    }
+}
+
+void proc_read(struct proc *p, pid_t pid, bool full, int scan)
+{
+    int fds[2];
+    pid_t c = -1;
+    if (ts_opt.timeout > 0 && pipe2(fds, O_CLOEXEC) == 0) {
+        fflush(NULL);
+        c = fork();
+        if (c < 0) {
+            close(fds[0]);
+            close(fds[1]);
+        }
+    }
+    if (c < 0) { /* no deadline, or no child to give it to: read here */
+        proc_collect(p, pid, full);
+        if (want_scan(p, scan))
+            scan_proc(p);
+        return;
+    }
+    if (c == 0) {
+        close(fds[0]);
+        signal(SIGPIPE, SIG_IGN);
+        child_fd = fds[1];
+        child(p, pid, full, scan);
+        _exit(0);
+    }
+    close(fds[1]);
+    memset(p, 0, sizeof *p);
+    p->dirfd = -1;
+    double deadline = mono() + ts_opt.timeout;
+    const char *why = "failed";
+    void *data = NULL;
+    for (;;) {
+        struct rec r;
+        int got = get(fds[0], &r, sizeof r, &deadline);
+        void *nd = got > 0 ? realloc(data, r.len + 1) : NULL;
+        if (nd)
+            data = nd;
+        if (got > 0 && nd)
+            got = get(fds[0], data, r.len, &deadline);
+        if (got < 0)
+            why = "time-out";
+        if (got <= 0 || !nd)
+            break;
+        if (r.type == R_END) {
+            why = NULL;
+            break;
+        }
+        if (r.type == R_PROC && r.len == sizeof *p) {
+            struct intro_table *intro = p->intro;
+            char **env = p->env;
+            int nenv = p->nenv;
+            memcpy(p, data, sizeof *p);
+            p->dirfd = -1;
+            p->intro = intro;
+            p->env = env;
+            p->nenv = env ? nenv : 0;
+            p->maps = NULL;
+            p->nmaps = 0;
+            p->scan = NULL;
+        } else if (r.type == R_INTRO && r.len == sizeof *p->intro && !p->intro) {
+            p->intro = malloc(sizeof *p->intro);
+            if (p->intro)
+                memcpy(p->intro, data, sizeof *p->intro);
+            p->intro_ok = p->intro != NULL;
+        } else if (r.type == R_ENV) {
+            char **ne = realloc(p->env, ((size_t)p->nenv + 2) * sizeof *ne);
+            ((char *)data)[r.len] = '\0';
+            if (ne) {
+                p->env = ne;
+                p->env[p->nenv] = strdup(data);
+                p->nenv += p->env[p->nenv] != NULL;
+                p->env[p->nenv] = NULL;
+            }
+        } else if (r.type == R_SCAN && r.len == sizeof *p->scan) {
+            p->scan = malloc(sizeof *p->scan);
+            if (p->scan)
+                memcpy(p->scan, data, sizeof *p->scan);
+        } else if (r.type == R_SCANDATA) {
+            scan_parent_data(data, r.len);
+        } else if (r.type == R_EXTEND && r.len == sizeof(double)) {
+            double more;
+            memcpy(&more, data, sizeof more);
+            if (more > 0 && more < 1e6)
+                deadline += more;
+        }
+    }
+    free(data);
+    close(fds[0]);
+    kill(c, SIGKILL); /* gone already, or given up: never waited for */
+    while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
+        ;
+    if (!why)
+        return;
+    not_read(p, pid, why);
+    if (want_scan(p, scan)) {
+        /* the process read, its scan not (or neither): the scan says why */
+        free(p->scan);
+        p->scan = calloc(1, sizeof *p->scan);
+        if (p->scan)
+            p->scan->not_read = why;
+    }
+}
+
+const char *proc_not_read_text(const struct proc *p)
+{
+    static char buf[160];
+    const char *why = p->not_read ? p->not_read : p->scan ? p->scan->not_read : NULL;
+    if (why && !strcmp(why, "time-out"))
+        snprintf(buf, sizeof buf,
+                 "no answer within %g s (--timeout): its memory blocks readers (userfaultfd?)",
+                 ts_opt.timeout);
+    else
+        snprintf(buf, sizeof buf, "the reading process failed");
+    return buf;
 }

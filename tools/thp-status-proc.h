@@ -81,7 +81,41 @@ struct proc {
     struct perr errs[8];
     int nerr;
     struct scan *scan; /* --scan (thp-status-scan.c) */
+    /* Bounded reads: maps or smaps longer than their cap were read in part (the figures
+     * cover the mappings read); not_read: why nothing is known ("time-out": no answer
+     * within --timeout; "failed": the reader ended without one), NULL when read. */
+    bool maps_cut, smaps_cut;
+    const char *not_read;
 };
+
+/* What one process's reading may cost: maps and smaps are read up to these sizes (a
+ * process's maps hold 65,530 mappings at most, by default, of short names). */
+#define PROC_MAPS_CAP ((uint64_t)8 << 20)
+#define PROC_SMAPS_CAP ((uint64_t)32 << 20)
+
+/* A file of /proc read a line at a time in a fixed buffer, at most cap bytes (cut: the
+ * file was longer). Longer lines than the buffer are cut to it. */
+struct lines {
+    int fd;
+    uint64_t cap, total;
+    bool cut, eof;
+    int err;
+    size_t len, pos;
+    char buf[65536];
+};
+int lines_open(struct lines *l, int dirfd, const char *name, uint64_t cap);
+char *lines_next(struct lines *l);
+void lines_close(struct lines *l);
+
+/* Reads pid into p as proc_collect does, then (when scan) runs scan_proc on it: in a child
+ * process, abandoned after --timeout (p->not_read "time-out") so that a process whose
+ * memory blocks readers (userfaultfd) cannot stall the caller. scan: 1 for processes that
+ * exist (not kernel threads), 2 for those not exited while being read either. */
+void proc_read(struct proc *p, pid_t pid, bool full, int scan);
+/* Why p (or its scan) was not read, in words. */
+const char *proc_not_read_text(const struct proc *p);
+/* From scan_proc in the child: the rate limit allows `seconds` more for this process. */
+void proc_read_extend(double seconds);
 
 /* Reads everything about pid into p (full: also the environment and the policy). */
 void proc_collect(struct proc *p, pid_t pid, bool full);

@@ -37,8 +37,21 @@ static void text_errors(const struct proc *p)
 static void proc_text(const struct proc *p)
 {
     printf("PID %d  %s\n", (int)p->pid, p->name[0] ? ts_text(p->name) : "?");
+    if (p->not_read) {
+        printf("  ! not read: %s\n", proc_not_read_text(p));
+        scan_text(p);
+        return;
+    }
     if (p->vanished)
         printf("  ! the process exited while being read: the figures below are incomplete\n");
+    /* reads are bounded (PROC_MAPS_CAP, PROC_SMAPS_CAP): what was left is said */
+    if (p->maps_cut)
+        printf("  ! maps cut at %d MiB (the read is bounded): mappings past it not seen\n",
+               (int)(PROC_MAPS_CAP >> 20));
+    if (p->smaps_cut)
+        printf("  ! smaps cut at %d MiB (the read is bounded): figures by mapping cover "
+               "those read only\n",
+               (int)(PROC_SMAPS_CAP >> 20));
     if (p->kthread) {
         printf("  kernel thread (no user memory)\n");
         return;
@@ -178,6 +191,9 @@ void proc_json(const struct proc *p, bool full)
         return;
     }
     j_bool("exited_during_read", p->vanished);
+    j_str("not_read", p->not_read);
+    j_bool("maps_cut", p->maps_cut);
+    j_bool("smaps_cut", p->smaps_cut);
     j_str("name", p->name);
     j_int("uid", (long long)p->ruid);
     j_bool("kernel_thread", p->kthread);
@@ -187,7 +203,7 @@ void proc_json(const struct proc *p, bool full)
         j_bool("thp_enabled", p->thp_enabled);
     else
         j_null("thp_enabled");
-    j_bool("readable", p->rollup_ok && !proc_permission_denied(p));
+    j_bool("readable", p->rollup_ok && !proc_permission_denied(p) && !p->not_read);
     if (p->rollup_ok) {
         j_obj("memory_kb");
         j_u64("rss", p->rss_kb);
@@ -288,16 +304,18 @@ int ts_procs(char **pids, int npids)
     for (int i = 0; i < npids; i++) {
         char *end;
         long v = strtol(pids[i], &end, 10);
-        proc_collect(p, (pid_t)v, true);
-        if (ts_opt.scan && p->exists && !p->vanished)
-            scan_proc(p);
+        proc_read(p, (pid_t)v, true, ts_opt.scan ? 2 : 0);
         if (!p->exists) {
             fprintf(stderr, "thp-status: %ld: no such process\n", v);
+            rc = 1;
+        } else if (p->not_read) {
+            fprintf(stderr, "thp-status: %ld: not read: %s\n", v, proc_not_read_text(p));
             rc = 1;
         } else if (p->vanished) {
             fprintf(stderr, "thp-status: %ld: the process exited while being read\n", v);
             rc = 1;
-        } else if (p->nerr) {
+        } else if (p->nerr ||
+                   (p->scan && p->scan->not_read && !strcmp(p->scan->not_read, "time-out"))) {
             fprintf(
                 stderr,
                 "thp-status: %ld: parts of the process could not be read (said in the output)\n",

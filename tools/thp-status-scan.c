@@ -56,6 +56,7 @@ struct pm_scan_arg {
 #define KPF_THP 22
 #define PM_PRESENT (1ULL << 63)
 #define PM_PFN_MASK ((1ULL << 55) - 1)
+#define PM_EXCLUSIVE (1ULL << 56) /* mapped by this process only */
 
 /* ---- the machine's side: settings, rate ----------------------------------------------- */
 
@@ -87,21 +88,148 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The rate limit's account over the whole run (kept by the parent across the children
+ * that read each process: scan_child_data). */
+static double rate_t0;
+static uint64_t rate_done;
+
 /* Sleeps until reading `more` bytes keeps the whole run at or below --scan-rate. */
 static void rate_wait(uint64_t more)
 {
-    static double t0;
-    static uint64_t done;
     if (!ts_opt.scan_rate)
         return;
-    if (!done)
-        t0 = now();
-    done += more;
-    double due = t0 + (double)done / (double)ts_opt.scan_rate, wait = due - now();
+    if (!rate_done)
+        rate_t0 = now();
+    rate_done += more;
+    double due = rate_t0 + (double)rate_done / (double)ts_opt.scan_rate, wait = due - now();
     if (wait > 0) {
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
             ;
+    }
+}
+
+/* ---- frames counted: each physical huge page once ------------------------------------- */
+
+/* Frame number -> its zero-filled pieces, for every huge page read so far (open
+ * addressing, key pfn + 1). A copy-on-write page shared by a forked family is read once
+ * and counted once in the totals. */
+static struct {
+    uint64_t *key;
+    uint16_t *zeros;
+    size_t cap, n;
+} seen;
+
+/* What this child added to seen, for its parent: the rate account, then (pfn, zeros). */
+struct fresh {
+    uint64_t pfn, zeros;
+};
+static struct {
+    double t0;
+    uint64_t done;
+    struct fresh v[];
+} * sent;
+static size_t nsent, capsent;
+
+static size_t slot(uint64_t pfn)
+{
+    size_t i = (size_t)((pfn * 0x9E3779B97F4A7C15ull) >> 20) & (seen.cap - 1);
+    while (seen.key[i] && seen.key[i] != pfn + 1)
+        i = (i + 1) & (seen.cap - 1);
+    return i;
+}
+
+static bool seen_get(uint64_t pfn, unsigned *zeros)
+{
+    if (!seen.cap)
+        return false;
+    size_t i = slot(pfn);
+    if (!seen.key[i])
+        return false;
+    *zeros = seen.zeros[i];
+    return true;
+}
+
+static void seen_put(uint64_t pfn, unsigned zeros)
+{
+    if ((seen.n + 1) * 2 > seen.cap) {
+        size_t oc = seen.cap, nc = oc ? oc * 2 : 1024;
+        uint64_t *ok = seen.key, *nk = calloc(nc, sizeof *nk);
+        uint16_t *oz = seen.zeros, *nz = calloc(nc, sizeof *nz);
+        if (!nk || !nz) {
+            free(nk);
+            free(nz);
+            return; /* counted again, never wrongly */
+        }
+        seen.key = nk;
+        seen.zeros = nz;
+        seen.cap = nc;
+        for (size_t i = 0; i < oc; i++)
+            if (ok[i]) {
+                size_t j = slot(ok[i] - 1);
+                seen.key[j] = ok[i];
+                seen.zeros[j] = oz[i];
+            }
+        free(ok);
+        free(oz);
+    }
+    size_t i = slot(pfn);
+    if (!seen.key[i]) {
+        seen.key[i] = pfn + 1;
+        seen.zeros[i] = (uint16_t)zeros;
+        seen.n++;
+    }
+}
+
+static void sent_add(uint64_t pfn, unsigned zeros)
+{
+    if (nsent == capsent) {
+        size_t nc = capsent ? capsent * 2 : 256;
+        void *n = realloc(sent, sizeof *sent + nc * sizeof sent->v[0]);
+        if (!n)
+            return;
+        sent = n;
+        capsent = nc;
+    }
+    sent->v[nsent++] = (struct fresh){pfn, zeros};
+}
+
+const void *scan_child_data(size_t *len)
+{
+    static struct {
+        double t0;
+        uint64_t done;
+    } none;
+    if (!sent) {
+        none.t0 = rate_t0;
+        none.done = rate_done;
+        *len = sizeof none;
+        return &none;
+    }
+    sent->t0 = rate_t0;
+    sent->done = rate_done;
+    *len = sizeof *sent + nsent * sizeof sent->v[0];
+    return sent;
+}
+
+void scan_parent_data(const void *data, size_t len)
+{
+    double t0;
+    uint64_t done;
+    if (len < sizeof t0 + sizeof done)
+        return;
+    memcpy(&t0, data, sizeof t0);
+    memcpy(&done, (const char *)data + sizeof t0, sizeof done);
+    if (done > rate_done) {
+        rate_t0 = rate_done ? rate_t0 : t0;
+        rate_done = done;
+    }
+    const char *v = (const char *)data + sizeof t0 + sizeof done;
+    for (size_t n = (len - sizeof t0 - sizeof done) / sizeof(struct fresh); n--;
+         v += sizeof(struct fresh)) {
+        struct fresh f;
+        memcpy(&f, v, sizeof f);
+        seen_put(f.pfn, (unsigned)f.zeros);
     }
 }
 
@@ -119,14 +247,17 @@ static bool zero_piece(const unsigned char *b)
 enum page_result { PAGE_READ, PAGE_CHANGED, PAGE_GONE, PAGE_DENIED };
 
 /* Reads the huge page at addr of pid and counts its zero pieces in *zeros. */
-static enum page_result read_page(pid_t pid, uint64_t addr, unsigned char *buf, unsigned *zeros,
-                                  int *err)
+static enum page_result read_page(pid_t pid, int mem, uint64_t addr, unsigned char *buf,
+                                  unsigned *zeros, int *err)
 {
     *zeros = 0;
     for (uint64_t off = 0; off < HUGE_SIZE; off += CHUNK) {
         rate_wait(CHUNK);
         struct iovec local = {buf, CHUNK}, remote = {(void *)(uintptr_t)(addr + off), CHUNK};
-        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        ssize_t n = mem >= 0 ? pread(mem, buf, CHUNK, (off_t)(addr + off))
+                             : process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (mem >= 0 && n == 0) /* the process has no memory any more: it exited */
+            n = -1, errno = ESRCH;
         if (n != (ssize_t)CHUNK) {
             *err = n < 0 ? errno : EFAULT;
             if (*err == ESRCH)
@@ -151,7 +282,7 @@ struct vma {
 struct ctx {
     struct proc *p;
     struct scan *s;
-    int pagemap, kpageflags;
+    int pagemap, kpageflags, mem;
     unsigned char *buf;
     bool stop, first_read, kpageflags_tried;
     const struct vma *v;
@@ -172,16 +303,52 @@ static bool in_arenas(const struct ctx *c, uint64_t addr)
     return false;
 }
 
+static void count_page(struct ctx *c, uint64_t addr, unsigned zeros, bool dup)
+{
+    int k = in_arenas(c, addr) ? SCAN_ARENAS : SCAN_REST;
+    /* the kernel (thp_underused) splits none at 511: it would find nothing to gain */
+    bool split = max_ptes_none() < (int)PIECES - 1 && zeros > (unsigned)max_ptes_none();
+    for (int d = 0; d <= (int)dup; d++) {
+        struct scan_owner *o = d ? &c->s->dup[k] : &c->s->own[k];
+        o->pages++;
+        o->zero_bytes += (uint64_t)zeros * PIECE;
+        o->splittable += split;
+    }
+}
+
 static void scan_page(struct ctx *c, uint64_t addr)
 {
     if (c->stop)
         return;
+    /* The frame, where pagemap shows it: a page another process maps too (copy-on-write
+     * after fork) and read for it already is counted from what was read then. */
+    uint64_t e = 0, pfn = 0;
+    bool shared = false;
+    if (pread(c->pagemap, &e, sizeof e, (off_t)(addr / PIECE * 8)) == (ssize_t)sizeof e &&
+        (e & PM_PRESENT)) {
+        shared = !(e & PM_EXCLUSIVE);
+        c->s->shared += shared;
+        pfn = e & PM_PFN_MASK;
+        c->s->pfns |= pfn != 0;
+    }
     unsigned zeros;
+    if (pfn && seen_get(pfn, &zeros)) {
+        count_page(c, addr, zeros, true);
+        return;
+    }
     int err = 0;
-    enum page_result r = read_page(c->p->pid, addr, c->buf, &zeros, &err);
+    /* A shared page is read through /proc/PID/mem: process_vm_readv pins the pages it
+     * reads, and pinning a copy-on-write page unshares it (the kernel copies it for the
+     * process, in small pages): reading would split the huge page and add a copy. */
+    if (shared && c->mem < 0)
+        c->mem = openat(c->p->dirfd, "mem", O_RDONLY | O_CLOEXEC);
+    enum page_result r = read_page(c->p->pid, shared ? c->mem : -1, addr, c->buf, &zeros, &err);
     if (!c->first_read) {
         c->first_read = true;
         ts_test_pause("scan"); /* the tests end or change the process here */
+        char step[32];         /* or only this one's: "scan-PID" */
+        snprintf(step, sizeof step, "scan-%d", (int)c->p->pid);
+        ts_test_pause(step);
     }
     if (r == PAGE_GONE) {
         c->s->exited = true;
@@ -193,11 +360,11 @@ static void scan_page(struct ctx *c, uint64_t addr)
     } else if (r == PAGE_CHANGED) {
         c->s->changed++;
     } else {
-        struct scan_owner *o = &c->s->own[in_arenas(c, addr) ? SCAN_ARENAS : SCAN_REST];
-        o->pages++;
-        o->zero_bytes += (uint64_t)zeros * PIECE;
-        /* the kernel (thp_underused) splits none at 511: it would find nothing to gain */
-        o->splittable += max_ptes_none() < (int)PIECES - 1 && zeros > (unsigned)max_ptes_none();
+        count_page(c, addr, zeros, false);
+        if (pfn) {
+            seen_put(pfn, zeros);
+            sent_add(pfn, zeros);
+        }
     }
 }
 
@@ -275,23 +442,24 @@ static void via_pagemap(struct ctx *c, const struct vma *v)
 /* ---- one process ----------------------------------------------------------------------- */
 
 /* The anonymous mappings with huge pages, from smaps. */
-static struct vma *huge_vmas(struct proc *p, size_t *nv, int *err)
+static struct vma *huge_vmas(struct proc *p, size_t *nv, int *err, bool *cut)
 {
-    int fd = openat(p->dirfd, "smaps", O_RDONLY | O_CLOEXEC);
-    char *t = fd >= 0 ? ts_slurp_fd(fd, NULL, err) : NULL;
-    if (fd < 0)
-        *err = errno;
-    else
-        close(fd);
-    if (!t)
+    struct lines *in = malloc(sizeof *in);
+    *err = in ? lines_open(in, p->dirfd, "smaps", PROC_SMAPS_CAP) : ENOMEM;
+    if (*err) {
+        free(in);
         return NULL;
+    }
     struct vma *v = NULL, cur = {0};
     size_t n = 0, cap = 0;
     bool have = false;
-    for (char *l = strtok(t, "\n");; l = strtok(NULL, "\n")) {
+    for (char *l = lines_next(in);; l = lines_next(in)) {
         unsigned long long s, e;
         int pos = 0;
         bool header = l && sscanf(l, "%llx-%llx %*s %n", &s, &e, &pos) == 2 && pos;
+        /* a cut file ends inside a mapping's lines: that mapping is left out */
+        if (!l && in->cut)
+            break;
         if (!l || header) {
             if (have && cur.huge_kb) {
                 if (n == cap) {
@@ -312,9 +480,15 @@ static struct vma *huge_vmas(struct proc *p, size_t *nv, int *err)
             ts_kv_kb(l, "AnonHugePages", &cur.huge_kb);
         }
     }
-    free(t);
+    *cut = in->cut;
+    *err = in->err ? in->err : in->total ? 0 : ESRCH;
+    lines_close(in);
+    free(in);
+    if (*err) {
+        free(v);
+        return NULL;
+    }
     *nv = n;
-    *err = 0;
     return v;
 }
 
@@ -326,14 +500,17 @@ void scan_proc(struct proc *p)
     free(p->scan);
     p->scan = s;
     if (p->kthread || !p->rollup_ok || p->dirfd < 0) {
+        s->not_read = p->vanished ? "exited" : "unreadable";
         if (proc_permission_denied(p)) {
             s->err = EACCES;
             s->err_what = "smaps_rollup";
+            s->not_read = "refused";
         }
         return;
     }
     if (p->huge_kb * 1024 > ts_opt.scan_max) {
         s->skipped = true;
+        s->not_read = "skipped";
         return;
     }
     s->method = "pagemap-scan";
@@ -342,23 +519,31 @@ void scan_proc(struct proc *p)
     s->owners_unknown = p->loaded && !p->attr_ok;
     if (!p->huge_kb)
         return;
+    /* the deadline of this read (proc_read) grows by the time the rate limit gives it */
+    if (ts_opt.scan_rate)
+        proc_read_extend((double)p->huge_kb * 1024 / (double)ts_opt.scan_rate);
     double t0 = now();
     size_t nv = 0;
     int err;
-    struct vma *v = huge_vmas(p, &nv, &err);
+    struct vma *v = huge_vmas(p, &nv, &err, &s->cut);
     if (!v && err) {
         s->err = err;
         s->err_what = "smaps";
         s->exited = err == ESRCH;
+        s->method = NULL;
+        s->not_read = err == ESRCH                    ? "exited"
+                      : err == EACCES || err == EPERM ? "refused"
+                                                      : "unreadable";
         return;
     }
-    struct ctx c = {.p = p, .s = s, .kpageflags = -1};
-    c.pagemap = openat(p->dirfd, "pagemap", O_RDONLY | O_CLOEXEC);
+    struct ctx c = {.p = p, .s = s, .kpageflags = -1, .mem = -1};
+    c.pagemap = ts_open_pagemap(p->dirfd);
     c.buf = aligned_alloc(PIECE, CHUNK);
     if (c.pagemap < 0 || !c.buf) {
         s->err = c.pagemap < 0 ? errno : ENOMEM;
         s->err_what = "pagemap";
         s->method = NULL;
+        s->not_read = s->err == EACCES || s->err == EPERM ? "refused" : "unreadable";
     }
     /* THP_STATUS_TEST_NO_PAGEMAP_SCAN=1: as on a kernel before 6.7 (tests; not in secure
      * execution) */
@@ -377,9 +562,16 @@ void scan_proc(struct proc *p)
         via_pagemap(&c, &v[i]);
     }
     /* Refused: one of the process's errors, said (and advised) as the others are, and
-     * the PID view's exit status 1 ("could not be read in full"). */
-    if (s->err_what && !strcmp(s->err_what, "memory") && p->nerr < 8)
-        p->errs[p->nerr++] = (struct perr){"mem", s->err};
+     * the PID view's exit status 1 ("could not be read in full"). Its figures are not
+     * measurements: none are given. */
+    if (s->err_what && !strcmp(s->err_what, "memory")) {
+        if (p->nerr < 8)
+            p->errs[p->nerr++] = (struct perr){"mem", s->err};
+        s->not_read = "refused";
+        s->method = NULL;
+        memset(s->own, 0, sizeof s->own);
+        memset(s->dup, 0, sizeof s->dup);
+    }
     if (c.buf) { /* nothing of the content outlives the count */
         explicit_bzero(c.buf, CHUNK);
         free(c.buf);
@@ -388,6 +580,8 @@ void scan_proc(struct proc *p)
         close(c.pagemap);
     if (c.kpageflags >= 0)
         close(c.kpageflags);
+    if (c.mem >= 0)
+        close(c.mem);
     free(v);
     s->seconds = now() - t0;
 }
@@ -434,6 +628,14 @@ void scan_text(const struct proc *p)
                max);
         return;
     }
+    if (s->not_read && !strcmp(s->not_read, "time-out")) {
+        printf("  huge pages not scanned: %s\n", proc_not_read_text(p));
+        return;
+    }
+    if (s->not_read && !strcmp(s->not_read, "failed")) {
+        printf("  huge pages not scanned: %s\n", proc_not_read_text(p));
+        return;
+    }
     if (s->err && s->err_what && !strcmp(s->err_what, "memory")) {
         printf("  huge pages not scanned: reading its memory was refused (%s)\n",
                ts_errname(s->err));
@@ -456,6 +658,15 @@ void scan_text(const struct proc *p)
     if (s->changed)
         printf("    (%" PRIu64 " huge page%s unmapped or changed while being read: not counted)\n",
                s->changed, s->changed == 1 ? "" : "s");
+    if (s->cut)
+        printf("    ! smaps cut at %d MiB (the read is bounded): huge pages past it not scanned\n",
+               (int)(PROC_SMAPS_CAP >> 20));
+    if (s->shared)
+        printf("    (%" PRIu64 " of these huge pages shared with other processes, copy-on-write:"
+               " %s)\n",
+               s->shared,
+               s->pfns ? "the totals of --all count each once"
+                       : "page frames hidden (CAP_SYS_ADMIN), --all counts them in each");
 }
 
 static void owner_json(const char *key, const struct scan_owner *o)
@@ -475,27 +686,56 @@ void scan_json(const struct proc *p)
         return;
     j_obj("scan");
     j_str("method", s->method);
+    j_bool("read", !s->not_read);
+    j_str("not_read", s->not_read);
     j_bool("skipped", s->skipped);
-    j_bool("complete", s->method && !s->exited && !s->err && !s->changed);
+    j_bool("complete", s->method && !s->exited && !s->err && !s->changed && !s->cut);
+    j_bool("cut", s->cut);
     j_bool("exited_during_scan", s->exited);
     j_u64("changed_during_scan", s->changed);
     j_str("error", s->err ? ts_errname(s->err) : NULL);
     j_str("error_in", s->err ? s->err_what : NULL);
     j_int("max_ptes_none", max_ptes_none());
-    j_bool("owners_known", !s->owners_unknown);
+    /* unknown is never zero: a process not read has no figures */
+    if (s->not_read)
+        j_null("owners_known");
+    else
+        j_bool("owners_known", !s->owners_unknown);
     for (int o = 0; o < 2; o++)
-        owner_json(owner_key[o], &s->own[o]);
+        if (s->not_read)
+            j_null(owner_key[o]);
+        else
+            owner_json(owner_key[o], &s->own[o]);
+    j_u64("shared_huge_pages", s->shared);
+    j_bool("frames_visible", s->pfns);
+    j_u64("counted_before", s->dup[0].pages + s->dup[1].pages);
     j_num("seconds", s->seconds);
     j_end();
 }
 
 /* ---- --all ----------------------------------------------------------------------------- */
 
+/* Why processes were not scanned, as JSON, Prometheus and the text say it. */
+static const char *const reasons[] = {"skipped", "refused",  "unreadable",
+                                      "exited",  "time-out", "failed"};
+#define NREASONS (sizeof reasons / sizeof *reasons)
+
 struct totals {
-    struct scan_owner own[2];
-    unsigned scanned, skipped, exited, refused;
+    struct scan_owner own[2]; /* each physical page once: dup left out */
+    unsigned scanned, skipped, exited, refused, cut;
+    unsigned not_read[NREASONS];
+    uint64_t shared, dup;
+    bool pfns;
     double seconds;
 };
+
+/* What s adds to the totals: its pages, less those counted for a process before. */
+static struct scan_owner own_once(const struct scan *s, int o)
+{
+    return (struct scan_owner){s->own[o].pages - s->dup[o].pages,
+                               s->own[o].zero_bytes - s->dup[o].zero_bytes,
+                               s->own[o].splittable - s->dup[o].splittable};
+}
 
 static void totals(const struct proc *v, size_t n, struct totals *t)
 {
@@ -504,15 +744,22 @@ static void totals(const struct proc *v, size_t n, struct totals *t)
         const struct scan *s = v[i].scan;
         if (!s)
             continue;
+        for (size_t r = 0; r < NREASONS; r++)
+            t->not_read[r] += s->not_read && !strcmp(s->not_read, reasons[r]);
         t->skipped += s->skipped;
         t->exited += s->exited;
-        t->refused += s->err && !strcmp(s->err_what, "memory");
-        t->scanned += s->method && !s->err && (s->own[0].pages || s->own[1].pages);
+        t->refused += s->not_read && !strcmp(s->not_read, "refused");
+        t->cut += s->cut;
+        t->scanned += s->method && !s->not_read && (s->own[0].pages || s->own[1].pages);
         t->seconds += s->seconds;
+        t->shared += s->shared;
+        t->pfns |= s->pfns;
         for (int o = 0; o < 2; o++) {
-            t->own[o].pages += s->own[o].pages;
-            t->own[o].zero_bytes += s->own[o].zero_bytes;
-            t->own[o].splittable += s->own[o].splittable;
+            struct scan_owner w = own_once(s, o);
+            t->own[o].pages += w.pages;
+            t->own[o].zero_bytes += w.zero_bytes;
+            t->own[o].splittable += w.splittable;
+            t->dup += s->dup[o].pages;
         }
     }
 }
@@ -565,6 +812,25 @@ void scan_all_text(const struct proc *v, size_t n)
     if (t.refused)
         printf("  %u process%s not scanned: reading their memory was refused\n", t.refused,
                t.refused == 1 ? "" : "es");
+    if (t.not_read[2])
+        printf("  %u process%s not scanned: unreadable\n", t.not_read[2],
+               t.not_read[2] == 1 ? "" : "es");
+    if (t.not_read[4])
+        printf("  %u process%s not scanned: no answer within %g s (--timeout)\n", t.not_read[4],
+               t.not_read[4] == 1 ? "" : "es", ts_opt.timeout);
+    if (t.not_read[5])
+        printf("  %u process%s not scanned: the reading process failed\n", t.not_read[5],
+               t.not_read[5] == 1 ? "" : "es");
+    if (t.cut)
+        printf("  %u process%s scanned in part: smaps cut at %d MiB\n", t.cut,
+               t.cut == 1 ? "" : "es", (int)(PROC_SMAPS_CAP >> 20));
+    if (t.dup)
+        printf("  %" PRIu64 " huge page%s shared between processes (copy-on-write): counted once\n",
+               t.dup, t.dup == 1 ? "" : "s");
+    else if (t.shared && !t.pfns)
+        printf("  %" PRIu64 " huge page%s shared between processes counted in each (page frames "
+               "hidden without CAP_SYS_ADMIN)\n",
+               t.shared, t.shared == 1 ? "" : "s");
     if (t.exited)
         printf("  %u process%s exited during the scan (partial figures)\n", t.exited,
                t.exited == 1 ? "" : "es");
@@ -594,6 +860,12 @@ void scan_all_json(const struct proc *v, size_t n)
     j_int("processes_skipped", t.skipped);
     j_int("processes_refused", t.refused);
     j_int("processes_exited", t.exited);
+    j_obj("processes_not_read");
+    for (size_t r = 0; r < NREASONS; r++)
+        j_int(reasons[r], t.not_read[r]);
+    j_end();
+    j_int("processes_cut", t.cut);
+    j_u64("shared_counted_once", t.dup);
     j_int("max_ptes_none", max_ptes_none());
     for (int o = 0; o < 2; o++)
         owner_json(owner_key[o], &t.own[o]);
@@ -609,6 +881,15 @@ void scan_all_json(const struct proc *v, size_t n)
     j_end();
     j_num("seconds", t.seconds);
     j_end();
+}
+
+/* The processes not scanned, by reason: unknown is never zero, and never missing. */
+static void prom_not_read(const unsigned *counts)
+{
+    p_family("thp_scan_processes_not_read", "gauge",
+             "Processes --scan could not read, by reason (their huge pages are in no total).");
+    for (size_t r = 0; r < NREASONS; r++)
+        p_sample("thp_scan_processes_not_read", counts[r], "reason", reasons[r], NULL);
 }
 
 /* Per systemd service (as the other series) and owner, then the totals per owner. */
@@ -650,9 +931,8 @@ void scan_all_prom(const struct proc *v, size_t n, const char *(*group)(const st
                     const struct scan *s = v[i].scan;
                     if (!s || !s->method || strcmp(group(&v[i]), units[k]))
                         continue;
-                    sum += f == 0   ? s->own[o].pages * HUGE_SIZE
-                           : f == 1 ? s->own[o].zero_bytes
-                                    : s->own[o].splittable;
+                    struct scan_owner w = own_once(s, o);
+                    sum += f == 0 ? w.pages * HUGE_SIZE : f == 1 ? w.zero_bytes : w.splittable;
                 }
                 p_family(name, "gauge", h);
                 p_sample(name, (double)sum, "unit", units[k], "owner", owner_label[o], NULL);
@@ -675,6 +955,7 @@ void scan_all_prom(const struct proc *v, size_t n, const char *(*group)(const st
     p_family("thp_scan_processes_skipped", "gauge",
              "Processes --scan skipped: more huge pages than --scan-max.");
     p_sample("thp_scan_processes_skipped", t.skipped, NULL);
+    prom_not_read(t.not_read);
     p_family("thp_scan_max_ptes_none", "gauge",
              "khugepaged/max_ptes_none: the zero pieces above which a huge page is splittable.");
     p_sample("thp_scan_max_ptes_none", max_ptes_none(), NULL);
@@ -697,25 +978,27 @@ int scan_procs_prom(char **pids, int npids)
         return 1;
     }
     int rc = 0, n = 0;
+    unsigned not_read[NREASONS] = {0};
     for (int i = 0; i < npids; i++) {
         long v = strtol(pids[i], NULL, 10);
-        proc_collect(p, (pid_t)v, true);
-        if (!p->exists || p->vanished || p->nerr) {
+        proc_read(p, (pid_t)v, true, 2);
+        if (!p->exists || p->vanished || p->nerr || p->not_read) {
             fprintf(stderr, "thp-status: %ld: %s\n", v,
                     !p->exists    ? "no such process"
+                    : p->not_read ? proc_not_read_text(p)
                     : p->vanished ? "the process exited while being read"
                                   : "parts of the process could not be read");
             rc = 1;
         }
-        if (p->exists && !p->vanished && !p->kthread) {
-            scan_proc(p);
-            if (p->scan && p->scan->method) {
-                struct row *r = &rows[n++];
-                snprintf(r->pid, sizeof r->pid, "%ld", v);
-                snprintf(r->comm, sizeof r->comm, "%s", p->name);
-                snprintf(r->unit, sizeof r->unit, "%s", p->unit[0] ? p->unit : "(none)");
-                r->s = *p->scan;
-            }
+        if (p->exists && !p->kthread && p->scan) {
+            struct row *r = &rows[n++];
+            snprintf(r->pid, sizeof r->pid, "%ld", v);
+            snprintf(r->comm, sizeof r->comm, "%s", p->name);
+            snprintf(r->unit, sizeof r->unit, "%s", p->unit[0] ? p->unit : "(none)");
+            r->s = *p->scan;
+            for (size_t k = 0; k < NREASONS; k++)
+                not_read[k] += r->s.not_read && !strcmp(r->s.not_read, reasons[k]);
+            rc |= r->s.not_read && !strcmp(r->s.not_read, "time-out");
         }
         proc_free(p);
     }
@@ -730,7 +1013,7 @@ int scan_procs_prom(char **pids, int npids)
     const char *owner_label[2] = {"thpalloc", "rest"};
     for (int f = 0; f < 3; f++)
         for (int i = 0; i < n; i++)
-            for (int o = 0; o < 2; o++) {
+            for (int o = 0; o < 2 && !rows[i].s.not_read; o++) {
                 const struct scan_owner *w = &rows[i].s.own[o];
                 p_family(fam[f], "gauge", help[f]);
                 p_sample(fam[f],
@@ -741,50 +1024,22 @@ int scan_procs_prom(char **pids, int npids)
                          owner_label[o], NULL);
             }
     if (n)
-        p_family(
-            "thp_process_scan_complete", "gauge",
-            "1 when --scan read the process in full (0: it exited, or pages changed under it).");
+        p_family("thp_process_scan_complete", "gauge",
+                 "1 when --scan read the process in full (0: not read, it exited, or pages "
+                 "changed under it).");
     for (int i = 0; i < n; i++)
         p_sample("thp_process_scan_complete",
-                 !rows[i].s.skipped && !rows[i].s.exited && !rows[i].s.err && !rows[i].s.changed,
+                 !rows[i].s.not_read && !rows[i].s.exited && !rows[i].s.err && !rows[i].s.changed &&
+                     !rows[i].s.cut,
                  "pid", rows[i].pid, "comm", rows[i].comm, "unit", rows[i].unit, NULL);
+    for (int i = 0; i < n; i++)
+        if (rows[i].s.not_read) {
+            p_family("thp_process_scan_not_read", "gauge",
+                     "1 for a process --scan could not read, with the reason.");
+            p_sample("thp_process_scan_not_read", 1, "pid", rows[i].pid, "comm", rows[i].comm,
+                     "unit", rows[i].unit, "reason", rows[i].s.not_read, NULL);
+        }
+    prom_not_read(not_read);
     free(rows);
     return rc;
-}
-
-bool scan_parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!*s || *s == '-')
-        return false;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return false;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'K':
-    case 'k':
-        shift = 10;
-        break;
-    case 'M':
-        shift = 20;
-        break;
-    case 'G':
-        shift = 30;
-        break;
-    case 'T':
-        shift = 40;
-        break;
-    case '\0':
-        break;
-    default:
-        return false;
-    }
-    if (*end && end[1])
-        return false;
-    if (shift && v > (UINT64_MAX >> shift))
-        return false;
-    *out = (uint64_t)v << shift;
-    return true;
 }

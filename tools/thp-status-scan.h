@@ -22,6 +22,16 @@ struct scan {
     int err;              /* why it could not be scanned (errno), 0 if it could */
     const char *err_what; /* "pagemap", "smaps" or "memory" (process_vm_readv) */
     double seconds;
+    /* Unknown is never zero: why nothing was read ("skipped", "refused", "unreadable",
+     * "time-out", "failed"), NULL when the figures stand. */
+    const char *not_read;
+    bool cut; /* smaps longer than its cap: huge pages past it not found */
+    /* Copy-on-write: shared, the huge pages mapped by other processes too (pagemap's
+     * exclusive bit); dup, those already counted for a process read before (same frame:
+     * pfns, frames visible), which the totals leave out so that each counts once. */
+    uint64_t shared;
+    bool pfns;
+    struct scan_owner dup[2];
 };
 
 enum { SCAN_ARENAS = 0, SCAN_REST = 1 };
@@ -37,7 +47,9 @@ void scan_all_json(const struct proc *v, size_t n);
 void scan_all_prom(const struct proc *v, size_t n, const char *(*group)(const struct proc *));
 /* --scan --prometheus PID...: the scan's series per process; the exit status. */
 int scan_procs_prom(char **pids, int npids);
-/* "1G", "512M", "4096": bytes (K, M, G, T: powers of 1024). false when malformed. */
-bool scan_parse_size(const char *s, uint64_t *out);
+/* The child of proc_read sends what the parent's next readers need (the rate limit's
+ * account, the frames counted), the parent takes it in. */
+const void *scan_child_data(size_t *len);
+void scan_parent_data(const void *data, size_t len);
 
 #endif

@@ -12,8 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-struct ts_options ts_opt = {
-    .format = TS_TEXT, .root = "", .scan_rate = (uint64_t)1 << 30, .scan_max = (uint64_t)16 << 30};
+struct ts_options ts_opt = {.format = TS_TEXT,
+                            .root = "",
+                            .scan_rate = (uint64_t)1 << 30,
+                            .scan_max = (uint64_t)16 << 30,
+                            .timeout = 10};
 
 char *ts_slurp(const char *path, size_t *len, int *err)
 {

@@ -44,6 +44,8 @@ static void usage(FILE *out)
           "     --scan-rate SIZE   read at most SIZE a second (default 1G; 0: no limit)\n"
           "     --scan-max SIZE    skip a process with more huge pages (default 16G)\n"
           "                        SIZE: bytes, or with K, M, G, T (KiB, MiB, ...): 512M\n"
+          "     --timeout SECONDS  with PID or --all: give up a process that takes longer\n"
+          "                        to read (default 10; --scan adds its --scan-rate time)\n"
           " -r, --root DIR         read etc/thpalloc.conf, etc/thpalloc.d and\n"
           "                        etc/ld.so.preload under DIR instead of /\n"
           " -v, --verbose          more detail (--all: list unreadable processes)\n"
@@ -61,7 +63,15 @@ static void bad_usage(const char *fmt, const char *arg)
     exit(2);
 }
 
-enum { OPT_ENV = 256, OPT_CHECK_VALUE, OPT_PER_PROCESS, OPT_SCAN, OPT_SCAN_RATE, OPT_SCAN_MAX };
+enum {
+    OPT_ENV = 256,
+    OPT_CHECK_VALUE,
+    OPT_PER_PROCESS,
+    OPT_SCAN,
+    OPT_SCAN_RATE,
+    OPT_SCAN_MAX,
+    OPT_TIMEOUT
+};
 
 int main(int argc, char **argv)
 {
@@ -81,14 +91,15 @@ int main(int argc, char **argv)
         {"scan", no_argument, NULL, OPT_SCAN},
         {"scan-rate", required_argument, NULL, OPT_SCAN_RATE},
         {"scan-max", required_argument, NULL, OPT_SCAN_MAX},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"root", required_argument, NULL, 'r'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    bool scan_limits = false, all = false, check = false, with_env = false, json = false,
-         prom = false;
+    bool scan_limits = false, timeout = false, all = false, check = false, with_env = false,
+         json = false, prom = false;
     const char *explain = NULL, *unit = NULL, *check_value = NULL;
     int c;
     opterr = 0;
@@ -140,6 +151,15 @@ int main(int argc, char **argv)
             scan_limits = true;
             break;
         }
+        case OPT_TIMEOUT: {
+            char *end;
+            errno = 0;
+            ts_opt.timeout = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(ts_opt.timeout >= 0) || ts_opt.timeout > 86400)
+                bad_usage("--timeout: not a number of seconds (0 to 86400): '%s'", optarg);
+            timeout = true;
+            break;
+        }
         case 'r':
             ts_opt.root = optarg;
             break;
@@ -184,6 +204,8 @@ int main(int argc, char **argv)
         bad_usage("%s", "--scan goes with PID... or --all");
     if (scan_limits && !ts_opt.scan)
         bad_usage("%s", "--scan-rate and --scan-max go with --scan");
+    if (timeout && !all && (nargs == 0 || check || explain || unit))
+        bad_usage("%s", "--timeout goes with PID... or --all");
     if (ts_opt.per_process && !(all && prom))
         bad_usage("%s", "--per-process goes with --all --prometheus");
     if (!check)

@@ -38,6 +38,7 @@ struct ts_options {
     bool per_process; /* --all --prometheus: series per process too */
     bool scan;        /* --scan: read huge pages for zero-filled pieces (thp-status-scan.c) */
     uint64_t scan_rate, scan_max; /* --scan-rate bytes a second (0: no limit), --scan-max */
+    double timeout;               /* --timeout: seconds one process's read may take (0: no limit) */
 };
 extern struct ts_options ts_opt;
 
@@ -171,6 +172,9 @@ struct ts_caps {
 };
 extern struct ts_caps ts_caps;
 void ts_caps_drop(void);
+/* /proc/PID/pagemap of the process whose /proc directory is dirfd, opened with CAP_SYS_ADMIN
+ * where it is permitted (frame numbers shown), without it otherwise. */
+int ts_open_pagemap(int dirfd);
 /* What would allow reading a process that refused us with err (owner (uid_t)-1: processes
  * of other users in general, for --all). */
 void ts_caps_advice(int err, uid_t owner, char *buf, size_t cap);
