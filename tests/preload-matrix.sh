@@ -257,25 +257,30 @@ xcase() {
 }
 W_NUL='@P@: warning: @F@: @E@ comes after a NUL byte (offset 0), where ld.so stops reading: it is not loaded'
 W_CR='@P@: warning: @F@: @E@ ends in a carriage return (a CRLF line): ld.so cannot load it and says so in every program; thpalloc-preload enable repairs it'
+# Other entries that ld.so cannot load (issue 47, items 1 and 3): status and enable name a
+# CRLF line's entry, enable also an entry whose library does not exist; neither stops enable.
+w_ocr() { printf '%s' "@P@: warning: @F@: $1 ${2:-ends in a carriage return (a CRLF line)}: ld.so looks for a file of that name, loads nothing for it and prints an error in every program; convert the file to LF line ends"; }
+w_gone() { printf '%s' "@P@: warning: @F@: $1 does not exist: ld.so prints an error for it in every program; take the entry out"; }
 xcase status "our entry after a NUL: not loaded" '\0\n@E@\n' SAME 0 disabled "$W_NUL"
 xcase status "a NUL after our entry" '@E@\n\0\n' SAME 0 enabled ''
 xcase status "a NUL right after our entry" '@E@\0junk\n' SAME 0 enabled ''
 xcase status "after a NUL but the last word, no final newline (ld.so reads it)" '\0\n@E@' SAME 0 enabled ''
 xcase status "a NUL in a comment (ld.so blanks comments first)" '# a\0b\n@E@\n' SAME 0 enabled ''
-xcase status "a CRLF line" '/a\r\n@E@\r\n' SAME 0 disabled "$W_CR"
+xcase status "a CRLF line" '/a\r\n@E@\r\n' SAME 0 disabled "$W_CR\n$(w_ocr /a)"
 xcase status "our entry, and a copy on a CRLF line" '@E@\n@E@\r\n' SAME 0 enabled "$W_CR"
-xcase status "our path and more after a carriage return: not ours" '@E@\rx\n' SAME 0 disabled ''
+xcase status "our path and more after a carriage return: not ours" '@E@\rx\n' SAME 0 disabled \
+    "$(w_ocr @E@ 'and more after a carriage return are one entry')"
 xcase enable "a CRLF line: repaired where it is" '/a\r\n@E@\r\n/b\r\n' '/a\r\n@E@\n/b\r\n' 0 \
-    '@P@: enabled (carriage return after @E@ in @F@ removed)' ''
+    '@P@: enabled (carriage return after @E@ in @F@ removed)' "$(w_ocr /a)\n$(w_ocr /b)"
 xcase enable "a CRLF line and a copy after a NUL" '@E@\r\n\0\n@E@\n' '@E@\n\0\n' 0 \
     '@P@: enabled (carriage return after @E@ in @F@ removed)' ''
-xcase enable "a NUL: refused" '/a\n\0\n' SAME 1 '' \
+xcase enable "a NUL: refused (exit 3: the file, not the library)" '/a\n\0\n' SAME 3 '' \
     '@P@: refusing to enable: @F@ has a NUL byte (offset 3): ld.so reads no entry after it; take it out by hand\n@P@: @F@ left as it was'
-xcase enable "our entry after a NUL: refused" '\0\n@E@\n' SAME 1 '' \
+xcase enable "our entry after a NUL: refused (exit 3)" '\0\n@E@\n' SAME 3 '' \
     '@P@: refusing to enable: @F@ has a NUL byte (offset 0): ld.so reads no entry after it; take it out by hand\n@P@: @F@ left as it was'
 xcase enable "a NUL after our entry: nothing to do" '@E@\n\0\n' SAME 0 '@P@: already enabled (@E@ in @F@)' ''
 xcase enable "our entry and a CRLF copy: the copy goes" '@E@\n/a\n@E@\r\n' '@E@\n/a\n' 0 \
-    '@P@: already enabled (@E@ in @F@); duplicates removed' ''
+    '@P@: already enabled (@E@ in @F@); duplicates removed' "$(w_gone /a)"
 xcase disable "a CRLF line" '@E@\r\n/a\r\n' '/a\r\n' 0 '@P@: disabled (@E@ taken out of @F@)' ''
 xcase disable "a CRLF line only" '@E@\r\n' ABSENT 0 \
     '@P@: disabled (@F@ removed: the entry was all it held)' ''
@@ -311,9 +316,9 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
     xcase "enable --first" "--first: first already" '@E@\n@J@\n' SAME 0 '@P@: already enabled (@E@ in @F@)' ''
     xcase "enable --first" "--first: no file" ABSENT '@E@\n' 0 '@P@: enabled (@E@ added first to @F@)' ''
     xcase "enable --first" "--first: a NUL is no reason to refuse (ld.so reads the first line)" \
-        '/a\n\0\n' '@E@\n/a\n\0\n' 0 '@P@: enabled (@E@ added first to @F@)' ''
+        '/a\n\0\n' '@E@\n/a\n\0\n' 0 '@P@: enabled (@E@ added first to @F@)' "$(w_gone /a)"
     xcase "enable --first" "--first: a CRLF copy goes" '@J@\r\n@E@\r\n' '@E@\n@J@\r\n' 0 \
-        '@P@: enabled (@E@ added first to @F@)' ''
+        '@P@: enabled (@E@ added first to @F@)' "$(w_ocr "$J")"
     # A hostile ELF before our entry, 65 times: a sparse 64 MiB file whose 4096 section
     # headers claim 4 MiB symbol and string tables. It is not claimed to own malloc (its
     # tables hold no malloc), and the reading is bounded (64 entries, 4 MiB a table).
@@ -738,5 +743,27 @@ else
 fi
 [ "$({ sha256sum </etc/ld.so.preload; } 2>/dev/null || echo absent)" = "$host_sum" ]
 ok $? "the host's /etc/ld.so.preload is untouched"
+
+# --- thp-status reads the file as ld.so does (issue 47, item 3) ---
+# A CRLF file: ld.so looks for names that end in CR and loads nothing; the system view
+# says no, with why, and thp_thpalloc_preload is 0 (it said "yes" and 1).
+ST=$BUILD/../tools/thp-status
+if [ -x "$ST" ]; then
+    r=$(mkroot status-crlf)
+    printf '/usr/lib/other.so\r\n%s\r\n' "$E" >"$r/etc/ld.so.preload"
+    "$ST" --root "$r" >"$tmp/out" 2>&1
+    grep -qxF "  system-wide preload    no: $E ends in a carriage return (a CRLF line): ld.so loads nothing" "$tmp/out" &&
+        grep -qF "! $r/etc/ld.so.preload: 1 other entry ends in a carriage return (a CRLF file), /usr/lib/other.so first: ld.so cannot load it" "$tmp/out"
+    ok $? "thp-status, a CRLF file: system-wide preload no, and why ($(grep 'system-wide preload' "$tmp/out"))"
+    "$ST" --root "$r" --prometheus >"$tmp/out" 2>&1
+    grep -qx 'thp_thpalloc_preload 0' "$tmp/out"
+    ok $? "thp-status --prometheus, a CRLF file: thp_thpalloc_preload 0 ($(grep '^thp_thpalloc_preload ' "$tmp/out"))"
+    printf '/usr/lib/other.so\n%s\n' "$E" >"$r/etc/ld.so.preload"
+    "$ST" --root "$r" --prometheus >"$tmp/out" 2>&1
+    grep -qx 'thp_thpalloc_preload 1' "$tmp/out"
+    ok $? "thp-status --prometheus, the same file with LF: thp_thpalloc_preload 1"
+else
+    for _ in 1 2 3; do ok 0 "thp-status and CRLF # SKIP no thp-status built"; done
+fi
 
 done_testing

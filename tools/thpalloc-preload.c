@@ -354,24 +354,29 @@ static int probe(const char *lib)
     return 0;
 }
 
-/* Set while enable repairs a CRLF line: every program the smoke test runs reads that file
- * too (the system's, or DIR's in a chroot of DIR), and ld.so complains about the entry with
- * its '\r', which the repair takes out. That complaint alone is no failure of the library. */
-static bool ignore_cr_complaint;
-
-/* Cuts out of err[0..*n) the lines in which ld.so says it cannot preload our entry with a
- * '\r' from /etc/ld.so.preload. */
-static void drop_cr_complaint(char *err, size_t *n)
+/* Every program the smoke test runs reads /etc/ld.so.preload too (the system's, or DIR's in
+ * a chroot of DIR), and ld.so complains there about each entry it cannot load: a stale one
+ * (a library since removed), a CRLF line's (a name that ends in '\r', ours included, which
+ * enable repairs). Those complaints are no failure of our library (enable names the
+ * entries itself, see warn_other_entries); one about our entry as it is stays. Cuts them
+ * out of err[0..*n). */
+static void drop_file_complaints(char *err, size_t *n)
 {
-    char want[PATH_MAX + 128];
-    int wl = snprintf(want, sizeof want, "ERROR: ld.so: object '%s\r' from %s cannot be preloaded",
-                      entry, PRELOAD_FILE);
+    static const char head[] = "ERROR: ld.so: object '";
+    char tail[128];
+    int tl = snprintf(tail, sizeof tail, "' from %s cannot be preloaded", PRELOAD_FILE);
+    size_t hl = sizeof head - 1;
     size_t o = 0;
     for (size_t i = 0; i < *n;) {
         size_t e = i;
         while (e < *n && err[e] != '\n')
             e++;
-        bool drop = e - i >= (size_t)wl && memcmp(err + i, want, (size_t)wl) == 0;
+        bool drop = false;
+        if (e - i > hl && memcmp(err + i, head, hl) == 0) {
+            const char *obj = err + i + hl;
+            const char *t = memmem(obj, e - i - hl, tail, (size_t)tl);
+            drop = t && !((size_t)(t - obj) == entry_len && memcmp(obj, entry, entry_len) == 0);
+        }
         if (e < *n)
             e++; /* with its newline */
         if (!drop) {
@@ -384,6 +389,36 @@ static void drop_cr_complaint(char *err, size_t *n)
         o--;
     err[o] = '\0';
     *n = o;
+}
+
+/* The other entries of the file that ld.so reads but cannot load: one with a carriage
+ * return (a CRLF line), and (all: enable) one whose library does not exist. Each costs an
+ * error message in every program, not thpalloc's entry: a warning that says what to do, at
+ * most PRELOAD_OWNER_MAX_ENTRIES entries read. */
+static void warn_other_entries(const struct current *c, bool all)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < c->p.ntok && n < PRELOAD_OWNER_MAX_ENTRIES; k++) {
+        const struct token *t = &c->p.tok[k];
+        if (t->ours || !t->seen)
+            continue;
+        n++;
+        const char *tok = c->buf + t->start;
+        size_t len = t->end - t->start;
+        const char *cr = memchr(tok, '\r', len);
+        char file[2 * PATH_MAX];
+        if (cr)
+            warnx("warning: %s: %.*s %s: ld.so looks for a file of that name, loads nothing "
+                  "for it and prints an error in every program; convert the file to LF line "
+                  "ends",
+                  path, (int)(cr - tok), tok,
+                  cr == tok + len - 1 ? "ends in a carriage return (a CRLF line)"
+                                      : "and more after a carriage return are one entry");
+        else if (all && !preload_resolve(root, tok, len, file, sizeof file))
+            warnx("warning: %s: %.*s does not exist: ld.so prints an error for it in every "
+                  "program; take the entry out",
+                  path, (int)len, tok);
+    }
 }
 
 /* Runs argv with LD_PRELOAD=lib and a small fixed environment (inside a chroot of `in`
@@ -404,8 +439,7 @@ static bool smoke_one(const char *in, bool sandbox, const char *lib, char *const
         snprintf(why, cap, "cannot run %s without privileges, so it was not run: %s", argv[0], err);
         return false;
     }
-    if (ignore_cr_complaint)
-        drop_cr_complaint(err, &n);
+    drop_file_complaints(err, &n);
     if (WIFSIGNALED(st)) {
         snprintf(why, cap, "LD_PRELOAD=%s %s was killed by signal %d%s%s", lib, argv[0],
                  WTERMSIG(st), n ? ": " : "", err);
@@ -681,6 +715,8 @@ static int cmd_status(void)
         warnx("warning: %s: %s ends in a carriage return (a CRLF line): ld.so cannot load "
               "it and says so in every program; thpalloc-preload enable repairs it",
               path, entry);
+    if (c.exists)
+        warn_other_entries(&c, false);
     unload(&c);
     return 0;
 }
@@ -700,11 +736,15 @@ static char *entry_first(const struct current *c, size_t *n)
     return out;
 }
 
+/* enable's exit status when the file, not the library, stops it (a NUL byte, a symbolic
+ * link, not a regular file, unreadable): the package's postinst warns and goes on. */
+#define FILE_REFUSED 3
+
 static int cmd_enable(bool first)
 {
     struct current c;
     if (load(&c) < 0)
-        return 1;
+        return FILE_REFUSED;
     int rc = 0;
     char *out = NULL;
     size_t n = 0;
@@ -737,11 +777,10 @@ static int cmd_enable(bool first)
               "after it; take it out by hand",
               path, c.p.nul);
         warnx("%s left as it was", path);
-        rc = 1;
+        rc = FILE_REFUSED;
         goto out;
     }
     char why[2048];
-    ignore_cr_complaint = first_seen(&c.p, true) != NONE;
     if (!smoke(why, sizeof why)) {
         warnx("refusing to enable: %s", why);
         warnx("%s left as it was", path);
@@ -794,8 +833,10 @@ out:
         warnx("warning: %s was read, not run: with --root, DIR's code runs only when asked, "
               "and without privileges (--smoke-test: in a chroot of %s)",
               entry, root);
-    if (rc == 0)
+    if (rc == 0) {
         warn_missing_archs();
+        warn_other_entries(&c, true);
+    }
     free(out);
     unload(&c);
     return rc;
