@@ -22,6 +22,8 @@ if [ -z "$E" ]; then
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-preload.XXXXXX") || exit 99
+# --host-test runs the library as nobody (65534) when root runs this: it must reach it.
+chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 cp "$LIB" "$tmp/libthpalloc.so.1" && LIB=$tmp/libthpalloc.so.1
 
@@ -255,25 +257,30 @@ xcase() {
 }
 W_NUL='@P@: warning: @F@: @E@ comes after a NUL byte (offset 0), where ld.so stops reading: it is not loaded'
 W_CR='@P@: warning: @F@: @E@ ends in a carriage return (a CRLF line): ld.so cannot load it and says so in every program; thpalloc-preload enable repairs it'
+# Other entries that ld.so cannot load (issue 47, items 1 and 3): status and enable name a
+# CRLF line's entry, enable also an entry whose library does not exist; neither stops enable.
+w_ocr() { printf '%s' "@P@: warning: @F@: $1 ${2:-ends in a carriage return (a CRLF line)}: ld.so looks for a file of that name, loads nothing for it and prints an error in every program; convert the file to LF line ends"; }
+w_gone() { printf '%s' "@P@: warning: @F@: $1 does not exist: ld.so prints an error for it in every program; take the entry out"; }
 xcase status "our entry after a NUL: not loaded" '\0\n@E@\n' SAME 1 disabled "$W_NUL"
 xcase status "a NUL after our entry" '@E@\n\0\n' SAME 0 enabled ''
 xcase status "a NUL right after our entry" '@E@\0junk\n' SAME 0 enabled ''
 xcase status "after a NUL but the last word, no final newline (ld.so reads it)" '\0\n@E@' SAME 0 enabled ''
 xcase status "a NUL in a comment (ld.so blanks comments first)" '# a\0b\n@E@\n' SAME 0 enabled ''
-xcase status "a CRLF line" '/a\r\n@E@\r\n' SAME 1 disabled "$W_CR"
+xcase status "a CRLF line" '/a\r\n@E@\r\n' SAME 1 disabled "$W_CR\n$(w_ocr /a)"
 xcase status "our entry, and a copy on a CRLF line" '@E@\n@E@\r\n' SAME 1 enabled "$W_CR"
-xcase status "our path and more after a carriage return: not ours" '@E@\rx\n' SAME 0 disabled ''
+xcase status "our path and more after a carriage return: not ours" '@E@\rx\n' SAME 1 disabled \
+    "$(w_ocr @E@ 'and more after a carriage return are one entry')"
 xcase enable "a CRLF line: repaired where it is" '/a\r\n@E@\r\n/b\r\n' '/a\r\n@E@\n/b\r\n' 0 \
-    '@P@: enabled (carriage return after @E@ in @F@ removed)' ''
+    '@P@: enabled (carriage return after @E@ in @F@ removed)' "$(w_ocr /a)\n$(w_ocr /b)"
 xcase enable "a CRLF line and a copy after a NUL" '@E@\r\n\0\n@E@\n' '@E@\n\0\n' 0 \
     '@P@: enabled (carriage return after @E@ in @F@ removed)' ''
-xcase enable "a NUL: refused" '/a\n\0\n' SAME 1 '' \
+xcase enable "a NUL: refused (exit 3: the file, not the library)" '/a\n\0\n' SAME 3 '' \
     '@P@: refusing to enable: @F@ has a NUL byte (offset 3): ld.so reads no entry after it; take it out by hand\n@P@: @F@ left as it was'
-xcase enable "our entry after a NUL: refused" '\0\n@E@\n' SAME 1 '' \
+xcase enable "our entry after a NUL: refused (exit 3)" '\0\n@E@\n' SAME 3 '' \
     '@P@: refusing to enable: @F@ has a NUL byte (offset 0): ld.so reads no entry after it; take it out by hand\n@P@: @F@ left as it was'
 xcase enable "a NUL after our entry: nothing to do" '@E@\n\0\n' SAME 0 '@P@: already enabled (@E@ in @F@)' ''
 xcase enable "our entry and a CRLF copy: the copy goes" '@E@\n/a\n@E@\r\n' '@E@\n/a\n' 0 \
-    '@P@: already enabled (@E@ in @F@); duplicates removed' ''
+    '@P@: already enabled (@E@ in @F@); duplicates removed' "$(w_gone /a)"
 xcase disable "a CRLF line" '@E@\r\n/a\r\n' '/a\r\n' 0 '@P@: disabled (@E@ taken out of @F@)' ''
 xcase disable "a CRLF line only" '@E@\r\n' ABSENT 0 \
     '@P@: disabled (@F@ removed: the entry was all it held)' ''
@@ -309,9 +316,9 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
     xcase "enable --first" "--first: first already" '@E@\n@J@\n' SAME 0 '@P@: already enabled (@E@ in @F@)' ''
     xcase "enable --first" "--first: no file" ABSENT '@E@\n' 0 '@P@: enabled (@E@ added first to @F@)' ''
     xcase "enable --first" "--first: a NUL is no reason to refuse (ld.so reads the first line)" \
-        '/a\n\0\n' '@E@\n/a\n\0\n' 0 '@P@: enabled (@E@ added first to @F@)' ''
+        '/a\n\0\n' '@E@\n/a\n\0\n' 0 '@P@: enabled (@E@ added first to @F@)' "$(w_gone /a)"
     xcase "enable --first" "--first: a CRLF copy goes" '@J@\r\n@E@\r\n' '@E@\n@J@\r\n' 0 \
-        '@P@: enabled (@E@ added first to @F@)' ''
+        '@P@: enabled (@E@ added first to @F@)' "$(w_ocr "$J")"
     # A hostile ELF before our entry, 65 times: a sparse 64 MiB file whose 4096 section
     # headers claim 4 MiB symbol and string tables. It is not claimed to own malloc (its
     # tables hold no malloc), and the reading is bounded (64 entries, 4 MiB a table).
@@ -420,12 +427,19 @@ if [ -f "$libm" ]; then
 else
     ok 0 "# SKIP no libm.so.6 from ${CC:-cc} -print-file-name"
 fi
+# With --root, a library is read before anything runs it: it must define malloc and free
+# as thpalloc does. The test libraries hand them to glibc's.
+FWD='#include <stddef.h>
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+void *malloc(size_t n) { return __libc_malloc(n); }
+void free(void *p) { __libc_free(p); }'
 # A library whose constructor writes to stderr (ld.so would print that in every process).
 if command -v "${CC:-cc}" >/dev/null 2>&1; then
     printf '%s\n' '#include <unistd.h>' \
         '__attribute__((constructor)) static void noisy(void) { write(2, "hello\n", 6); }' \
         >"$tmp/noisy.c"
-    echo 'int thpalloc_active(void) { return 0; }' >"$tmp/dormant.c"
+    { echo "$FWD" && echo 'int thpalloc_active(void) { return 0; }'; } >"$tmp/dormant.c"
     if "${CC:-cc}" -shared -fPIC -o "$tmp/noisy.so" "$tmp/noisy.c" 2>/dev/null &&
         "${CC:-cc}" -shared -fPIC -o "$tmp/dormant.so" "$tmp/dormant.c" 2>/dev/null; then
         r=$(mkroot refuse-noisy nolib)
@@ -523,26 +537,37 @@ case $E in
     ;;
 esac
 
-# --- --root: DIR's library never runs on this system (issue 38) ---
-# A library in DIR whose constructor creates $tmp/ctor-ran and that exports
-# thpalloc_active() returning 1. Without a chroot it must not run at all; in a chroot of DIR
-# it runs there, where the file lands under DIR.
+# --- --root: DIR's code never runs with the caller's privileges (issues 38, 46 item 5) ---
+# A hostile library in DIR: it exports thpalloc_active() returning 1 (and malloc, free), and
+# its constructor marks where it ran ($tmp/ran/ctor-ran: DIR's copy of that directory in a
+# chroot of DIR), then tries the classic escape from a chroot (chroot into a directory below
+# the working directory, climb out, chroot there) and marks the host's $tmp/esc/escaped,
+# which exists only outside DIR. Root would escape; nobody, with no capability, cannot.
+# Both directories are 1777, so that a run as nobody can leave its mark (owned by 65534).
+mkdir -m 1777 "$tmp/ran" "$tmp/esc"
+owner() { stat -c %u "$1" 2>/dev/null || echo none; }
+marks() { echo "ran here: $(owner "$tmp/ran/ctor-ran"), escaped: $(owner "$tmp/esc/escaped")${1:+, ran in DIR: $(owner "$1$tmp/ran/ctor-ran")}"; }
 if command -v "${CC:-cc}" >/dev/null 2>&1 &&
-    printf '%s\n' '#include <fcntl.h>' '#include <unistd.h>' \
+    { echo "$FWD" && printf '%s\n' '#include <fcntl.h>' '#include <sys/stat.h>' '#include <unistd.h>' \
+        'static void mark(const char *p) { int fd = open(p, O_WRONLY | O_CREAT, 0644); if (fd >= 0) close(fd); }' \
         '__attribute__((constructor)) static void ran(void) {' \
-        '    int fd = open(MARK, O_WRONLY | O_CREAT, 0644);' '    if (fd >= 0) close(fd);' '}' \
-        'int thpalloc_active(void) { return 1; }' >"$tmp/ctor.c" &&
-    "${CC:-cc}" -shared -fPIC -DMARK="\"$tmp/ctor-ran\"" -o "$tmp/ctor.so" "$tmp/ctor.c" 2>/dev/null; then
-    W_READ="$P: warning: $E was read, not run: with --root it runs only in a chroot of @R@, which needs root and @R@/bin/true (--host-test runs it on this system)"
+        '    mark(RAN);' \
+        '    mkdir("ctor-esc", 0755);' \
+        '    if (chroot("ctor-esc") == 0) { for (int i = 0; i < 64; i++) chdir(".."); chroot("."); }' \
+        '    mark(ESC);' '}' \
+        'int thpalloc_active(void) { return 1; }'; } >"$tmp/ctor.c" &&
+    "${CC:-cc}" -shared -fPIC -DRAN="\"$tmp/ran/ctor-ran\"" -DESC="\"$tmp/esc/escaped\"" \
+        -o "$tmp/ctor.so" "$tmp/ctor.c" 2>/dev/null; then
+    W_READ="$P: warning: $E was read, not run: with --root, DIR's code runs only when asked, and without privileges (--smoke-test: in a chroot of @R@)"
     r=$(mkroot ctor-nochroot nolib)
     place "$r" "$tmp/ctor.so"
     "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
     rc=$?
-    [ "$rc" -eq 0 ] && [ ! -e "$tmp/ctor-ran" ] &&
+    [ "$rc" -eq 0 ] && [ ! -e "$tmp/ran/ctor-ran" ] && [ ! -e "$tmp/esc/escaped" ] &&
         [ "$(cat "$tmp/out")" = "$P: enabled ($E added to $r/etc/ld.so.preload)" ] &&
         [ "$(cat "$tmp/err")" = "${W_READ//@R@/$r}" ] && [ "$(cat "$r/etc/ld.so.preload")" = "$E" ]
-    ok $? "--root without a chroot: the library is read, not run (rc=$rc; ran: $([ -e "$tmp/ctor-ran" ] && echo yes || echo no))"
-    rm -f "$tmp/ctor-ran"
+    ok $? "--root: the library is read, not run (rc=$rc; $(marks))"
+    rm -f "$tmp/ran/ctor-ran" "$tmp/esc/escaped"
     # Read, not run: what is not thpalloc is refused all the same.
     if [ -f "${libm:-}" ]; then
         r=$(mkroot ctor-libm nolib)
@@ -550,10 +575,24 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
         printf '%s\n' "$A" >"$r/etc/ld.so.preload"
         out=$("$TOOL" --root "$r" enable 2>&1)
         [ $? -eq 1 ] && [ "$out" = "$P: refusing to enable: $(loaded "$r") does not export thpalloc_active: it is not thpalloc$NL$P: $r/etc/ld.so.preload left as it was" ]
-        ok $? "--root without a chroot: libm under thpalloc's name is refused unread ($out)"
+        ok $? "--root: libm under thpalloc's name is refused unread ($out)"
     else
-        ok 0 "--root without a chroot: libm refused # SKIP no libm.so.6"
+        ok 0 "--root: libm refused # SKIP no libm.so.6"
     fi
+    # The ELF checks: the type (an executable is no shared object), the machine.
+    r=$(mkroot ctor-exec nolib)
+    place "$r" /bin/true
+    out=$("$TOOL" --root "$r" enable 2>&1)
+    [ $? -eq 1 ] && [ "$out" = "$P: refusing to enable: $(loaded "$r") does not export thpalloc_active: it is not thpalloc$NL$P: $r/etc/ld.so.preload left as it was" ] ||
+        [ "$out" = "$P: refusing to enable: $(loaded "$r") is not an ELF shared object$NL$P: $r/etc/ld.so.preload left as it was" ]
+    ok $? "--root: /bin/true under thpalloc's name is refused unread ($out)"
+    r=$(mkroot ctor-foreign nolib)
+    cp "$tmp/ctor.so" "$tmp/foreign.so" &&
+        printf '\x08\x00' | dd of="$tmp/foreign.so" bs=1 seek=18 conv=notrunc 2>/dev/null # e_machine: EM_MIPS
+    place "$r" "$tmp/foreign.so"
+    out=$("$TOOL" --root "$r" enable 2>&1)
+    [ $? -eq 1 ] && case $out in "$P: refusing to enable: $(loaded "$r") is built for another machine (ELF class "*", machine 8; this system's: "*) true ;; *) false ;; esac
+    ok $? "--root: a library for another machine is refused unread ($out)"
     # A chroot: /bin/true and the probe (the plain build of this tool, at both sbin
     # directories a build may name) with what ldd says they need, at the same paths.
     copy_in() { # copy_in ROOT FILE...
@@ -573,51 +612,158 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
             mkdir -p "$r$d" && cp "$BUILD/../tools/thpalloc-preload" "$r$d/"
         done
         copy_in "$r" "$BUILD/../tools/thpalloc-preload" "$LIB"
-        mkdir -p "$r$tmp"
+        mkdir -p "$r$tmp" && mkdir -m 1777 "$r$tmp/ran"
         echo "$r"
     }
     if [ "$(id -u)" = 0 ] && [ -x /bin/true ] && command -v ldd >/dev/null &&
         r=$(mkchroot ctor-chroot "$tmp/ctor.so") && chroot "$r" /bin/true 2>/dev/null; then
+        # Root, a tree with /bin/true: by default still read, not run (it ran as root in a
+        # chroot of DIR before, escaped it and marked the host's $tmp/esc as root).
         "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
         rc=$?
-        [ "$rc" -eq 0 ] && [ ! -e "$tmp/ctor-ran" ] && [ -e "$r$tmp/ctor-ran" ] && [ ! -s "$tmp/err" ] &&
-            [ "$(cat "$tmp/out")" = "$P: enabled ($E added to $r/etc/ld.so.preload)" ]
-        ok $? "--root with a chroot: the library runs inside it, not here (rc=$rc $(cat "$tmp/err"))"
-        rm -f "$tmp/ctor-ran"
+        [ "$rc" -eq 0 ] && [ ! -e "$tmp/esc/escaped" ] && [ ! -e "$r$tmp/ran/ctor-ran" ] &&
+            [ ! -e "$tmp/ran/ctor-ran" ] && [ "$(cat "$tmp/err")" = "${W_READ//@R@/$r}" ]
+        ok $? "--root as root, a tree that can be chrooted: the hostile library is read, not run (rc=$rc; $(marks "$r"))"
+        rm -f "$tmp/esc/escaped" "$tmp/ran/ctor-ran" "$r$tmp/ran/ctor-ran" "$r/etc/ld.so.preload"
+        # --smoke-test: it runs in the chroot, as nobody without capabilities: it cannot escape.
+        "$TOOL" --root "$r" --smoke-test enable >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ "$rc" -eq 0 ] && [ "$(owner "$tmp/esc/escaped")" != 0 ] && [ ! -e "$tmp/esc/escaped" ] &&
+            [ "$(owner "$r$tmp/ran/ctor-ran")" = 65534 ] && [ ! -e "$tmp/ran/ctor-ran" ] &&
+            [ ! -s "$tmp/err" ] && [ "$(cat "$tmp/out")" = "$P: enabled ($E added to $r/etc/ld.so.preload)" ]
+        ok $? "--smoke-test: the hostile library runs in the chroot as nobody and cannot escape it (rc=$rc; $(marks "$r"); $(cat "$tmp/err"))"
+        rm -f "$tmp/esc/escaped" "$tmp/ran/ctor-ran"
         r=$(mkchroot thp-chroot "$LIB")
-        "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+        "$TOOL" --root "$r" --smoke-test enable >"$tmp/out" 2>"$tmp/err"
         rc=$?
         [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$("$TOOL" --root "$r" status)" = enabled ]
-        ok $? "--root with a chroot: thpalloc passes the smoke test there (rc=$rc $(cat "$tmp/err"))"
+        ok $? "--smoke-test: thpalloc passes the smoke test in the chroot (rc=$rc $(cat "$tmp/err"))"
         # A CRLF line in DIR's file: the programs in the chroot read it too.
         r=$(mkchroot cr-chroot "$LIB")
         printf '%s\r\n' "$E" >"$r/etc/ld.so.preload"
-        "$TOOL" --root "$r" enable >"$tmp/out" 2>"$tmp/err"
+        "$TOOL" --root "$r" --smoke-test enable >"$tmp/out" 2>"$tmp/err"
         rc=$?
         [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$(cat "$r/etc/ld.so.preload")" = "$E" ] &&
             [ "$(cat "$tmp/out")" = "$P: enabled (carriage return after $E in $r/etc/ld.so.preload removed)" ]
-        ok $? "--root with a chroot: a CRLF line of DIR's file is repaired (rc=$rc $(tr -d '\r' <"$tmp/err"))"
+        ok $? "--smoke-test: a CRLF line of DIR's file is repaired (rc=$rc $(tr -d '\r' <"$tmp/err"))"
         if [ -f "$tmp/dormant.so" ]; then
             r=$(mkchroot dormant-chroot "$tmp/dormant.so")
-            out=$("$TOOL" --root "$r" enable 2>&1)
+            out=$("$TOOL" --root "$r" --smoke-test enable 2>&1)
             [ $? -eq 1 ] && [ "$out" = "$P: refusing to enable: in a chroot of $r: $(loaded ""): thpalloc_active() returned 0, not 1: its malloc is not the program's$NL$P: $r/etc/ld.so.preload left as it was" ] &&
                 [ ! -e "$r/etc/ld.so.preload" ]
-            ok $? "--root with a chroot: the probe runs there and refuses ($out)"
+            ok $? "--smoke-test: the probe runs in the chroot and refuses ($out)"
         else
-            ok 0 "--root with a chroot: the probe refuses # SKIP no test library"
+            ok 0 "--smoke-test: the probe refuses # SKIP no test library"
         fi
     else
-        for _ in 1 2 3 4; do ok 0 "--root with a chroot # SKIP needs root, ldd and a chroot"; done
+        for _ in 1 2 3 4 5; do ok 0 "--root with a chroot # SKIP needs root, ldd and a chroot"; done
     fi
-    # Asked for: --host-test runs it here (as before).
+    # --smoke-test where DIR has no /bin/true: refused, the file untouched.
+    r=$(mkroot ctor-notrue nolib)
+    place "$r" "$LIB"
+    out=$("$TOOL" --root "$r" --smoke-test enable 2>&1)
+    [ $? -eq 1 ] && [ "$out" = "$P: refusing to enable: --smoke-test: $r has no /bin/true to run in a chroot of it, so the library was not run$NL$P: $r/etc/ld.so.preload left as it was" ] &&
+        [ ! -e "$r/etc/ld.so.preload" ]
+    ok $? "--smoke-test without DIR/bin/true: refused ($out)"
+    # --host-test: it runs on this system, as nobody when root asks (marks owned by 65534).
     r=$(mkroot ctor-host nolib)
     place "$r" "$tmp/ctor.so"
-    "$TOOL" --root "$r" --host-test enable >/dev/null 2>&1
-    [ -e "$tmp/ctor-ran" ]
-    ok $? "--root --host-test: the library runs on this system, as asked"
-    rm -f "$tmp/ctor-ran"
+    "$TOOL" --root "$r" --host-test enable >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ "$(id -u)" = 0 ]; then
+        [ "$rc" -eq 0 ] && [ "$(owner "$tmp/ran/ctor-ran")" = 65534 ] && [ "$(owner "$tmp/esc/escaped")" = 65534 ]
+    else
+        [ "$rc" -eq 0 ] && [ "$(owner "$tmp/ran/ctor-ran")" = "$(id -u)" ]
+    fi
+    ok $? "--host-test: the library runs on this system, never as root (rc=$rc; $(marks); $(cat "$tmp/err"))"
+    rm -f "$tmp/ran/ctor-ran" "$tmp/esc/escaped"
+    out=$("$TOOL" --root "$r" --host-test --smoke-test enable 2>&1)
+    [ $? -eq 2 ] && [ "$out" = "$P: --host-test and --smoke-test exclude each other${NL}Try '$P --help' for more information." ]
+    ok $? "usage, exit 2: --host-test with --smoke-test ($out)"
+    out=$("$TOOL" --smoke-test status 2>&1)
+    [ $? -eq 2 ] && [ "$out" = "$P: --smoke-test is for --root DIR only${NL}Try '$P --help' for more information." ]
+    ok $? "usage, exit 2: --smoke-test without --root ($out)"
 else
-    for _ in 1 2 3 4 5 6 7; do ok 0 "--root and the library # SKIP cannot build a test library"; done
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do ok 0 "--root and the library # SKIP cannot build a test library"; done
+fi
+
+# --- --root: no path leads out of DIR (issue 46, item 6) ---
+# DIR/etc a symbolic link to a directory outside DIR: resolved inside DIR (as a chroot of
+# DIR would), where it names nothing; the outside file is never written. With openat2
+# (RESOLVE_IN_ROOT) and with the walk for kernels without it.
+for how in openat2 walk; do
+    envw=()
+    [ $how = walk ] && envw=(env THPALLOC_TEST_NO_OPENAT2=1)
+    r=$(mkroot "link-$how")
+    mkdir -p "$tmp/elsewhere-$how"
+    rm -rf "$r/etc" && ln -s "$tmp/elsewhere-$how" "$r/etc"
+    out=$("${envw[@]}" "$TOOL" --root "$r" enable 2>&1)
+    rc=$?
+    [ $rc -eq 1 ] && [ ! -e "$tmp/elsewhere-$how/ld.so.preload" ] &&
+        [ "$out" = "$P: cannot open $r/etc: No such file or directory (a symbolic link to $tmp/elsewhere-$how, followed inside $r as a chroot of it would)" ]
+    ok $? "$how: DIR/etc -> a directory outside DIR: enable writes nothing there (rc=$rc: $out)"
+    printf '%s\n' "$A" "$E" >"$tmp/elsewhere-$how/ld.so.preload"
+    sum=$(sha256sum <"$tmp/elsewhere-$how/ld.so.preload")
+    "${envw[@]}" "$TOOL" --root "$r" disable >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 1 ] && [ "$(sha256sum <"$tmp/elsewhere-$how/ld.so.preload")" = "$sum" ]
+    ok $? "$how: DIR/etc -> outside: disable leaves the outside file as it was (rc=$rc)"
+    # A relative link that climbs above DIR stays in DIR ("..": at DIR's top, DIR).
+    rm -f "$r/etc" && ln -s ../../../../../../elsewhere "$r/etc" && mkdir -p "$r/elsewhere"
+    "${envw[@]}" "$TOOL" --root "$r" enable >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 0 ] && [ "$(cat "$r/elsewhere/ld.so.preload" 2>/dev/null)" = "$E" ] &&
+        [ "$(sha256sum <"$tmp/elsewhere-$how/ld.so.preload")" = "$sum" ]
+    ok $? "$how: DIR/etc -> ../../..: resolved inside DIR, written there only (rc=$rc)"
+    # The library too is looked up inside DIR: a link to a good thpalloc outside DIR is
+    # not DIR's library.
+    r=$(mkroot "liblink-$how" nolib)
+    lp=$(loaded "$r")
+    mkdir -p "$(dirname "$lp")" && ln -s "$LIB" "$lp"
+    out=$("${envw[@]}" "$TOOL" --root "$r" enable 2>&1)
+    rc=$?
+    [ $rc -eq 1 ] && [ ! -e "$r/etc/ld.so.preload" ] && case $out in "$P: refusing to enable: $r$E: no such library (inside $r)"*) true ;; *) false ;; esac
+    ok $? "$how: DIR's library a link to one outside DIR: not found inside DIR, refused (rc=$rc: $out)"
+done
+# DIR/etc -> /etc: in a private mount namespace whose /etc is a scratch directory, so that
+# even a tool that followed the link would write the scratch file, never the host's.
+host_sum=$({ sha256sum </etc/ld.so.preload; } 2>/dev/null || echo absent)
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
+    r=$(mkroot link-etc)
+    rm -rf "$r/etc" && ln -s /etc "$r/etc"
+    mkdir -p "$tmp/fake-etc"
+    out=$(unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" /etc && exec "$2" --root "$3" enable' \
+        sh "$tmp/fake-etc" "$TOOL" "$r" 2>&1)
+    rc=$?
+    [ $rc -eq 1 ] && [ ! -e "$tmp/fake-etc/ld.so.preload" ] &&
+        [ "$out" = "$P: cannot open $r/etc: Too many levels of symbolic links (a symbolic link to /etc, followed inside $r as a chroot of it would)" ]
+    ok $? "DIR/etc -> /etc: refused, the (private) /etc untouched (rc=$rc: $out)"
+else
+    ok 0 "DIR/etc -> /etc # SKIP needs root and unshare -m"
+fi
+[ "$({ sha256sum </etc/ld.so.preload; } 2>/dev/null || echo absent)" = "$host_sum" ]
+ok $? "the host's /etc/ld.so.preload is untouched"
+
+# --- thp-status reads the file as ld.so does (issue 47, item 3) ---
+# A CRLF file: ld.so looks for names that end in CR and loads nothing; the system view
+# says no, with why, and thp_thpalloc_preload is 0 (it said "yes" and 1).
+ST=$BUILD/../tools/thp-status
+if [ -x "$ST" ]; then
+    r=$(mkroot status-crlf)
+    printf '/usr/lib/other.so\r\n%s\r\n' "$E" >"$r/etc/ld.so.preload"
+    "$ST" --root "$r" >"$tmp/out" 2>&1
+    grep -qxF "  system-wide preload    no: $E ends in a carriage return (a CRLF line): ld.so loads nothing" "$tmp/out" &&
+        grep -qF "! $r/etc/ld.so.preload: 1 other entry ends in a carriage return (a CRLF file), /usr/lib/other.so first: ld.so cannot load it" "$tmp/out"
+    ok $? "thp-status, a CRLF file: system-wide preload no, and why ($(grep 'system-wide preload' "$tmp/out"))"
+    "$ST" --root "$r" --prometheus >"$tmp/out" 2>&1
+    grep -qx 'thp_thpalloc_preload 0' "$tmp/out"
+    ok $? "thp-status --prometheus, a CRLF file: thp_thpalloc_preload 0 ($(grep '^thp_thpalloc_preload ' "$tmp/out"))"
+    printf '/usr/lib/other.so\n%s\n' "$E" >"$r/etc/ld.so.preload"
+    "$ST" --root "$r" --prometheus >"$tmp/out" 2>&1
+    grep -qx 'thp_thpalloc_preload 1' "$tmp/out"
+    ok $? "thp-status --prometheus, the same file with LF: thp_thpalloc_preload 1"
+else
+    for _ in 1 2 3; do ok 0 "thp-status and CRLF # SKIP no thp-status built"; done
 fi
 
 done_testing

@@ -156,13 +156,16 @@ static void mark(const char *buf, size_t len, const struct parsed *p, const bool
 /* --- file I/O --- */
 
 char root[PATH_MAX] = "";
+int etcfd = -1;
 char dir[PATH_MAX + 8];   /* ROOT/etc */
 char path[PATH_MAX + 32]; /* ROOT/etc/ld.so.preload */
 
 /* Reads the file: 1 when it exists (buf/len/st filled), 0 when it does not, -1 on error. */
 static int read_file(char **buf, size_t *len, struct stat *st)
 {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (etcfd < 0) /* status without ROOT/etc: no file */
+        return 0;
+    int fd = openat(etcfd, PRELOAD_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT)
             return 0;
@@ -216,21 +219,35 @@ static int read_file(char **buf, size_t *len, struct stat *st)
 
 static int fsync_dir(void)
 {
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return -1;
-    int rc = fsync(dfd);
-    close(dfd);
-    return rc;
+    return fsync(etcfd);
+}
+
+/* mkostemp in etcfd: a new file .ld.so.preload.thpalloc-XXXXXX, its name in name[]. */
+static int make_temp(char *name, size_t cap)
+{
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for (int tries = 0; tries < 100; tries++) {
+        unsigned char r[6];
+        if (getentropy(r, sizeof r) != 0)
+            return -1;
+        char x[7];
+        for (int i = 0; i < 6; i++)
+            x[i] = chars[r[i] % (sizeof chars - 1)];
+        x[6] = '\0';
+        snprintf(name, cap, ".%s.thpalloc-%s", PRELOAD_NAME, x);
+        int fd = openat(etcfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
 }
 
 /* Replaces the file with buf[0..len) atomically, mode 0644. */
 int write_file(const char *buf, size_t len)
 {
-    char tmp[PATH_MAX + 64];
-    if (snprintf(tmp, sizeof tmp, "%s/.ld.so.preload.thpalloc-XXXXXX", dir) >= (int)sizeof tmp)
-        return -1;
-    int fd = mkostemp(tmp, O_CLOEXEC);
+    char tmp[64];
+    int fd = make_temp(tmp, sizeof tmp);
     if (fd < 0) {
         warn("cannot create a file in %s", dir);
         return -1;
@@ -262,7 +279,7 @@ int write_file(const char *buf, size_t len)
         goto fail;
     }
     fd = -1;
-    if (rename(tmp, path) != 0) {
+    if (renameat(etcfd, tmp, etcfd, PRELOAD_NAME) != 0) {
         what = "rename";
         goto fail;
     }
@@ -270,16 +287,16 @@ int write_file(const char *buf, size_t len)
         warn("warning: fsync of %s", dir);
     return 0;
 fail:
-    warn("cannot %s %s", what, tmp);
+    warn("cannot %s %s/%s", what, dir, tmp);
     if (fd >= 0)
         close(fd);
-    unlink(tmp);
+    unlinkat(etcfd, tmp, 0);
     return -1;
 }
 
 int remove_file(void)
 {
-    if (unlink(path) != 0 && errno != ENOENT) {
+    if (unlinkat(etcfd, PRELOAD_NAME, 0) != 0 && errno != ENOENT) {
         warn("cannot remove %s", path);
         return -1;
     }

@@ -10,13 +10,17 @@
 #include <sys/stat.h>
 
 #define PRELOAD_FILE "/etc/ld.so.preload"
-#define MAX_FILE (1 << 20) /* ld.so.preload is a few lines; refuse anything absurd */
+#define PRELOAD_NAME "ld.so.preload" /* in etcfd */
+#define MAX_FILE (1 << 20)           /* ld.so.preload is a few lines; refuse anything absurd */
 
 extern char entry[PATH_MAX]; /* our entry, as written in the file */
 extern size_t entry_len;
 extern char root[PATH_MAX];      /* --root, "" for / */
 extern char dir[PATH_MAX + 8];   /* ROOT/etc */
 extern char path[PATH_MAX + 32]; /* ROOT/etc/ld.so.preload */
+/* ROOT/etc, opened inside ROOT (open_beneath): the file is read, written, renamed and
+ * removed there only; -1 for status when there is no ROOT/etc. */
+extern int etcfd;
 
 void *xrealloc(void *p, size_t n);
 void *xcalloc(size_t n, size_t size);

@@ -5,7 +5,9 @@
 #define _GNU_SOURCE
 #endif
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -13,9 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "preload-owner.h"
+
+int preload_rootfd = -1;
 
 #ifndef THPALLOC_MULTIARCH
 #define THPALLOC_MULTIARCH ""
@@ -91,15 +96,16 @@ static int scan_symbols(int fd, bool is64, const struct sect *s, const char *str
     return 0;
 }
 
-int elf_defines(const char *file, const char *want)
+/* The ELF header's facts, and the dynamic symbol table searched for each of want[0..nwant)
+ * (found[i] set to 1 or 0). -1 when the file cannot be told to be ELF, or is implausible. */
+int elf_inspect(int fd, struct elf_facts *f, const char *const *want, size_t nwant, int *found)
 {
-    int fd = open(file, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
     int rc = -1;
     char *str = NULL;
     struct stat st;
     unsigned char id[EI_NIDENT];
+    for (size_t i = 0; i < nwant; i++)
+        found[i] = 0;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !rd(fd, id, sizeof id, 0) ||
         memcmp(id, ELFMAG, SELFMAG) != 0 ||
         (id[EI_CLASS] != ELFCLASS64 && id[EI_CLASS] != ELFCLASS32))
@@ -112,12 +118,16 @@ int elf_defines(const char *file, const char *want)
         if (!rd(fd, &e, sizeof e, 0))
             goto out;
         shoff = e.e_shoff, shnum = e.e_shnum, shentsize = e.e_shentsize;
+        f->type = e.e_type, f->machine = e.e_machine;
     } else {
         Elf32_Ehdr e;
         if (!rd(fd, &e, sizeof e, 0))
             goto out;
         shoff = e.e_shoff, shnum = e.e_shnum, shentsize = e.e_shentsize;
+        f->type = e.e_type, f->machine = e.e_machine;
     }
+    f->elfclass = id[EI_CLASS];
+    f->data = id[EI_DATA];
     size_t need = is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
     if (shnum == 0 || shnum > MAX_SECTIONS || shentsize < need || shoff > fsize ||
         (uint64_t)shnum * shentsize > fsize - shoff)
@@ -136,14 +146,175 @@ int elf_defines(const char *file, const char *want)
         if (!str || !rd(fd, str, t.size, t.off))
             goto out;
         str[t.size] = '\0';
-        rc = scan_symbols(fd, is64, &s, str, t.size, want);
+        for (size_t w = 0; w < nwant; w++) {
+            found[w] = scan_symbols(fd, is64, &s, str, t.size, want[w]);
+            if (found[w] < 0)
+                goto out;
+        }
+        rc = 0;
         goto out;
     }
     rc = 0; /* no dynamic symbols: defines nothing for ld.so */
 out:
     free(str);
-    close(fd);
     return rc;
+}
+
+int elf_defines(const char *file, const char *want)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct elf_facts f;
+    int found;
+    int rc = elf_inspect(fd, &f, &want, 1, &found);
+    close(fd);
+    return rc < 0 ? -1 : found;
+}
+
+/* --- paths inside a root --- */
+
+/* THPALLOC_TEST_NO_OPENAT2 makes the walk below do the work where openat2 exists, so that
+ * the tests try it; it is no less strict than openat2. */
+/* The walk for kernels without openat2 (before 5.6, or a seccomp filter that refuses it):
+ * one component at a time with O_NOFOLLOW, a symbolic link's target spliced into what is
+ * left (an absolute one from the root again), and ".." never above the root: what a chroot
+ * of the root would resolve. */
+#define WALK_MAX_DEPTH 64
+#define WALK_MAX_LINKS 40
+static int walk_beneath(int rootfd, const char *rel, int flags, mode_t mode)
+{
+    char *rest = malloc(2 * PATH_MAX), *tmp = malloc(2 * PATH_MAX);
+    int stack[WALK_MAX_DEPTH]; /* the directories walked; stack[0] is the root, not ours */
+    int depth = 0, links = 0, rc = -1, err = 0;
+    if (!rest || !tmp) {
+        err = ENOMEM;
+        goto out;
+    }
+    stack[0] = rootfd;
+    if (snprintf(rest, 2 * PATH_MAX, "%s", rel) >= 2 * PATH_MAX) {
+        err = ENAMETOOLONG;
+        goto out;
+    }
+    for (;;) {
+        char *p = rest;
+        while (*p == '/')
+            p++;
+        size_t n = strcspn(p, "/");
+        if (n == 0) { /* nothing left: the path named a directory walked to */
+            rc = openat(stack[depth], ".", flags | O_CLOEXEC, mode);
+            err = errno;
+            goto out;
+        }
+        char comp[NAME_MAX + 1];
+        if (n > NAME_MAX) {
+            err = ENAMETOOLONG;
+            goto out;
+        }
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        p += n;
+        bool last = strspn(p, "/") == strlen(p);
+        memmove(rest, p, strlen(p) + 1);
+        if (strcmp(comp, ".") == 0)
+            continue;
+        if (strcmp(comp, "..") == 0) {
+            if (depth > 0)
+                close(stack[depth--]);
+            continue;
+        }
+        struct stat st;
+        if (fstatat(stack[depth], comp, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno == ENOENT && last && (flags & O_CREAT)) {
+                rc = openat(stack[depth], comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+                err = errno;
+                goto out;
+            }
+            err = errno;
+            goto out;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            if (++links > WALK_MAX_LINKS) {
+                err = ELOOP;
+                goto out;
+            }
+            ssize_t l = readlinkat(stack[depth], comp, tmp, PATH_MAX);
+            if (l < 0 || l >= PATH_MAX) {
+                err = l < 0 ? errno : ENAMETOOLONG;
+                goto out;
+            }
+            tmp[l] = '\0';
+            if (tmp[0] == '/')
+                while (depth > 0)
+                    close(stack[depth--]);
+            size_t tl = (size_t)l, rl = strlen(rest);
+            if (tl + 1 + rl + 1 > 2 * PATH_MAX) {
+                err = ENAMETOOLONG;
+                goto out;
+            }
+            memmove(rest + tl + 1, rest, rl + 1);
+            memcpy(rest, tmp, tl);
+            rest[tl] = '/';
+            if (rl == 0)
+                rest[tl] = '\0';
+            continue;
+        }
+        if (last) {
+            rc = openat(stack[depth], comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+            err = errno;
+            goto out;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            err = ENOTDIR;
+            goto out;
+        }
+        if (depth + 1 >= WALK_MAX_DEPTH) {
+            err = ENAMETOOLONG;
+            goto out;
+        }
+        int d = openat(stack[depth], comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (d < 0) {
+            err = errno;
+            goto out;
+        }
+        stack[++depth] = d;
+    }
+out:
+    while (depth > 0)
+        close(stack[depth--]);
+    free(rest);
+    free(tmp);
+    errno = err;
+    return rc;
+}
+
+int open_beneath(int rootfd, const char *rel, int flags, mode_t mode)
+{
+    static int no_openat2 = -1;
+    if (no_openat2 < 0)
+        no_openat2 = getenv("THPALLOC_TEST_NO_OPENAT2") != NULL;
+    if (!no_openat2) {
+        struct open_how how = {
+            .flags = (uint64_t)(flags | O_CLOEXEC),
+            .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
+        if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+            return (int)fd;
+        no_openat2 = 1; /* this kernel (or its seccomp filter) has none: walk */
+    }
+    return walk_beneath(rootfd, rel, flags, mode);
+}
+
+/* Opens the file at root + path (path starts with root): inside preload_rootfd when it is
+ * set, else as the path says. */
+static int open_rooted(const char *root, const char *file, int flags)
+{
+    if (preload_rootfd < 0)
+        return open(file, flags | O_CLOEXEC);
+    size_t rl = strlen(root);
+    return open_beneath(preload_rootfd, strncmp(file, root, rl) == 0 ? file + rl : file, flags, 0);
 }
 
 /* ROOT + s[0..n) with $LIB or ${LIB} replaced by lib; false when it does not fit. */
@@ -177,8 +348,11 @@ int preload_resolve(const char *root, const char *tok, size_t len, char *file, s
                        snprintf(file, cap, "%s%s/%.*s", root, dir, (int)len, tok) >= (int)cap) {
                 return 0;
             }
-            if (access(file, R_OK) == 0)
+            int fd = open_rooted(root, file, O_RDONLY);
+            if (fd >= 0) {
+                close(fd);
                 return 1;
+            }
         }
         if (slash && !memmem(tok, len, "LIB", 3))
             break; /* a plain path: one try */
@@ -186,7 +360,22 @@ int preload_resolve(const char *root, const char *tok, size_t len, char *file, s
     return 0;
 }
 
+int preload_open(const char *root, const char *tok, size_t len, char *file, size_t cap)
+{
+    if (!preload_resolve(root, tok, len, file, cap))
+        return -1;
+    return open_rooted(root, file, O_RDONLY);
+}
+
 int preload_owns_malloc(const char *root, const char *tok, size_t len, char *file, size_t cap)
 {
-    return preload_resolve(root, tok, len, file, cap) && elf_defines(file, "malloc") == 1;
+    int fd = preload_open(root, tok, len, file, cap);
+    if (fd < 0)
+        return 0;
+    struct elf_facts f;
+    const char *want = "malloc";
+    int found = 0;
+    int rc = elf_inspect(fd, &f, &want, 1, &found);
+    close(fd);
+    return rc == 0 && found == 1;
 }

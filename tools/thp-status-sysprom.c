@@ -211,7 +211,8 @@ void sys_prom(const struct sysview *v)
     prom_settings(v);
     prom_mthp(v);
     prom_memory(v);
-    p_family("thp_thpalloc_preload", "gauge", "1 when /etc/ld.so.preload has a thpalloc entry.");
+    p_family("thp_thpalloc_preload", "gauge",
+             "1 when /etc/ld.so.preload has a thpalloc entry (not one that ends in a CR).");
     p_sample("thp_thpalloc_preload", v->preload_entry[0] ? 1 : 0, NULL);
     p_family("thp_thpalloc_preload_dormant", "gauge",
              "1 when an entry before thpalloc's in /etc/ld.so.preload owns malloc.");

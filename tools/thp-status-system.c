@@ -164,11 +164,26 @@ static void read_preload(struct sysview *v)
         if (tok[0] == '#') /* not ld.so syntax, but people write them: skip the word */
             continue;
         const char *b = strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok;
+        size_t tl = strlen(tok);
+        if (tl > 0 && tok[tl - 1] == '\r') {
+            /* a CRLF line: ld.so looks for a name that ends in '\r' and loads nothing */
+            bool ours = strncmp(b, "libthpalloc.so", 14) == 0;
+            if (ours && !v->preload_entry_cr) {
+                v->preload_entry_cr = true;
+                snprintf(v->preload_cr_entry, sizeof v->preload_cr_entry, "%.*s", (int)(tl - 1),
+                         tok);
+            } else if (!ours && v->preload_cr_others++ == 0) {
+                snprintf(v->preload_cr_other, sizeof v->preload_cr_other, "%.*s", (int)(tl - 1),
+                         tok);
+            }
+            continue;
+        }
         if (strncmp(b, "libthpalloc.so", 14) != 0) {
             if (others++ < PRELOAD_OWNER_MAX_ENTRIES)
                 preload_note_owner(v, tok);
             continue;
         }
+        v->preload_entry_cr = false; /* this copy is loaded */
         snprintf(v->preload_entry, sizeof v->preload_entry, "%s", tok);
         /* $LIB / ${LIB}: try the usual expansions */
         static const char *const libs[] = {"lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "lib64",
@@ -253,6 +268,20 @@ static void warnings(struct sysview *v)
                     "%s names %s, which does not exist: every program prints an error at start "
                     "(reinstall thpalloc-preload or remove the entry)",
                     v->preload_path, v->preload_entry);
+    if (v->preload_entry_cr)
+        add_warning(v, "preload_crlf", v->preload_path,
+                    "%s: %s ends in a carriage return (a CRLF line): ld.so looks for a file whose "
+                    "name ends in CR, loads nothing and prints an error in every program "
+                    "(thpalloc-preload enable repairs it)",
+                    v->preload_path, v->preload_cr_entry);
+    if (v->preload_cr_others)
+        add_warning(v, "preload_crlf_others", v->preload_path,
+                    "%s: %zu other entr%s in a carriage return (a CRLF file), %s first: ld.so "
+                    "cannot load %s and prints an error in every program (convert the file to "
+                    "LF line ends)",
+                    v->preload_path, v->preload_cr_others,
+                    v->preload_cr_others == 1 ? "y ends" : "ies end", v->preload_cr_other,
+                    v->preload_cr_others == 1 ? "it" : "them");
     if (v->preload_entry[0] && v->preload_owner[0])
         add_warning(v, "preload_dormant", v->preload_path,
                     "%s lists %s before %s, and it owns malloc: thpalloc is preloaded but dormant "
@@ -432,6 +461,9 @@ static void out_text(const struct sysview *v)
     else if (v->preload_entry[0])
         printf("  %-22s yes: %s (%s)\n", "system-wide preload", ts_text(v->preload_entry),
                v->preload_entry_exists ? "present" : "MISSING");
+    else if (v->preload_entry_cr)
+        printf("  %-22s no: %s ends in a carriage return (a CRLF line): ld.so loads nothing\n",
+               "system-wide preload", ts_text(v->preload_cr_entry));
     else if (v->preload_err == ENOENT)
         printf("  %-22s no (%s does not exist)\n", "system-wide preload", ts_text(v->preload_path));
     else if (v->preload_err)

@@ -61,7 +61,13 @@ struct sysview {
     mode_t preload_mode;
     char preload_entry[PATH_MAX]; /* the thpalloc token, "" if none */
     bool preload_entry_exists;
-    char preload_owner[PATH_MAX]; /* an entry before ours that defines malloc, "" if none */
+    /* ld.so separates entries at ' ', '\t', '\n' and ':' only: a CRLF line's entry is a name
+     * that ends in '\r', which no file has, so ld.so loads nothing for it */
+    bool preload_entry_cr;           /* the only thpalloc entry ends in '\r' (preload_entry "") */
+    char preload_cr_entry[PATH_MAX]; /* that entry, without its '\r' */
+    size_t preload_cr_others;        /* other entries that end in '\r' */
+    char preload_cr_other[PATH_MAX]; /* the first of them, without its '\r' */
+    char preload_owner[PATH_MAX];    /* an entry before ours that defines malloc, "" if none */
     /* policy */
     struct cfg_settings pol;
     struct ts_problems conf; /* what --check reports: the same problems in every view */

@@ -15,12 +15,16 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <elf.h>
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <grp.h>
 #include <link.h>
+#include <linux/capability.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -28,7 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,8 +75,10 @@ static void usage(void)
            "\nOptions:\n"
            " -r, --root DIR  edit DIR/etc/ld.so.preload instead of /etc/ld.so.preload\n"
            " -f, --first     enable: put the entry first, before any other preload\n"
-           "     --host-test with --root, enable: try DIR's library on this system\n"
-           "                   (by default only in a chroot of DIR, or not at all)\n"
+           "     --smoke-test  with --root, enable: run DIR's library in a chroot of DIR,\n"
+           "                   without privileges (by default it is read, not run)\n"
+           "     --host-test   with --root, enable: run DIR's library on this system,\n"
+           "                   without privileges\n"
            " -h, --help      display this help\n"
            " -V, --version   display version\n"
            "\nentry: %s\n"
@@ -101,12 +110,108 @@ static void set_entry(void)
 
 /* --- the smoke test --- */
 
+/* The exit status of a child that could not give up its privileges (its reason on the
+ * captured output): the program was not run. */
+#define SANDBOX_FAILED 125
+#define NOBODY 65534
+
+/* In the child, before it runs DIR's code (a library under --root, with --smoke-test or
+ * --host-test): a chroot of `in` (NULL: none) and no privileges. As root: a private mount
+ * namespace, the chroot, then uid and gid 65534 (nobody) with no supplementary groups, an
+ * empty capability bounding set, so that a constructor can neither chroot out nor write
+ * what root may. As another user: a user and mount namespace, where the kernel gives an
+ * unprivileged user one, for the chroot (the uid stays the caller's: mapped to itself, it
+ * loses every capability at execve). Then, for both: no capabilities (effective,
+ * permitted, inheritable, ambient) and PR_SET_NO_NEW_PRIVS (no setuid program or file
+ * capability gives any back). 0, or -1 with msg[] saying what failed. */
+static int drop_privileges(const char *in, char *msg, size_t cap)
+{
+    const char *what;
+    if (geteuid() == 0 || getuid() == 0) {
+        what = "unshare(CLONE_NEWNS)";
+        if (unshare(CLONE_NEWNS) != 0 || (what = "mount --make-rprivate /",
+                                          mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0))
+            goto fail;
+        what = "chroot";
+        if (in && (chroot(in) != 0 || chdir("/") != 0))
+            goto fail;
+        what = "PR_CAPBSET_DROP";
+        for (int c = 0; prctl(PR_CAPBSET_READ, c, 0, 0, 0) >= 0; c++)
+            if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0)
+                goto fail;
+        what = "setgroups";
+        if (setgroups(0, NULL) != 0)
+            goto fail;
+        what = "setresgid(nobody)";
+        if (setresgid(NOBODY, NOBODY, NOBODY) != 0)
+            goto fail;
+        what = "setresuid(nobody)";
+        if (setresuid(NOBODY, NOBODY, NOBODY) != 0)
+            goto fail;
+    } else if (in) {
+        uid_t u = getuid();
+        gid_t g = getgid();
+        what = "unshare(CLONE_NEWUSER | CLONE_NEWNS) (a chroot without root needs a user "
+               "namespace)";
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+            goto fail;
+        char map[64];
+        struct {
+            const char *file, *text;
+        } w[] = {{"/proc/self/setgroups", "deny"},
+                 {"/proc/self/uid_map", map},
+                 {"/proc/self/gid_map", NULL}};
+        char gmap[64];
+        snprintf(map, sizeof map, "%u %u 1", (unsigned)u, (unsigned)u);
+        snprintf(gmap, sizeof gmap, "%u %u 1", (unsigned)g, (unsigned)g);
+        w[2].text = gmap;
+        for (size_t i = 0; i < 3; i++) {
+            what = w[i].file;
+            int f = open(w[i].file, O_WRONLY | O_CLOEXEC);
+            if (f < 0 || write(f, w[i].text, strlen(w[i].text)) < 0) {
+                if (f >= 0)
+                    close(f);
+                goto fail;
+            }
+            close(f);
+        }
+        what = "chroot";
+        if (chroot(in) != 0 || chdir("/") != 0)
+            goto fail;
+    }
+    what = "PR_CAP_AMBIENT_CLEAR_ALL";
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+        goto fail;
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    what = "capset";
+    if (syscall(SYS_capset, &h, d) != 0)
+        goto fail;
+    what = "PR_SET_NO_NEW_PRIVS";
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        goto fail;
+    /* Checked, not assumed: no uid 0 and no capability left. */
+    uid_t r, e, sv;
+    what = "a check of the uid and capabilities";
+    if (syscall(SYS_capget, &h, d) != 0 || d[0].effective || d[0].permitted || d[1].effective ||
+        d[1].permitted || getresuid(&r, &e, &sv) != 0 || r == 0 || e == 0 || sv == 0) {
+        errno = EPERM;
+        goto fail;
+    }
+    return 0;
+fail:
+    snprintf(msg, cap, "%s: %s", what, strerror(errno));
+    return -1;
+}
+
 /* Runs argv[0] (a full path; inside `in` when that is not NULL: a chroot of it) with envp,
  * stdin and the other output on /dev/null, and output `fd` (1 or 2) read into out[cap]
  * (NUL-terminated, trailing newlines and blanks cut, *len bytes; the rest of a longer output
- * is read and dropped). Returns the wait status, or -1 with why[] saying what failed. */
-static int run_capture(const char *in, char *const argv[], char *const envp[], int fd, char *out,
-                       size_t cap, size_t *len, char *why, size_t wcap)
+ * is read and dropped). With `sandbox`, without privileges (drop_privileges). Returns the
+ * wait status, or -1 with why[] saying what failed. */
+static int run_capture(const char *in, bool sandbox, char *const argv[], char *const envp[], int fd,
+                       char *out, size_t cap, size_t *len, char *why, size_t wcap)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0) {
@@ -130,7 +235,15 @@ static int run_capture(const char *in, char *const argv[], char *const envp[], i
             dup2(nul, 2);
         }
         dup2(w, fd);
-        if (in && (chroot(in) != 0 || chdir("/") != 0)) {
+        /* Nothing of ours stays open in the program: a directory would lead out of a chroot. */
+        syscall(SYS_close_range, 3U, ~0U, 0U);
+        if (sandbox) {
+            char msg[512];
+            if (drop_privileges(in, msg, sizeof msg) != 0) {
+                dprintf(fd, "%s", msg);
+                _exit(SANDBOX_FAILED);
+            }
+        } else if (in && (chroot(in) != 0 || chdir("/") != 0)) {
             dprintf(fd, "cannot chroot to %s: %s", in, strerror(errno));
             _exit(127);
         }
@@ -241,24 +354,29 @@ static int probe(const char *lib)
     return 0;
 }
 
-/* Set while enable repairs a CRLF line: every program the smoke test runs reads that file
- * too (the system's, or DIR's in a chroot of DIR), and ld.so complains about the entry with
- * its '\r', which the repair takes out. That complaint alone is no failure of the library. */
-static bool ignore_cr_complaint;
-
-/* Cuts out of err[0..*n) the lines in which ld.so says it cannot preload our entry with a
- * '\r' from /etc/ld.so.preload. */
-static void drop_cr_complaint(char *err, size_t *n)
+/* Every program the smoke test runs reads /etc/ld.so.preload too (the system's, or DIR's in
+ * a chroot of DIR), and ld.so complains there about each entry it cannot load: a stale one
+ * (a library since removed), a CRLF line's (a name that ends in '\r', ours included, which
+ * enable repairs). Those complaints are no failure of our library (enable names the
+ * entries itself, see warn_other_entries); one about our entry as it is stays. Cuts them
+ * out of err[0..*n). */
+static void drop_file_complaints(char *err, size_t *n)
 {
-    char want[PATH_MAX + 128];
-    int wl = snprintf(want, sizeof want, "ERROR: ld.so: object '%s\r' from %s cannot be preloaded",
-                      entry, PRELOAD_FILE);
+    static const char head[] = "ERROR: ld.so: object '";
+    char tail[128];
+    int tl = snprintf(tail, sizeof tail, "' from %s cannot be preloaded", PRELOAD_FILE);
+    size_t hl = sizeof head - 1;
     size_t o = 0;
     for (size_t i = 0; i < *n;) {
         size_t e = i;
         while (e < *n && err[e] != '\n')
             e++;
-        bool drop = e - i >= (size_t)wl && memcmp(err + i, want, (size_t)wl) == 0;
+        bool drop = false;
+        if (e - i > hl && memcmp(err + i, head, hl) == 0) {
+            const char *obj = err + i + hl;
+            const char *t = memmem(obj, e - i - hl, tail, (size_t)tl);
+            drop = t && !((size_t)(t - obj) == entry_len && memcmp(obj, entry, entry_len) == 0);
+        }
         if (e < *n)
             e++; /* with its newline */
         if (!drop) {
@@ -273,21 +391,59 @@ static void drop_cr_complaint(char *err, size_t *n)
     *n = o;
 }
 
+/* The other entries of the file that ld.so reads but cannot load: one with a carriage
+ * return (a CRLF line), and (all: enable) one whose library does not exist. Each costs an
+ * error message in every program, not thpalloc's entry: a warning that says what to do, at
+ * most PRELOAD_OWNER_MAX_ENTRIES entries read. True when it warned. */
+static bool warn_other_entries(const struct current *c, bool all)
+{
+    size_t n = 0;
+    bool warned = false;
+    for (size_t k = 0; k < c->p.ntok && n < PRELOAD_OWNER_MAX_ENTRIES; k++) {
+        const struct token *t = &c->p.tok[k];
+        if (t->ours || !t->seen)
+            continue;
+        n++;
+        const char *tok = c->buf + t->start;
+        size_t len = t->end - t->start;
+        const char *cr = memchr(tok, '\r', len);
+        char file[2 * PATH_MAX];
+        if (cr || (all && !preload_resolve(root, tok, len, file, sizeof file)))
+            warned = true;
+        if (cr)
+            warnx("warning: %s: %.*s %s: ld.so looks for a file of that name, loads nothing "
+                  "for it and prints an error in every program; convert the file to LF line "
+                  "ends",
+                  path, (int)(cr - tok), tok,
+                  cr == tok + len - 1 ? "ends in a carriage return (a CRLF line)"
+                                      : "and more after a carriage return are one entry");
+        else if (all && !preload_resolve(root, tok, len, file, sizeof file))
+            warnx("warning: %s: %.*s does not exist: ld.so prints an error for it in every "
+                  "program; take the entry out",
+                  path, (int)len, tok);
+    }
+    return warned;
+}
+
 /* Runs argv with LD_PRELOAD=lib and a small fixed environment (inside a chroot of `in`
  * unless NULL); true when it exits 0 and writes nothing to stderr. On failure, why[] says
  * what happened. */
-static bool smoke_one(const char *in, const char *lib, char *const argv[], char *why, size_t cap)
+static bool smoke_one(const char *in, bool sandbox, const char *lib, char *const argv[], char *why,
+                      size_t cap)
 {
     char pre[2 * PATH_MAX + 16];
     snprintf(pre, sizeof pre, "LD_PRELOAD=%s", lib);
     char *envp[] = {pre, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     char err[1024];
     size_t n = 0;
-    int st = run_capture(in, argv, envp, 2, err, sizeof err, &n, why, cap);
+    int st = run_capture(in, sandbox, argv, envp, 2, err, sizeof err, &n, why, cap);
     if (st < 0)
         return false;
-    if (ignore_cr_complaint)
-        drop_cr_complaint(err, &n);
+    if (sandbox && WIFEXITED(st) && WEXITSTATUS(st) == SANDBOX_FAILED) {
+        snprintf(why, cap, "cannot run %s without privileges, so it was not run: %s", argv[0], err);
+        return false;
+    }
+    drop_file_complaints(err, &n);
     if (WIFSIGNALED(st)) {
         snprintf(why, cap, "LD_PRELOAD=%s %s was killed by signal %d%s%s", lib, argv[0],
                  WTERMSIG(st), n ? ": " : "", err);
@@ -310,43 +466,103 @@ static bool smoke_one(const char *in, const char *lib, char *const argv[], char 
     return true;
 }
 
-/* With --root, the library is DIR's: it must never run as this system's root (its
- * constructors would). Without a run, it is read: there, an ELF object that exports
- * thpalloc_active. */
-static bool host_test; /* --host-test: run it on this system all the same */
-static bool not_run;   /* set by smoke(): the library was read, not run */
+/* With --root, the library is DIR's: it must never run with the caller's privileges (its
+ * constructors would, and a chroot does not contain root). By default it is read, not run:
+ * an ELF shared object for this machine that defines thpalloc_active, malloc and free.
+ * --smoke-test runs it in a chroot of DIR, --host-test on this system, both without
+ * privileges (drop_privileges), or not at all. */
+static bool host_test;  /* --host-test */
+static bool smoke_test; /* --smoke-test */
+static bool not_run;    /* set by smoke(): the library was read, not run */
+
+/* This build's ELF class, byte order and machine (0: not checked). */
+#if defined(__x86_64__)
+#define OWN_MACHINE EM_X86_64
+#elif defined(__i386__)
+#define OWN_MACHINE EM_386
+#elif defined(__aarch64__)
+#define OWN_MACHINE EM_AARCH64
+#elif defined(__arm__)
+#define OWN_MACHINE EM_ARM
+#elif defined(__powerpc64__)
+#define OWN_MACHINE EM_PPC64
+#elif defined(__powerpc__)
+#define OWN_MACHINE EM_PPC
+#elif defined(__s390__)
+#define OWN_MACHINE EM_S390
+#elif defined(__riscv)
+#define OWN_MACHINE EM_RISCV
+#elif defined(__mips__)
+#define OWN_MACHINE EM_MIPS
+#elif defined(__loongarch__)
+#define OWN_MACHINE 258 /* EM_LOONGARCH */
+#else
+#define OWN_MACHINE 0
+#endif
+#define OWN_CLASS (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)
+#define OWN_DATA (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB)
 
 static bool read_library(char *why, size_t cap)
 {
     char file[2 * PATH_MAX];
-    if (!preload_resolve(root, entry, entry_len, file, sizeof file)) {
-        snprintf(why, cap, "%.900s%.900s: no such library", root, entry);
+    int fd = preload_open(root, entry, entry_len, file, sizeof file);
+    if (fd < 0) {
+        snprintf(why, cap, "%.600s%.600s: no such library (inside %.600s)", root, entry, root);
         return false;
     }
-    int r = elf_defines(file, "thpalloc_active");
-    if (r < 0)
+    static const char *const want[] = {"thpalloc_active", "malloc", "free"};
+    int found[3];
+    struct elf_facts f;
+    int r = elf_inspect(fd, &f, want, 3, found);
+    close(fd);
+    if (r < 0 || f.type != ET_DYN)
         snprintf(why, cap, "%.1800s is not an ELF shared object", file);
-    else if (r == 0)
+    else if (f.elfclass != OWN_CLASS || f.data != OWN_DATA ||
+             (OWN_MACHINE != 0 && f.machine != OWN_MACHINE))
+        snprintf(why, cap,
+                 "%.1800s is built for another machine (ELF class %u, byte order %u, machine "
+                 "%u; this system's: %u, %u, %u)",
+                 file, f.elfclass, f.data, f.machine, (unsigned)OWN_CLASS, (unsigned)OWN_DATA,
+                 (unsigned)OWN_MACHINE);
+    else if (!found[0])
         snprintf(why, cap, "%.1800s does not export thpalloc_active: it is not thpalloc", file);
-    return r == 1;
+    else if (!found[1] || !found[2])
+        snprintf(why, cap, "%.1800s does not define malloc and free: it is not thpalloc", file);
+    else
+        return true;
+    return false;
 }
 
-/* The smoke test inside a chroot of DIR: its programs, its ld.so, its library; the probe
- * is DIR's own thpalloc-preload when it has one. */
+/* Whether rel exists inside DIR (resolved as a chroot of DIR would). */
+static bool in_root(const char *rel)
+{
+    int fd = open_beneath(preload_rootfd, rel, O_PATH, 0);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
+/* The smoke test inside a chroot of DIR, without privileges: its programs, its ld.so, its
+ * library; the probe is DIR's own thpalloc-preload when it has one. */
 static bool smoke_in_root(char *why, size_t cap)
 {
-    char *t[] = {"/bin/true", NULL};
-    char p[2 * PATH_MAX];
-    bool ok = smoke_one(root, entry, t, why, cap);
-    snprintf(p, sizeof p, "%s/bin/ls", root);
-    if (ok && access(p, X_OK) == 0) {
-        char *l[] = {"/bin/ls", "-la", "/", NULL};
-        ok = smoke_one(root, entry, l, why, cap);
+    if (!in_root("bin/true")) {
+        snprintf(why, cap,
+                 "--smoke-test: %.900s has no /bin/true to run in a chroot of it, so the "
+                 "library was not run",
+                 root);
+        return false;
     }
-    snprintf(p, sizeof p, "%s%s/thpalloc-preload", root, THPALLOC_SBINDIR);
-    if (ok && access(p, X_OK) == 0) {
+    char *t[] = {"/bin/true", NULL};
+    bool ok = smoke_one(root, true, entry, t, why, cap);
+    if (ok && in_root("bin/ls")) {
+        char *l[] = {"/bin/ls", "-la", "/", NULL};
+        ok = smoke_one(root, true, entry, l, why, cap);
+    }
+    if (ok && in_root(THPALLOC_SBINDIR "/thpalloc-preload" + 1)) {
         char *a[] = {THPALLOC_SBINDIR "/thpalloc-preload", PROBE_ARG, entry, NULL};
-        ok = smoke_one(root, entry, a, why, cap);
+        ok = smoke_one(root, true, entry, a, why, cap);
     }
     if (!ok) {
         char tmp[2048];
@@ -358,16 +574,16 @@ static bool smoke_in_root(char *why, size_t cap)
 
 static bool smoke(char *why, size_t cap)
 {
-    if (root[0] != '\0' && !host_test) {
+    bool sandbox = root[0] != '\0';
+    if (sandbox) {
         if (!read_library(why, cap))
             return false;
-        char t[PATH_MAX + 16];
-        snprintf(t, sizeof t, "%s/bin/true", root);
-        if (geteuid() != 0 || access(t, X_OK) != 0) {
+        if (smoke_test)
+            return smoke_in_root(why, cap);
+        if (!host_test) {
             not_run = true;
             return true;
         }
-        return smoke_in_root(why, cap);
     }
     char lib[2 * PATH_MAX];
     if (snprintf(lib, sizeof lib, "%s%s", root, entry) >= (int)sizeof lib) {
@@ -383,16 +599,16 @@ static bool smoke(char *why, size_t cap)
         return false;
     }
     char *t[] = {"/bin/true", NULL};
-    if (!smoke_one(NULL, lib, t, why, cap))
+    if (!smoke_one(NULL, sandbox, lib, t, why, cap))
         return false;
     /* A real program that allocates, when there is one. */
     if (access("/bin/ls", X_OK) == 0) {
         char *l[] = {"/bin/ls", "-la", "/", NULL};
-        if (!smoke_one(NULL, lib, l, why, cap))
+        if (!smoke_one(NULL, sandbox, lib, l, why, cap))
             return false;
     }
     char *p[] = {(char *)probe_exe(), PROBE_ARG, lib, NULL};
-    return smoke_one(NULL, lib, p, why, cap);
+    return smoke_one(NULL, sandbox, lib, p, why, cap);
 }
 
 /* dpkg architectures and where their libraries go (the $LIB of their ld.so). */
@@ -423,7 +639,7 @@ static void warn_missing_archs(void)
     char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     char out[1024], why[256];
     size_t n = 0;
-    int st = run_capture(NULL, argv, envp, 1, out, sizeof out, &n, why, sizeof why);
+    int st = run_capture(NULL, false, argv, envp, 1, out, sizeof out, &n, why, sizeof why);
     if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return;
     for (char *save = NULL, *arch = strtok_r(out, " \t\n", &save); arch;
@@ -433,11 +649,12 @@ static void warn_missing_archs(void)
                 strcmp(arch_dirs[i].triplet, THPALLOC_MULTIARCH) == 0)
                 continue;
             char lib[2 * PATH_MAX];
-            snprintf(lib, sizeof lib, "%s/usr/lib/%s/%s", root, arch_dirs[i].triplet, LIBNAME);
-            if (access(lib, F_OK) != 0)
+            snprintf(lib, sizeof lib, "/usr/lib/%s/%s", arch_dirs[i].triplet, LIBNAME);
+            bool there = preload_rootfd >= 0 ? in_root(lib + 1) : access(lib, F_OK) == 0;
+            if (!there)
                 warnx("warning: dpkg architecture %s has no %s: its programs will print an "
                       "ld.so error and run without thpalloc (apt install libthpalloc1:%s)",
-                      arch, lib + strlen(root), arch);
+                      arch, lib, arch);
         }
 }
 
@@ -509,6 +726,8 @@ static int cmd_status(void)
               path, entry);
         rc = 1;
     }
+    if (c.exists && warn_other_entries(&c, false))
+        rc = 1;
     unload(&c);
     return rc;
 }
@@ -528,11 +747,15 @@ static char *entry_first(const struct current *c, size_t *n)
     return out;
 }
 
+/* enable's exit status when the file, not the library, stops it (a NUL byte, a symbolic
+ * link, not a regular file, unreadable): the package's postinst warns and goes on. */
+#define FILE_REFUSED 3
+
 static int cmd_enable(bool first)
 {
     struct current c;
     if (load(&c) < 0)
-        return 1;
+        return FILE_REFUSED;
     int rc = 0;
     char *out = NULL;
     size_t n = 0;
@@ -565,11 +788,10 @@ static int cmd_enable(bool first)
               "after it; take it out by hand",
               path, c.p.nul);
         warnx("%s left as it was", path);
-        rc = 1;
+        rc = FILE_REFUSED;
         goto out;
     }
     char why[2048];
-    ignore_cr_complaint = first_seen(&c.p, true) != NONE;
     if (!smoke(why, sizeof why)) {
         warnx("refusing to enable: %s", why);
         warnx("%s left as it was", path);
@@ -619,11 +841,13 @@ out:
                      owner, sizeof owner) != NONE)
         warn_dormant(owner);
     if (rc == 0 && not_run)
-        warnx("warning: %s was read, not run: with --root it runs only in a chroot of %s, "
-              "which needs root and %s/bin/true (--host-test runs it on this system)",
-              entry, root, root);
-    if (rc == 0)
+        warnx("warning: %s was read, not run: with --root, DIR's code runs only when asked, "
+              "and without privileges (--smoke-test: in a chroot of %s)",
+              entry, root);
+    if (rc == 0) {
         warn_missing_archs();
+        warn_other_entries(&c, true);
+    }
     free(out);
     unload(&c);
     return rc;
@@ -663,9 +887,13 @@ int main(int argc, char **argv)
         return probe(argv[2]);
     set_entry();
     static const struct option longopts[] = {
-        {"root", required_argument, NULL, 'r'}, {"first", no_argument, NULL, 'f'},
-        {"host-test", no_argument, NULL, 'H'},  {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},    {NULL, 0, NULL, 0},
+        {"root", required_argument, NULL, 'r'},
+        {"first", no_argument, NULL, 'f'},
+        {"host-test", no_argument, NULL, 'H'},
+        {"smoke-test", no_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     const char *rootarg = NULL;
     bool first = false;
@@ -681,6 +909,9 @@ int main(int argc, char **argv)
             break;
         case 'H':
             host_test = true;
+            break;
+        case 'S':
+            smoke_test = true;
             break;
         case 'h':
             usage();
@@ -710,6 +941,10 @@ int main(int argc, char **argv)
         bad_usage("unknown command '%s'", verb);
     if (first && strcmp(verb, "enable") != 0)
         bad_usage("--first is for enable only");
+    if (host_test && smoke_test)
+        bad_usage("--host-test and --smoke-test exclude each other");
+    if ((host_test || smoke_test) && rootarg == NULL)
+        bad_usage("--%s is for --root DIR only", host_test ? "host-test" : "smoke-test");
     if (rootarg != NULL && rootarg[0] == '\0')
         bad_usage("--root needs a directory");
     if (rootarg != NULL) {
@@ -727,17 +962,38 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s/etc", root);
     snprintf(path, sizeof path, "%s" PRELOAD_FILE, root);
 
+    /* With --root, every path under DIR is resolved inside it, as a chroot of DIR would
+     * resolve it: DIR/etc -> /etc edits DIR's file or none, never the host's. */
+    if (root[0] != '\0') {
+        preload_rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (preload_rootfd < 0)
+            err(1, "%s", root);
+        etcfd = open_beneath(preload_rootfd, "etc", O_RDONLY | O_DIRECTORY, 0);
+    } else {
+        etcfd = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (etcfd < 0) {
+        int e = errno;
+        char to[PATH_MAX];
+        ssize_t l = root[0] ? readlink(dir, to, sizeof to - 1) : -1;
+        if (strcmp(verb, "status") == 0 && e == ENOENT && l < 0)
+            return cmd_status(); /* no DIR/etc: no file */
+        if (l >= 0)
+            errx(1,
+                 "cannot open %s: %s (a symbolic link to %.*s, followed inside %s as a "
+                 "chroot of it would)",
+                 dir, strerror(e), (int)l, to, root);
+        errno = e;
+        err(1, "%s", dir);
+    }
     if (strcmp(verb, "status") == 0)
         return cmd_status();
 
     /* One writer at a time: an exclusive lock on the directory itself. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        err(1, "%s", dir);
-    if (flock(dfd, LOCK_EX) != 0)
+    if (flock(etcfd, LOCK_EX) != 0)
         err(1, "cannot lock %s", dir);
     int rc = strcmp(verb, "enable") == 0 ? cmd_enable(first) : cmd_disable();
     fflush(stdout);
-    close(dfd);
+    close(etcfd);
     return rc;
 }
