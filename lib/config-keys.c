@@ -246,6 +246,21 @@ static void format_purge(int64_t v, char *buf, size_t cap)
     cfg_str_copy(buf, cap, purge_words[v != 0]);
 }
 
+/* Indexed by log_problems. */
+static const char *const log_words[] = {"no", "syslog"};
+
+TEXT_WARM
+static bool parse_log(const char *text, int64_t *v)
+{
+    return parse_word(log_words, 2, text, v);
+}
+
+TEXT_COLD
+static void format_log(int64_t v, char *buf, size_t cap)
+{
+    cfg_str_copy(buf, cap, log_words[v != 0]);
+}
+
 /* Indexed by stats_at_exit. */
 static const char *const stats_words[] = {"no", "exit"};
 
@@ -280,6 +295,9 @@ const struct cfg_key_info cfg_keys[CFG_NKEYS] = {
                    "dontneed or free", FIELD(purge, CFG_FIELD_PURGE)},
     [CFG_STATS] = {"stats", "THPALLOC_STATS", parse_stats, format_stats, CFG_DEFAULT_STATS_AT_EXIT,
                    "no or exit", FIELD(stats_at_exit, CFG_FIELD_FLAG)},
+    [CFG_LOG_PROBLEMS] = {"log_problems", "THPALLOC_LOG_PROBLEMS", parse_log, format_log,
+                          CFG_DEFAULT_LOG_PROBLEMS, "no or syslog",
+                          FIELD(log_problems, CFG_FIELD_FLAG)},
 };
 
 /* Key k's field of s, through its own type. */

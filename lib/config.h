@@ -23,6 +23,7 @@ enum cfg_key {
     CFG_PURGE_DELAY,
     CFG_PURGE,
     CFG_STATS,
+    CFG_LOG_PROBLEMS,
     CFG_NKEYS
 };
 
@@ -38,6 +39,7 @@ enum cfg_key {
 #define CFG_DEFAULT_PURGE_DELAY_MS 1000L
 #define CFG_DEFAULT_PURGE OS_PURGE_DONTNEED
 #define CFG_DEFAULT_STATS_AT_EXIT false
+#define CFG_DEFAULT_LOG_PROBLEMS false
 
 enum cfg_origin { CFG_FROM_DEFAULT = 0, CFG_FROM_FILE, CFG_FROM_ENV };
 
@@ -58,6 +60,7 @@ struct cfg_settings {
     long purge_delay_ms; /* -1: never */
     enum os_purge purge;
     bool stats_at_exit;
+    bool log_problems; /* one line to the system log when the configuration has problems */
     struct cfg_where where[CFG_NKEYS];
 };
 

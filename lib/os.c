@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <linux/futex.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
@@ -191,6 +194,23 @@ void os_write_stderr(const char *s)
         s += n;
         len -= (size_t)n;
     }
+}
+
+TEXT_COLD
+bool os_send_datagram(const char *path, const void *buf, size_t len)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = strlen(path);
+    if (n >= sizeof a.sun_path)
+        return false;
+    memcpy(a.sun_path, path, n + 1);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return false;
+    ssize_t sent = sendto(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&a,
+                          (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1));
+    close(fd);
+    return sent == (ssize_t)len;
 }
 
 TEXT_COLD

@@ -108,6 +108,10 @@ size_t os_page_size(void);
 /* Whether addr is in the dynamic loader's code (ld.so, found through AT_BASE and its program
  * headers in memory: no system call, no lock). False in a static program. */
 bool os_in_loader(const void *addr);
+/* Sends one datagram to the AF_UNIX socket at path (the system log's /dev/log): a socket
+ * made and closed for it (SOCK_CLOEXEC), never waiting (MSG_DONTWAIT: a full socket buffer
+ * drops the message), no SIGPIPE. False when it was not sent. */
+bool os_send_datagram(const char *path, const void *buf, size_t len);
 /* Writes a whole string to fd 2 (never through stdio). */
 void os_write_stderr(const char *s);
 /* Formats v in decimal into buf (at least 21 bytes) without stdio; returns buf. */

@@ -4,6 +4,7 @@
  * and THPALLOC_VERBOSE. The statistics printed at exit (stats = exit) are stats.c's. */
 #include "config.h"
 #include "internal.h"
+#include "problem-log.h"
 #include "thpalloc.h"
 
 #include <errno.h>
@@ -65,6 +66,16 @@ static void verbose_report(void *ctx, const char *file, int line, const char *ms
     os_write_stderr("\n");
 }
 
+/* Every problem goes to the system log's line (log_problems = syslog), and to stderr
+ * under THPALLOC_VERBOSE. */
+TEXT_COLD
+static void policy_report(void *ctx, const char *file, int line, const char *msg)
+{
+    problem_log_note(ctx, file, line, msg);
+    if (verbose)
+        verbose_report(NULL, file, line, msg);
+}
+
 static bool env_is_one(const char *name)
 {
     size_t n = strlen(name);
@@ -120,7 +131,10 @@ void policy_ensure_loaded(void)
     in.envp = environ;
     in.secure = secure;
     in.ruid = getuid();
-    cfg_resolve(&settings, &in, verbose ? verbose_report : NULL, NULL);
+    struct problem_log problems = {0};
+    cfg_resolve(&settings, &in, policy_report, &problems);
+    if (settings.log_problems && problems.n)
+        problem_log_send(&problems);
     policy_in_force.thp.mode = settings.thp;
     policy_in_force.thp.threshold = settings.thp_threshold;
     policy_in_force.arena_size = settings.arena_size;

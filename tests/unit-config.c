@@ -428,7 +428,8 @@ static void test_key_table(void)
     tap_ok(cfg_key_lookup("colour") == -1, "an unknown key is not found");
     char list[128];
     cfg_key_list(list, sizeof list);
-    tap_ok(strcmp(list, "thp, thp_threshold, arena_size, purge_delay, purge, stats") == 0,
+    tap_ok(strcmp(list,
+                  "thp, thp_threshold, arena_size, purge_delay, purge, stats, log_problems") == 0,
            "the key list (%s)", list);
 }
 

@@ -302,7 +302,7 @@ static const char *group_of(const struct proc *p)
 
 struct group {
     const char *unit;
-    unsigned procs, thpa[3];
+    unsigned procs, thpa[3], pol_problems;
     bool has[NF];
     uint64_t kb[NF];
 };
@@ -336,6 +336,8 @@ static void prom_groups(const struct all *a)
             sums[s]->procs++;
             if (st >= 0)
                 sums[s]->thpa[st]++;
+            if (p->loaded && p->pol_ok && p->pol_problems)
+                sums[s]->pol_problems++;
             for (int f = 0; f < NF; f++) {
                 uint64_t kb;
                 if (prom_field(p, f, &kb)) {
@@ -372,6 +374,20 @@ static void prom_groups(const struct all *a)
     p_family("thp_thpalloc_processes", "gauge", "Processes with thpalloc loaded, by its state.");
     for (int st = 0; st < 3; st++)
         p_sample("thp_thpalloc_processes", total.thpa[st], "state", states[st], NULL);
+    /* a process whose configuration has problems as it reads them (an unreadable drop-in:
+     * that file's settings are not applied) runs on other values than configured */
+    for (size_t k = 0; k < ng; k++)
+        if (g[k].pol_problems) {
+            p_family("thp_unit_thpalloc_config_problem_processes", "gauge",
+                     "Processes of a systemd service with thpalloc loaded whose configuration, "
+                     "as the process reads it, has problems (settings not applied).");
+            p_sample("thp_unit_thpalloc_config_problem_processes", g[k].pol_problems, "unit",
+                     g[k].unit, NULL);
+        }
+    p_family("thp_thpalloc_config_problem_processes", "gauge",
+             "Processes with thpalloc loaded whose configuration, as the process reads it, has "
+             "problems (settings not applied).");
+    p_sample("thp_thpalloc_config_problem_processes", total.pol_problems, NULL);
     for (int f = F_ARENA_RSS; f <= F_ARENA_CHARGED; f++) {
         snprintf(name, sizeof name, "thp_%s", fnames[f]);
         snprintf(help, sizeof help, "%s Sum over every process.", fhelp[f]);

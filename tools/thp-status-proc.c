@@ -562,7 +562,9 @@ void proc_collect(struct proc *p, pid_t pid, bool full)
         /* smaps is long: --all reads it only where there is something to attribute */
         if (p->maps_ok && (p->loaded || full))
             read_smaps(p);
-        if (full) {
+        /* --all --prometheus: the policy of each process with thpalloc loaded, so that a
+         * process whose configuration it cannot read (on defaults) is counted */
+        if (full || (p->loaded && ts_opt.format == TS_PROM)) {
             read_env_aux(p);
             proc_resolve_policy(p);
         }

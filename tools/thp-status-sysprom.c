@@ -217,6 +217,10 @@ void sys_prom(const struct sysview *v)
     p_family("thp_thpalloc_preload_dormant", "gauge",
              "1 when an entry before thpalloc's in /etc/ld.so.preload owns malloc.");
     p_sample("thp_thpalloc_preload_dormant", v->preload_entry[0] && v->preload_owner[0], NULL);
+    /* every program then prints ld.so's "cannot be preloaded" error (thp-status's warning) */
+    p_family("thp_thpalloc_preload_broken", "gauge",
+             "1 when thpalloc's entry in /etc/ld.so.preload names a file that does not exist.");
+    p_sample("thp_thpalloc_preload_broken", v->preload_entry[0] && !v->preload_entry_exists, NULL);
     for (int k = 0; k < CFG_NKEYS; k++) {
         char val[64], where[512];
         cfg_format_value(&v->pol, (enum cfg_key)k, val, sizeof val);
