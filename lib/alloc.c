@@ -517,19 +517,32 @@ API void *pvalloc(size_t size)
     return memalign_impl(OS_PAGE_SIZE, rounded & ~(OS_PAGE_SIZE - 1));
 }
 
+/* A pointer that is not ours whose glibc header (the 16 bytes before it) lies in a page that
+ * is not mapped: no glibc block. What a second free of a block with a mapping of its own
+ * (above 32 MiB: arena.c's dedicated arenas) finds once the first unmapped it; glibc would
+ * read the header and die of SIGSEGV. Only a page-aligned pointer can have its header in
+ * another page, so the system call is for those alone. */
+static bool foreign_unmapped(const void *p)
+{
+    return ((uintptr_t)p & (OS_PAGE_SIZE - 1)) == 0 &&
+           !os_page_mapped((const uint8_t *)p - OS_PAGE_SIZE);
+}
+
 /* free and realloc of a pointer that is not ours: glibc's, or fatal where there is none. */
 TEXT_WARM
 void foreign_free(void *p)
 {
     if (!__libc_free)
         lib_fatal("free(): invalid pointer", p);
+    if (foreign_unmapped(p))
+        lib_fatal("free(): double free or invalid pointer", p);
     __libc_free(p);
 }
 
 TEXT_WARM
 void *foreign_realloc(void *p, size_t size)
 {
-    if (!__libc_realloc)
+    if (!__libc_realloc || foreign_unmapped(p))
         lib_fatal("realloc(): invalid pointer", p);
     return __libc_realloc(p, size);
 }

@@ -305,6 +305,16 @@ size_t os_page_size(void)
 }
 
 TEXT_WARM
+bool os_page_mapped(const void *addr)
+{
+    unsigned char v;
+    int saved = errno; /* free and realloc leave errno alone */
+    bool mapped = mincore((void *)addr, 1, &v) == 0 || errno != ENOMEM;
+    errno = saved;
+    return mapped;
+}
+
+TEXT_WARM
 bool os_in_loader(const void *addr)
 {
     /* [lo, hi) of ld.so's executable segments, worked out on the first call (racing

@@ -105,6 +105,8 @@ static inline bool clock_passed(uint32_t now, uint32_t stamp, long delay)
 }
 /* The kernel's base page size (the auxiliary vector: no system call). */
 size_t os_page_size(void);
+/* Whether the OS page at addr (page-aligned) is mapped (mincore: one system call). */
+bool os_page_mapped(const void *addr);
 /* Whether addr is in the dynamic loader's code (ld.so, found through AT_BASE and its program
  * headers in memory: no system call, no lock). False in a static program. */
 bool os_in_loader(const void *addr);

@@ -15,9 +15,7 @@
 #   MISUSE_FUZZ_SECONDS=N  a soak (make soak): N seconds under thpalloc with one seed,
 #                          $MISUSE_FUZZ_SEED or a random one (printed), then N/4 under glibc
 #   MISUSE_FUZZ_KNOWN      pairs whose BROKEN is reported as SKIP (known, not fixed yet;
-#                          "kind/block", either may be *); default: the double frees of
-#                          huge blocks (thpalloc hands a pointer it unmapped to glibc's free,
-#                          which reads the unmapped header: SIGSEGV, as glibc itself does)
+#                          "kind/block", either may be *); default: none
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/misuse-fuzz
@@ -26,7 +24,7 @@ ulimit -c 0 2>/dev/null
 # glibc's messages on stderr, never /dev/tty
 LIBC_FATAL_STDERR_=1
 export LIBC_FATAL_STDERR_
-known=${MISUSE_FUZZ_KNOWN-"double-free/huge double-free-aba/huge double-free-later/huge remote-then-owner/huge owner-then-remote/huge remote-twice/huge owner-exited/huge after-trim/huge after-purge/huge race/huge realloc-freed/huge"}
+known=${MISUSE_FUZZ_KNOWN-""}
 # stand-in mode: another allocator's messages are not thpalloc's; its table is a report
 only=
 standin && only=--report-only

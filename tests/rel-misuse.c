@@ -11,6 +11,9 @@
  *   extent-interior  free(p + 4096), p = malloc(100 KiB)
  *   extent-realloc-interior  realloc(p + 16, 200 KiB), p = malloc(100 KiB)
  *   large-double     free(p) twice, p = malloc(4 MiB) (a block with chunks of its own)
+ *   huge-double      free(p) twice, p = malloc(40 MiB) (a mapping of its own, unmapped by the
+ *                    first free: the second finds no chunk of ours and must not hand p to
+ *                    glibc, which read its header there and died of SIGSEGV)
  *   small-interior   free(p + 16), p = malloc(256)
  *   large-interior   free(p + 4096), p = malloc(4 MiB)
  *   large-realloc    free(p), then realloc(p, 8 MiB), p = malloc(4 MiB)
@@ -917,6 +920,8 @@ int main(int argc, char **argv)
         return realloc_interior(100 * KiB, 16, 200 * KiB);
     if (!strcmp(c, "large-double"))
         return double_free(4 * MiB);
+    if (!strcmp(c, "huge-double"))
+        return double_free(40 * MiB);
     if (!strcmp(c, "small-interior"))
         return interior(256, 16);
     if (!strcmp(c, "large-interior"))

@@ -41,7 +41,7 @@ runcase small-double ""
 check "control: glibc aborts on the small double free (exit $rc)" test "$rc" -eq 134
 diag "glibc says: $(head -n 1 "$tap_tmp/err")"
 
-for c in small-double extent-double extent-cached-double large-double small-interior \
+for c in small-double extent-double extent-cached-double large-double huge-double small-interior \
     extent-interior large-interior large-realloc small-realloc-interior extent-realloc-interior \
     large-realloc-interior usable-interior full-remote-double full-tail remote-double mid-double; do
     runcase "$c" "$THPALLOC_LIB"
