@@ -140,7 +140,7 @@ EOF
     allrc=0
     for i in 1 2 3 4 5; do
         run "$T" --all
-        [ "$RC" -eq 0 ] && grep -q 'processes shown' "$OUT" || allrc=1
+        [ "$RC" -eq 0 ] && grep -qE 'process(es)? shown' "$OUT" || allrc=1
         run "$T" --all --json
         [ "$RC" -eq 0 ] && json_valid "$OUT" || allrc=1
     done

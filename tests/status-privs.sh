@@ -66,7 +66,7 @@ for T in $TOOLS; do
     ok $([ "$RC" -eq 0 ] && [ "$(json "$OUT" "d['unreadable'] >= 1")" = true ]; echo $?) \
         "$t: as uid 65534: --all counts the unreadable processes"
     run $NOBODY "$T" --all
-    ok $([ "$RC" -eq 0 ] && grep -q 'processes shown$' "$OUT" && grep -qE '^[0-9]+ could not be read:$' "$OUT" \
+    ok $([ "$RC" -eq 0 ] && grep -qE 'process(es)? shown$' "$OUT" && grep -qE '^[0-9]+ could not be read:$' "$OUT" \
         && unreadable_why "$OUT" | grep -q '^permission denied: the processes of other users need root or CAP_SYS_PTRACE'; echo $?) \
         "$t: as uid 65534: --all says how many could not be read and why"
 

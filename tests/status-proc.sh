@@ -252,7 +252,7 @@ PY
 )
     is "$all" "1 True $a_huge $arena_huge True True" "$t: --all --json: the holder, its figures, sorted by AnonHugePages"
     run "$T" --all
-    ok $([ "$RC" -eq 0 ] && grep -qE "^ *$P +[^ ]+ +status-holder .* yes " "$OUT" && grep -q 'processes shown' "$OUT" \
+    ok $([ "$RC" -eq 0 ] && grep -qE "^ *$P +[^ ]+ +status-holder .* yes " "$OUT" && grep -qE 'process(es)? shown' "$OUT" \
         && [ "$(awk '{ print length }' "$OUT" | sort -n | tail -1)" -le 100 ]; echo $?) \
         "$t: --all table: the holder with thpalloc, lines fit a terminal"
     if [ -n "$DORMANT" ]; then
