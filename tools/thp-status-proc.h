@@ -16,8 +16,17 @@ struct mem {
 
 struct span {
     uint64_t start, end;
-    bool anon; /* private memory of no file: what thpalloc's arenas are */
+    bool anon;  /* private memory of no file: what thpalloc's arenas are */
+    bool named; /* [anon:thpalloc], the name thpalloc gives its arenas */
 };
+
+/* A range of the table that does not look like one of thpalloc's arenas (the table is
+ * what the process says of itself): which, and why. */
+struct unlike {
+    uint64_t index, base, size;
+    char why[96];
+};
+#define PROC_UNLIKE_MAX 4
 
 struct perr {
     const char *what;
@@ -65,6 +74,10 @@ struct proc {
     struct intro_table *intro;
     uint64_t reserved_bytes;
     unsigned nranges;
+    /* Ranges unlike thpalloc's arenas (the first PROC_UNLIKE_MAX of nunlike), and those past
+     * a cut maps (nunchecked: not known either way). */
+    struct unlike unlike[PROC_UNLIKE_MAX];
+    unsigned nunlike, nunchecked;
     bool attr_ok;
     const char *attr_method;
     struct mem in, out;
