@@ -182,8 +182,9 @@ static bool same_file(const struct proc *p, int fd, const struct stat *st)
 
 /* After an upgrade the path names the new file, but the process still maps the old one:
  * /proc/PID/map_files opens that (the kernel lets only CAP_SYS_ADMIN or
- * CAP_CHECKPOINT_RESTORE follow those links). Sets lib_via_map_files, or lib_replaced. */
-static int open_mapped_library(struct proc *p)
+ * CAP_CHECKPOINT_RESTORE follow those links), and fstat says whether it is the file maps
+ * names (st_dev, st_ino). Sets lib_via_map_files, or lib_replaced (when replaced). */
+static int open_mapped_library(struct proc *p, bool replaced)
 {
     char name[64];
     snprintf(name, sizeof name, "map_files/%" PRIx64 "-%" PRIx64, p->lib_start, p->lib_end_first);
@@ -194,13 +195,29 @@ static int open_mapped_library(struct proc *p)
         fd = -1;
     }
     p->lib_via_map_files = fd >= 0;
-    p->lib_replaced = fd < 0;
+    p->lib_replaced = replaced && fd < 0;
     return fd;
+}
+
+/* Whether a path looked up in our own root says anything of the process's: only when it
+ * has our mount namespace and our root (a process in another namespace or a chroot of the
+ * same tree sees other files, or none, at the same path). Unknown: not. */
+static bool our_view_is_its(const struct proc *p, int its_root)
+{
+    struct stat a, b, c, d;
+    return fstat(its_root, &a) == 0 && stat("/", &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino && fstatat(p->dirfd, "ns/mnt", &c, 0) == 0 &&
+           stat("/proc/self/ns/mnt", &d) == 0 && c.st_dev == d.st_dev && c.st_ino == d.st_ino;
 }
 
 /* The file the process mapped, found by its path in maps (through the process's root, for
  * another mount namespace, then through ours) and opened only if it is still that file:
- * its owner may have put a FIFO, a link to a device or another file there since. */
+ * its owner may have put a FIFO, a link to a device or another file there since. The
+ * library is said to be replaced only on evidence: maps marks it deleted, or the path in
+ * the process's own view (its root; ours only where it is the same) names something else.
+ * A path that names nothing from here, for a file maps does not mark deleted, is one that
+ * another mount namespace or root shows (maps writes paths as the reader's root and
+ * namespace allow): not a replacement. */
 static int open_library(struct proc *p)
 {
     char clean[PATH_MAX];
@@ -210,35 +227,50 @@ static int open_library(struct proc *p)
         *del = '\0';
     int roots[2] = {openat(p->dirfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC),
                     open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)};
+    /* our root is evidence when it is the process's, or when its own cannot be opened */
+    bool ours_counts = roots[0] < 0 || our_view_is_its(p, roots[0]);
     const char *why = NULL; /* what is at the path instead, or why it cannot be opened */
-    bool replaced = false;
+    bool replaced = false, missing = false;
     int fd = -1;
     for (int i = 0; i < 2 && fd < 0; i++) {
         struct stat st;
         const char *w;
         if (roots[i] < 0)
             continue;
+        bool counts = i == 0 || ours_counts;
         fd = ts_open_in_root(roots[i], clean, false, &st, &w);
         if (fd >= 0 && !same_file(p, fd, &st)) {
             close(fd);
             fd = -1;
-            why = "is another file now: not read";
-            replaced = true;
+            if (counts || !why) {
+                why = "is another file now: not read";
+                replaced = replaced || counts || del;
+            }
         } else if (fd < 0 && !strcmp(w, "not a regular file")) {
-            why = "is not a regular file now: not opened";
-            replaced = true;
-        } else if (fd < 0 && !replaced && (!why || strcmp(w, "no such file") != 0)) {
-            /* missing in one root and there in the other: what is there says more */
-            replaced = !strcmp(w, "no such file");
-            why = replaced ? "is gone" : w;
+            if (counts || !why) {
+                why = "is not a regular file now: not opened";
+                replaced = replaced || counts || del;
+            }
+        } else if (fd < 0 && !strcmp(w, "no such file")) {
+            missing = true;
+            if (!why)
+                why = del ? "is gone"
+                          : "is not in the process's root as seen from here (another "
+                            "mount namespace or root)";
+            replaced = replaced || del;
+        } else if (fd < 0 && !replaced && !why) {
+            why = w;
         }
     }
     for (int i = 0; i < 2; i++)
         if (roots[i] >= 0)
             close(roots[i]);
-    if (fd < 0 && replaced)
-        fd = open_mapped_library(p);
-    if (fd < 0 && replaced)
+    /* unreachable, not replaced: the file the process maps, identified by fstat */
+    bool elsewhere = fd < 0 && !replaced && missing;
+    if (fd < 0 && (replaced || elsewhere))
+        fd = open_mapped_library(p, replaced);
+    p->lib_elsewhere = elsewhere;
+    if (fd < 0 && (replaced || elsewhere))
         snprintf(p->intro_msg, sizeof p->intro_msg,
                  "%.120s %s, and /proc/%d/map_files cannot be read (CAP_SYS_ADMIN or "
                  "CAP_CHECKPOINT_RESTORE)",

@@ -69,6 +69,9 @@ struct proc {
     /* The library's path names another file (an upgrade): the table was read through
      * /proc/PID/map_files (lib_via_map_files), or it cannot be (lib_replaced). */
     bool lib_replaced, lib_via_map_files;
+    /* The path names no file from here and maps does not say the file was deleted: the
+     * process sees it through another mount namespace or root (not a replacement). */
+    bool lib_elsewhere;
     unsigned named_vmas; /* [anon:thpalloc...] mappings (kernels with CONFIG_ANON_VMA_NAME) */
     char intro_msg[256];
     struct intro_table *intro;

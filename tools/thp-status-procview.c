@@ -104,7 +104,11 @@ static void proc_text(const struct proc *p)
         printf("  %-16s not loaded\n", "thpalloc");
     else {
         printf("  %-16s loaded: %s\n", "thpalloc", ts_text(p->lib_path));
-        if (p->lib_via_map_files)
+        if (p->lib_via_map_files && p->lib_elsewhere)
+            printf("    %-14s its path is not in the process's root as seen from here (another "
+                   "mount namespace or root): the table read through /proc/%d/map_files\n",
+                   "library", (int)p->pid);
+        else if (p->lib_via_map_files)
             printf("    %-14s replaced since the process loaded it: the table read through "
                    "/proc/%d/map_files (restart it to run the new one)\n",
                    "library", (int)p->pid);
@@ -268,7 +272,7 @@ void proc_json(const struct proc *p, bool full)
         j_null("loaded");
     j_str("library", p->loaded ? p->lib_path : NULL);
     if (p->loaded)
-        j_bool("library_replaced", p->lib_replaced || p->lib_via_map_files);
+        j_bool("library_replaced", p->lib_replaced || (p->lib_via_map_files && !p->lib_elsewhere));
     else
         j_null("library_replaced");
     if (p->intro_ok) {
