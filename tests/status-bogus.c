@@ -19,6 +19,13 @@
  *            their own (version 2's `more`)
  *   v1       (self only) a version 1 block (thpalloc 0.1.0: every slot in the block) with
  *            one range over a 4 MiB mapping
+ *   anon     range 0 over a mapping of 3 MiB and a page, the others over every other
+ *            unnamed anonymous mapping of its own (each passes the plausibility checks;
+ *            none is an arena of thpalloc's); prints "range0 ADDRESS" and "names 0|1"
+ *            (whether the kernel names anonymous mappings) before "ready"
+ *   arena128 (self) one range over a 4 MiB mapping on 2 MiB boundaries, named
+ *            [anon:thpalloc] where the kernel names mappings, and arena_size 128M; (lib)
+ *            arena_size 128M written into the library's own block, nothing else changed
  *   more-map (lib only) the lie of "more", then six blocks of 80 MiB, each a range the
  *            library records: it must keep writing its own table, not the one the block
  *            now points to
@@ -31,7 +38,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
 
 #include "thpalloc.h"
 
@@ -73,9 +86,71 @@ static void *map(size_t len)
     return m == MAP_FAILED ? NULL : m;
 }
 
+static int names = -1; /* whether the kernel names anonymous mappings */
+
+/* A 2 MiB-aligned mapping of len bytes named as thpalloc names its arenas. */
+static uint8_t *arena_like(size_t len)
+{
+    uint8_t *m = map(len + (2 << 20));
+    if (!m)
+        return NULL;
+    uint8_t *a = (uint8_t *)(((uintptr_t)m + (2 << 20) - 1) & ~(uintptr_t)((2 << 20) - 1));
+    names = prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)a, len,
+                  (unsigned long)"thpalloc") == 0;
+    return a;
+}
+
+/* Ranges over its unnamed anonymous mappings: the first over one of 3 MiB and a page. */
+static void anon_ranges(struct thpalloc_introspect *t)
+{
+    static char text[1 << 16];
+    size_t len = (3 << 20) + 4096;
+    uint8_t *m = map(len);
+    uint8_t *probe = map(4096);
+    names = probe && prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)probe, 4096UL,
+                           (unsigned long)"probe") == 0;
+    struct thpalloc_range *more = calloc(THPALLOC_RANGES_MAX, sizeof *more);
+    t->range[0] = (struct thpalloc_range){(uintptr_t)m, len};
+    FILE *f = fopen("/proc/self/maps", "r");
+    size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[got] = '\0';
+    uint64_t n = 1;
+    for (char *l = text; *l && n < THPALLOC_RANGES_MAX; l = strchr(l, '\n') + 1) {
+        unsigned long long b, e, ino;
+        int pos = 0;
+        if (sscanf(l, "%llx-%llx %*s %*x %*x:%*x %llu%n", &b, &e, &ino, &pos) == 3 && pos &&
+            ino == 0 && l[pos + strspn(l + pos, " ")] == '\n' &&
+            (e <= (uintptr_t)m || b >= (uintptr_t)m + len)) {
+            struct thpalloc_range r = {b, e - b};
+            if (n < THPALLOC_RANGES_INLINE)
+                t->range[n] = r;
+            else
+                more[n - THPALLOC_RANGES_INLINE] = r;
+            n++;
+        }
+        if (!strchr(l, '\n'))
+            break;
+    }
+    t->ranges_used = n;
+    t->more = (uintptr_t)more;
+    printf("range0 %#lx\nnames %d\n", (unsigned long)(uintptr_t)m, names);
+}
+
 static void lie(struct thpalloc_introspect *t, const char *mode)
 {
     sane(t);
+    if (!strcmp(mode, "anon")) {
+        anon_ranges(t);
+        return;
+    }
+    if (!strcmp(mode, "arena128")) {
+        t->ranges_used = 1;
+        t->range[0] = (struct thpalloc_range){(uintptr_t)arena_like(4 << 20), 4 << 20};
+        t->arena_size = 128 << 20;
+        return;
+    }
     size_t len = 4 << 20;
     uint8_t *m = map(len);
     if (!strcmp(mode, "sizes")) {
@@ -172,7 +247,10 @@ int main(int argc, char **argv)
         }
     }
     bool map_after = !strcmp(argv[2], "more-map");
-    lie(t, map_after ? "more" : argv[2]);
+    if (!strcmp(argv[1], "lib") && !strcmp(argv[2], "arena128"))
+        t->arena_size = 128 << 20; /* the library's own block, one value changed */
+    else
+        lie(t, map_after ? "more" : argv[2]);
     for (int i = 0; map_after && i < 6; i++) {
         char *b = malloc((size_t)80 << 20);
         if (!b) {

@@ -6,7 +6,9 @@
  * table is the process's own memory, which any code in it can write: what is read is
  * checked (fields within their ranges, a count the table can hold, ranges that are page
  * aligned, inside the process's mappings and apart from each other) before a figure of it
- * is believed; otherwise "implausible introspection data" and why. Both layouts are read:
+ * is believed; otherwise "implausible introspection data" and why. What passes is still the
+ * process's word: ranges unlike thpalloc's arenas are flagged (check_arenas), and the view
+ * labels it all as reported by the process. Both layouts are read:
  * version 2's (a few ranges in the block, the rest in a table it points to) and version
  * 1's (thpalloc 0.1.0: every slot in the block), for processes started before an upgrade. */
 #include "thp-status-proc.h"
@@ -19,10 +21,17 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
 
 /* ---- ELF: the offset of thpalloc_introspect in the library file ---------------------- */
 
@@ -173,8 +182,9 @@ static bool same_file(const struct proc *p, int fd, const struct stat *st)
 
 /* After an upgrade the path names the new file, but the process still maps the old one:
  * /proc/PID/map_files opens that (the kernel lets only CAP_SYS_ADMIN or
- * CAP_CHECKPOINT_RESTORE follow those links). Sets lib_via_map_files, or lib_replaced. */
-static int open_mapped_library(struct proc *p)
+ * CAP_CHECKPOINT_RESTORE follow those links), and fstat says whether it is the file maps
+ * names (st_dev, st_ino). Sets lib_via_map_files, or lib_replaced (when replaced). */
+static int open_mapped_library(struct proc *p, bool replaced)
 {
     char name[64];
     snprintf(name, sizeof name, "map_files/%" PRIx64 "-%" PRIx64, p->lib_start, p->lib_end_first);
@@ -185,13 +195,29 @@ static int open_mapped_library(struct proc *p)
         fd = -1;
     }
     p->lib_via_map_files = fd >= 0;
-    p->lib_replaced = fd < 0;
+    p->lib_replaced = replaced && fd < 0;
     return fd;
+}
+
+/* Whether a path looked up in our own root says anything of the process's: only when it
+ * has our mount namespace and our root (a process in another namespace or a chroot of the
+ * same tree sees other files, or none, at the same path). Unknown: not. */
+static bool our_view_is_its(const struct proc *p, int its_root)
+{
+    struct stat a, b, c, d;
+    return fstat(its_root, &a) == 0 && stat("/", &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino && fstatat(p->dirfd, "ns/mnt", &c, 0) == 0 &&
+           stat("/proc/self/ns/mnt", &d) == 0 && c.st_dev == d.st_dev && c.st_ino == d.st_ino;
 }
 
 /* The file the process mapped, found by its path in maps (through the process's root, for
  * another mount namespace, then through ours) and opened only if it is still that file:
- * its owner may have put a FIFO, a link to a device or another file there since. */
+ * its owner may have put a FIFO, a link to a device or another file there since. The
+ * library is said to be replaced only on evidence: maps marks it deleted, or the path in
+ * the process's own view (its root; ours only where it is the same) names something else.
+ * A path that names nothing from here, for a file maps does not mark deleted, is one that
+ * another mount namespace or root shows (maps writes paths as the reader's root and
+ * namespace allow): not a replacement. */
 static int open_library(struct proc *p)
 {
     char clean[PATH_MAX];
@@ -201,35 +227,50 @@ static int open_library(struct proc *p)
         *del = '\0';
     int roots[2] = {openat(p->dirfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC),
                     open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)};
+    /* our root is evidence when it is the process's, or when its own cannot be opened */
+    bool ours_counts = roots[0] < 0 || our_view_is_its(p, roots[0]);
     const char *why = NULL; /* what is at the path instead, or why it cannot be opened */
-    bool replaced = false;
+    bool replaced = false, missing = false;
     int fd = -1;
     for (int i = 0; i < 2 && fd < 0; i++) {
         struct stat st;
         const char *w;
         if (roots[i] < 0)
             continue;
+        bool counts = i == 0 || ours_counts;
         fd = ts_open_in_root(roots[i], clean, false, &st, &w);
         if (fd >= 0 && !same_file(p, fd, &st)) {
             close(fd);
             fd = -1;
-            why = "is another file now: not read";
-            replaced = true;
+            if (counts || !why) {
+                why = "is another file now: not read";
+                replaced = replaced || counts || del;
+            }
         } else if (fd < 0 && !strcmp(w, "not a regular file")) {
-            why = "is not a regular file now: not opened";
-            replaced = true;
-        } else if (fd < 0 && !replaced && (!why || strcmp(w, "no such file") != 0)) {
-            /* missing in one root and there in the other: what is there says more */
-            replaced = !strcmp(w, "no such file");
-            why = replaced ? "is gone" : w;
+            if (counts || !why) {
+                why = "is not a regular file now: not opened";
+                replaced = replaced || counts || del;
+            }
+        } else if (fd < 0 && !strcmp(w, "no such file")) {
+            missing = true;
+            if (!why)
+                why = del ? "is gone"
+                          : "is not in the process's root as seen from here (another "
+                            "mount namespace or root)";
+            replaced = replaced || del;
+        } else if (fd < 0 && !replaced && !why) {
+            why = w;
         }
     }
     for (int i = 0; i < 2; i++)
         if (roots[i] >= 0)
             close(roots[i]);
-    if (fd < 0 && replaced)
-        fd = open_mapped_library(p);
-    if (fd < 0 && replaced)
+    /* unreachable, not replaced: the file the process maps, identified by fstat */
+    bool elsewhere = fd < 0 && !replaced && missing;
+    if (fd < 0 && (replaced || elsewhere))
+        fd = open_mapped_library(p, replaced);
+    p->lib_elsewhere = elsewhere;
+    if (fd < 0 && (replaced || elsewhere))
         snprintf(p->intro_msg, sizeof p->intro_msg,
                  "%.120s %s, and /proc/%d/map_files cannot be read (CAP_SYS_ADMIN or "
                  "CAP_CHECKPOINT_RESTORE)",
@@ -263,6 +304,89 @@ static bool mapped(const struct proc *p, uint64_t b, uint64_t e, bool anon)
          i++)
         covered = p->maps[i].end;
     return covered >= e;
+}
+
+/* Whether [b, e) reaches past the end of a maps that was cut (PROC_MAPS_CAP): what is
+ * there was not seen, so it is neither mapped nor unmapped as far as we know. */
+static bool past_cut(const struct proc *p, uint64_t b, uint64_t e)
+{
+    (void)b;
+    return p->maps_cut && (!p->nmaps || e > p->maps[p->nmaps - 1].end);
+}
+
+/* Whether the kernel names anonymous mappings (CONFIG_ANON_VMA_NAME), as thpalloc names its
+ * arenas "[anon:thpalloc]": tried on a page of our own. */
+static bool kernel_names_anon(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        known = m != MAP_FAILED && prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)m, 4096UL,
+                                         (unsigned long)"thp-status") == 0;
+        if (m != MAP_FAILED)
+            munmap(m, 4096);
+    }
+    return known;
+}
+
+/* Why [b, b + s) does not look like one of thpalloc's arenas, or NULL: an arena starts and
+ * ends on 2 MiB chunk boundaries (lib/arena.c) and, where the kernel names anonymous
+ * memory, every mapping of it is named [anon:thpalloc]. The table is the process's own
+ * word: a range that passes the checks of implausible_ranges (anonymous memory of the
+ * process) may still be any of its mappings. */
+static const char *unlike_arena(const struct proc *p, uint64_t b, uint64_t s, bool names, char *buf,
+                                size_t cap)
+{
+    const uint64_t chunk = (uint64_t)2 << 20;
+    bool unnamed = false;
+    if (names) {
+        size_t lo = 0, hi = p->nmaps;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (p->maps[mid].end <= b)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t i = lo; i < p->nmaps && p->maps[i].start < b + s && !unnamed; i++)
+            unnamed = !p->maps[i].named;
+    }
+    bool unaligned = b % chunk || s % chunk;
+    if (!unnamed && !unaligned)
+        return NULL;
+    snprintf(buf, cap, "%s%s%s", unaligned ? "not on 2 MiB chunk boundaries" : "",
+             unaligned && unnamed ? ", " : "", unnamed ? "not named [anon:thpalloc]" : "");
+    return buf;
+}
+
+/* Records the ranges of the table that do not look like arenas (p->unlike), and those
+ * past a cut maps (p->nunchecked). */
+static void check_arenas(struct proc *p, const struct intro_table *tab)
+{
+    bool names = kernel_names_anon();
+    for (size_t i = 0; i < p->nmaps && !names; i++)
+        names = p->maps[i].named;
+    p->nunlike = p->nunchecked = 0;
+    for (uint64_t i = 0; i < tab->head.ranges_used; i++) {
+        uint64_t b = tab->range[i].base, s = tab->range[i].size;
+        char why[96];
+        if (!s)
+            continue;
+        if (past_cut(p, b, b + s)) {
+            p->nunchecked++;
+            continue;
+        }
+        if (!unlike_arena(p, b, s, names, why, sizeof why))
+            continue;
+        if (p->nunlike < PROC_UNLIKE_MAX) {
+            struct unlike *u = &p->unlike[p->nunlike];
+            u->index = i;
+            u->base = b;
+            u->size = s;
+            snprintf(u->why, sizeof u->why, "%s", why);
+        }
+        p->nunlike++;
+    }
 }
 
 /* The head both versions share: everything before version 2's `more` (version 1's range[]). */
@@ -363,7 +487,7 @@ static const char *implausible_ranges(const struct proc *p, const struct intro_t
                 return buf;
             }
         }
-        if (!mapped(p, b, b + s, true)) {
+        if (!mapped(p, b, b + s, true) && !past_cut(p, b, b + s)) {
             /* a range where nothing is mapped may be an arena made since; one over a
              * file, the stack or the heap is a lie */
             *unmapped = !mapped(p, b, b + s, false);
@@ -455,7 +579,8 @@ static bool read_more(struct proc *p, struct intro_table *tab, uint64_t have, co
     /* have == THPALLOC_RANGES_INLINE here (implausible_head): more[0] is that slot */
     uint64_t n = t->ranges_used - have, at = t->more;
     bool sane = at % 8 == 0 && at < ADDR_LIMIT - n * RANGE_BYTES;
-    if (!sane || !mapped(p, at, at + n * RANGE_BYTES, false)) {
+    if (!sane ||
+        (!mapped(p, at, at + n * RANGE_BYTES, false) && !past_cut(p, at, at + n * RANGE_BYTES))) {
         snprintf(buf, cap,
                  "ranges %" PRIu64 " to %" PRIu64 " are said to be at %#" PRIx64 ", which is %s",
                  have, t->ranges_used - 1, at,
@@ -505,7 +630,12 @@ void proc_read_introspect(struct proc *p)
         }
         if (!bad)
             bad = implausible_ranges(p, tab, &unmapped, why, sizeof why);
-        if (!bad || !unmapped)
+        /* a range unlike an arena may be one named just after it was recorded: once more */
+        if (!bad)
+            check_arenas(p, tab);
+        if (!bad && !p->nunlike)
+            break;
+        if (bad && !unmapped)
             break;
     }
     if (bad) {

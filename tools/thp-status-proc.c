@@ -319,7 +319,7 @@ void proc_read_maps(struct proc *p)
          * the like are the kernel's own) */
         bool anon =
             ino == 0 && maj == 0 && mnr == 0 && (path[0] == '\0' || !strncmp(path, "[anon:", 6));
-        p->maps[p->nmaps++] = (struct span){start, end, anon};
+        p->maps[p->nmaps++] = (struct span){start, end, anon, !strcmp(path, "[anon:thpalloc]")};
         if (path[0] != '/' || !is_thpalloc_path(path))
             continue;
         if (!p->loaded || (off == 0 && start < p->lib_start)) {

@@ -16,8 +16,17 @@ struct mem {
 
 struct span {
     uint64_t start, end;
-    bool anon; /* private memory of no file: what thpalloc's arenas are */
+    bool anon;  /* private memory of no file: what thpalloc's arenas are */
+    bool named; /* [anon:thpalloc], the name thpalloc gives its arenas */
 };
+
+/* A range of the table that does not look like one of thpalloc's arenas (the table is
+ * what the process says of itself): which, and why. */
+struct unlike {
+    uint64_t index, base, size;
+    char why[96];
+};
+#define PROC_UNLIKE_MAX 4
 
 struct perr {
     const char *what;
@@ -60,11 +69,18 @@ struct proc {
     /* The library's path names another file (an upgrade): the table was read through
      * /proc/PID/map_files (lib_via_map_files), or it cannot be (lib_replaced). */
     bool lib_replaced, lib_via_map_files;
+    /* The path names no file from here and maps does not say the file was deleted: the
+     * process sees it through another mount namespace or root (not a replacement). */
+    bool lib_elsewhere;
     unsigned named_vmas; /* [anon:thpalloc...] mappings (kernels with CONFIG_ANON_VMA_NAME) */
     char intro_msg[256];
     struct intro_table *intro;
     uint64_t reserved_bytes;
     unsigned nranges;
+    /* Ranges unlike thpalloc's arenas (the first PROC_UNLIKE_MAX of nunlike), and those past
+     * a cut maps (nunchecked: not known either way). */
+    struct unlike unlike[PROC_UNLIKE_MAX];
+    unsigned nunlike, nunchecked;
     bool attr_ok;
     const char *attr_method;
     struct mem in, out;

@@ -23,6 +23,28 @@ static const char *active_name(uint32_t a)
                     : "not initialised yet";
 }
 
+/* The settings the process's block reports. */
+static void block_settings(const struct thpalloc_introspect *t, struct cfg_settings *f)
+{
+    cfg_defaults(f);
+    f->thp = (enum thp_mode)t->thp_mode;
+    f->thp_threshold = t->thp_threshold;
+    f->arena_size = t->arena_size;
+    f->purge_delay_ms = t->purge_delay_ms;
+    f->purge = t->purge ? OS_PURGE_FREE : OS_PURGE_DONTNEED;
+}
+
+/* Whether key k as the process reports it (got) is not what its configuration gives it
+ * (want), both as the configuration writes them. */
+static bool differs(const struct proc *p, enum cfg_key k, char *got, char *want, size_t cap)
+{
+    struct cfg_settings f;
+    block_settings(&p->intro->head, &f);
+    cfg_format_value(&f, k, got, cap);
+    cfg_format_value(&p->pol, k, want, cap);
+    return strcmp(got, want) != 0;
+}
+
 static void text_errors(const struct proc *p)
 {
     for (int i = 0; i < p->nerr; i++) {
@@ -82,7 +104,11 @@ static void proc_text(const struct proc *p)
         printf("  %-16s not loaded\n", "thpalloc");
     else {
         printf("  %-16s loaded: %s\n", "thpalloc", ts_text(p->lib_path));
-        if (p->lib_via_map_files)
+        if (p->lib_via_map_files && p->lib_elsewhere)
+            printf("    %-14s its path is not in the process's root as seen from here (another "
+                   "mount namespace or root): the table read through /proc/%d/map_files\n",
+                   "library", (int)p->pid);
+        else if (p->lib_via_map_files)
             printf("    %-14s replaced since the process loaded it: the table read through "
                    "/proc/%d/map_files (restart it to run the new one)\n",
                    "library", (int)p->pid);
@@ -94,12 +120,7 @@ static void proc_text(const struct proc *p)
                    t->ranges_overflow ? " (table full: some not recorded)" : "");
             if (t->policy_loaded) {
                 struct cfg_settings f;
-                cfg_defaults(&f);
-                f.thp = (enum thp_mode)t->thp_mode;
-                f.thp_threshold = t->thp_threshold;
-                f.arena_size = t->arena_size;
-                f.purge_delay_ms = t->purge_delay_ms;
-                f.purge = t->purge ? OS_PURGE_FREE : OS_PURGE_DONTNEED;
+                block_settings(t, &f);
                 printf("    %-14s", "in force");
                 for (int k = 0; k < CFG_STATS; k++) {
                     char val[64];
@@ -109,6 +130,32 @@ static void proc_text(const struct proc *p)
                 printf("\n");
             } else
                 printf("    %-14s not resolved yet (no chunk allocated)\n", "in force");
+            /* the block is the process's own memory: its word, checked where it can be */
+            printf("    (state, arenas and in force: as the process reports them, from its own "
+                   "memory, which any code in it can write)\n");
+            for (unsigned i = 0; i < p->nunlike && i < PROC_UNLIKE_MAX; i++)
+                printf("    ! range %" PRIu64 " (%#" PRIx64 ", %" PRIu64
+                       " KiB) does not look like a thpalloc arena: %s\n",
+                       p->unlike[i].index, p->unlike[i].base, p->unlike[i].size >> 10,
+                       p->unlike[i].why);
+            if (p->nunlike > PROC_UNLIKE_MAX)
+                printf("    ! and %u more ranges unlike thpalloc arenas\n",
+                       p->nunlike - PROC_UNLIKE_MAX);
+            if (p->nunchecked)
+                printf("    (%u range%s past the cut of maps: not checked against the mappings)\n",
+                       p->nunchecked, p->nunchecked == 1 ? "" : "s");
+            int differ = 0;
+            for (int k = 0; k < CFG_STATS && t->policy_loaded && p->pol_ok; k++) {
+                char got[64], want[64];
+                if (!differs(p, (enum cfg_key)k, got, want, sizeof got))
+                    continue;
+                differ++;
+                printf("    ! the process reports %s=%s where its configuration gives %s\n",
+                       cfg_key_name((enum cfg_key)k), got, want);
+            }
+            if (differ)
+                printf("    (the configuration changed since it started, it was started with "
+                       "other settings, or its report is false)\n");
         } else if (p->lib_replaced)
             printf("    %-14s unknown (library replaced: restart PID %d to refresh): %s\n",
                    "arena table", (int)p->pid, ts_text(p->intro_msg));
@@ -159,11 +206,6 @@ static void proc_text(const struct proc *p)
         if (p->pol_problems)
             printf("    (the configuration has %zu problem%s: run thp-status --check)\n",
                    p->pol_problems, p->pol_problems == 1 ? "" : "s");
-        if (p->intro_ok && p->intro->head.policy_loaded &&
-            p->intro->head.thp_mode != (int32_t)p->pol.thp)
-            printf("    ! the process runs with thp=%s: the configuration changed since it "
-                   "started, or it was started with other settings\n",
-                   mode_name(p->intro->head.thp_mode));
     }
     scan_text(p);
     text_errors(p);
@@ -230,7 +272,7 @@ void proc_json(const struct proc *p, bool full)
         j_null("loaded");
     j_str("library", p->loaded ? p->lib_path : NULL);
     if (p->loaded)
-        j_bool("library_replaced", p->lib_replaced || p->lib_via_map_files);
+        j_bool("library_replaced", p->lib_replaced || (p->lib_via_map_files && !p->lib_elsewhere));
     else
         j_null("library_replaced");
     if (p->intro_ok) {
@@ -246,6 +288,35 @@ void proc_json(const struct proc *p, bool full)
         j_int("ranges", p->nranges);
         j_u64("reserved_bytes", p->reserved_bytes);
         j_u64("ranges_overflow", t->ranges_overflow);
+        /* all of the above is the process's word (its own memory) */
+        j_bool("self_reported", true);
+        j_arr("ranges_unlike_arenas");
+        for (unsigned i = 0; i < p->nunlike && i < PROC_UNLIKE_MAX; i++) {
+            j_obj(NULL);
+            j_u64("index", p->unlike[i].index);
+            j_u64("base", p->unlike[i].base);
+            j_u64("size", p->unlike[i].size);
+            j_str("why", p->unlike[i].why);
+            j_end();
+        }
+        j_end();
+        j_int("ranges_unlike_arenas_count", p->nunlike);
+        j_int("ranges_unchecked", p->nunchecked);
+        if (p->pol_ok && t->policy_loaded) {
+            j_arr("differs_from_policy");
+            for (int k = 0; k < CFG_STATS; k++) {
+                char got[64], want[64];
+                if (!differs(p, (enum cfg_key)k, got, want, sizeof got))
+                    continue;
+                j_obj(NULL);
+                j_str("key", cfg_key_name((enum cfg_key)k));
+                j_str("reported", got);
+                j_str("policy", want);
+                j_end();
+            }
+            j_end();
+        } else
+            j_null("differs_from_policy");
         j_end();
     } else
         j_null("introspect");
