@@ -45,7 +45,12 @@ struct policy policy_in_force = {
     .trim_burst = TRIM_BURST_DEFAULT,
 };
 
-static struct cfg_settings settings;
+/* The resolved policy with each key's origin, for thpalloc_policy(): copied here only when
+ * something but the defaults was read (a file, a variable), and in a section after .bss
+ * (layout.ld), so that a process on the defaults never writes its 3 KiB: they pushed the
+ * variables every process writes onto a second page (tests/rel-footprint.sh). */
+static struct cfg_settings settings __attribute__((section(".bss.thp_rare")));
+static bool settings_kept;
 static _Atomic int load_state; /* 0 not loaded, 1 loading, 2 loaded */
 static bool verbose;
 static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -132,20 +137,28 @@ void policy_ensure_loaded(void)
     in.secure = secure;
     in.ruid = getuid();
     struct problem_log problems = {0};
-    cfg_resolve(&settings, &in, policy_report, &problems);
-    if (settings.log_problems && problems.n)
+    struct cfg_settings s;
+    cfg_resolve(&s, &in, policy_report, &problems);
+    if (s.log_problems && problems.n)
         problem_log_send(&problems);
-    policy_in_force.thp.mode = settings.thp;
-    policy_in_force.thp.threshold = settings.thp_threshold;
-    policy_in_force.arena_size = settings.arena_size;
-    policy_in_force.purge_delay_ms = settings.purge_delay_ms;
-    policy_in_force.purge = settings.purge;
-    policy_in_force.stats_at_exit = settings.stats_at_exit;
-    introspect_state.thp_mode = (int32_t)settings.thp;
-    introspect_state.thp_threshold = settings.thp_threshold;
-    introspect_state.arena_size = settings.arena_size;
-    introspect_state.purge_delay_ms = settings.purge_delay_ms;
-    introspect_state.purge = (uint32_t)settings.purge;
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        if (s.where[k].origin != CFG_FROM_DEFAULT) {
+            settings = s;
+            settings_kept = true;
+            break;
+        }
+    }
+    policy_in_force.thp.mode = s.thp;
+    policy_in_force.thp.threshold = s.thp_threshold;
+    policy_in_force.arena_size = s.arena_size;
+    policy_in_force.purge_delay_ms = s.purge_delay_ms;
+    policy_in_force.purge = s.purge;
+    policy_in_force.stats_at_exit = s.stats_at_exit;
+    introspect_state.thp_mode = (int32_t)s.thp;
+    introspect_state.thp_threshold = s.thp_threshold;
+    introspect_state.arena_size = s.arena_size;
+    introspect_state.purge_delay_ms = s.purge_delay_ms;
+    introspect_state.purge = (uint32_t)s.purge;
     introspect_state.policy_loaded = 1;
     atomic_store_explicit(&load_state, 2, memory_order_release);
     if (verbose)
@@ -271,8 +284,9 @@ API int thpalloc_policy(struct thpalloc_setting *out, size_t n)
     }
     struct cfg_settings defaults;
     const struct cfg_settings *s = &settings;
-    if (atomic_load_explicit(&load_state, memory_order_acquire) != 2) {
-        cfg_defaults(&defaults); /* another thread is still reading the files */
+    /* on the defaults (nothing kept), or another thread is still reading the files */
+    if (atomic_load_explicit(&load_state, memory_order_acquire) != 2 || !settings_kept) {
+        cfg_defaults(&defaults);
         s = &defaults;
     }
     for (size_t k = 0; k < CFG_NKEYS && k < n; k++) {
