@@ -164,21 +164,16 @@ void abandon_heap(heap_t *heap)
  * one back, adoptable again, when reclaim_abandoned is done with it. */
 size_t abandoned_take_due(uint32_t now, bool force, uint32_t *next, chunk_queue_t *out)
 {
-    long delay = policy_in_force.purge_delay_ms;
     size_t n = 0;
     *next = 0;
-    if ((delay < 0 && !force) || !atomic_load_explicit(&abandoned_count, memory_order_relaxed))
+    if ((purge_never() && !force) || !atomic_load_explicit(&abandoned_count, memory_order_relaxed))
         return 0;
     pthread_mutex_lock(&abandoned_lock);
     chunk_t *cn;
     for (chunk_t *c = abandoned.first; c; c = cn) {
         cn = c->next;
-        if (!force && !clock_passed(now, c->abandoned_at, delay)) {
-            uint32_t t = c->abandoned_at + (uint32_t)delay;
-            if (*next == 0 || (int32_t)(t - *next) < 0)
-                *next = t;
+        if (!purge_is_due(c->abandoned_at, now, force, next))
             continue;
-        }
         abandoned_unlink(c);
         DLIST_PUSH_BACK(out, c);
         n++;

@@ -86,7 +86,7 @@ bool advice_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t blo
                     tail_pad(a, first + i, block_size & CHUNK_MASK);
                     padded = true;
                 } else {
-                    os_purge(p, (j - i) << CHUNK_SHIFT, OS_PURGE_DONTNEED);
+                    purge_give_back(p, (j - i) << CHUNK_SHIFT, OS_PURGE_DONTNEED);
                 }
             }
             if (os_advise(p, (j - i) << CHUNK_SHIFT, adv)) {
@@ -114,21 +114,14 @@ bool advice_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t blo
 TEXT_WARM
 size_t advice_purge_padded_tails(arena_t *a, uint32_t now, bool force, uint32_t *next)
 {
-    long delay = policy_in_force.purge_delay_ms;
     size_t purged = 0;
     for (size_t i = 0; i < a->nchunks && i < ARENA_MAX_CHUNKS; i++) {
-        if (!a->padded[i])
+        if (!a->padded[i] || !purge_is_due(a->freed_at[i], now, force, next))
             continue;
-        if (!force && (delay < 0 || !clock_passed(now, a->freed_at[i], delay))) {
-            uint32_t t = a->freed_at[i] + (uint32_t)delay;
-            if (delay >= 0 && (*next == 0 || (int32_t)(t - *next) < 0))
-                *next = t;
-            continue;
-        }
         uint8_t *p = a->base + (i << CHUNK_SHIFT);
         size_t keep = ((size_t)a->padded[i] + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
         advice_tail_unpad(a, i);
-        if (keep < CHUNK_SIZE && os_purge(p + keep, CHUNK_SIZE - keep, OS_PURGE_DONTNEED))
+        if (keep < CHUNK_SIZE && purge_give_back(p + keep, CHUNK_SIZE - keep, OS_PURGE_DONTNEED))
             purged += CHUNK_SIZE - keep;
         enum os_advice adv = thp_advice(thp_system_setting(), THP_WANT_NOHUGE, OS_ADVICE_HUGE);
         if (adv != OS_ADVICE_NONE && advice_get(a, i) == OS_ADVICE_HUGE &&

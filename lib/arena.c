@@ -15,21 +15,6 @@ static arena_t *arena_desc_free;
 static uint32_t next_purge_ms; /* earliest time a dirty chunk expires */
 static bool purge_armed;       /* some dirty chunk waits for its delay */
 
-/* Refaults of the delayed purge: a chunk it gave back and a request took again within
- * 16 purge_delays was faulted in twice for nothing (a compiler's phases free
- * and take back tens of MiB seconds apart). Each take of
- * such chunks doubles the wait of the free chunks (refault_shift, up to REFAULT_MAX_SHIFT)
- * until 16 purge_delays pass without one. Growth is not a refault: a purged chunk taken
- * later, or a fresh one, counts nothing. The longer wait holds no memory past the peak:
- * a request that takes fresh chunks purges as many waiting ones first (purge_for_room).
- * It ends at the first pass that finds the process asleep (purger.c, refault_sleeping):
- * an idle process gets its memory back one purge_delay after its frees, as ever. */
-#define REFAULT_MAX_SHIFT 4u
-#define REFAULT_WINDOW_SHIFT 4u        /* 16 purge_delays */
-static _Atomic unsigned refault_shift; /* read by the extents' purge without arena_lock */
-static _Atomic uint32_t refault_at;    /* the last take of a chunk purged late (ms clock) */
-static _Atomic bool refault_asleep;    /* purger.c saw no activity at its last look */
-
 /* ---- bitmaps ------------------------------------------------------------------------ */
 
 static inline bool bit_get(const uint64_t *bm, size_t i)
@@ -52,11 +37,10 @@ static void advise(arena_t *a, size_t first, size_t n, enum thp_use use, size_t 
 {
     if (!advice_run(a, first, n, use, block_size, reuse))
         return;
-    long delay = policy_in_force.purge_delay_ms;
-    if (delay < 0)
+    if (purge_never())
         return;
     uint32_t now = now_ms();
-    uint32_t due = now + (uint32_t)delay;
+    uint32_t due = now + (uint32_t)purge_delay();
     if (!purge_armed ||
         (!clock_reached(now, next_purge_ms) && (int32_t)(due - next_purge_ms) < 0)) {
         purge_armed = true;
@@ -145,7 +129,6 @@ static size_t arenas_unmap_all_free(void)
  * delay, then the address space goes too. */
 static void arenas_unmap_idle(uint32_t now, bool force, uint32_t *next)
 {
-    long delay = policy_in_force.purge_delay_ms;
     bool spare = false;
     for (arena_t **pp = &arenas; *pp;) {
         arena_t *a = *pp;
@@ -158,13 +141,8 @@ static void arenas_unmap_idle(uint32_t now, bool force, uint32_t *next)
             a->idle = true;
             a->idle_since = now;
         }
-        bool due = force || (delay >= 0 && clock_passed(now, a->idle_since, delay));
-        if (!spare || !due) {
-            if (spare && delay >= 0) {
-                uint32_t t = a->idle_since + (uint32_t)delay;
-                if (*next == 0 || (int32_t)(t - *next) < 0)
-                    *next = t;
-            }
+        /* the first wholly free arena stays: only a spare one's due time counts */
+        if (!spare || !purge_is_due(a->idle_since, now, force, spare ? next : NULL)) {
             spare = true;
             pp = &a->next;
             continue;
@@ -385,60 +363,20 @@ static void purge_for_room(size_t fresh)
 static void purge_locked(uint32_t now, bool force, bool unmap);
 
 /* A request takes chunks first..first+n-1 of a: a refault when the delayed purge gave one
- * of them back less than 16 purge_delays ago. arena_lock held. */
-static long refault_span(long delay, unsigned shift)
-{
-    long max = 24L * 3600 * 1000; /* what the clock's comparisons take */
-    return delay > (max >> shift) ? max : delay << shift;
-}
-
+ * of them back within the refault window (purge-rules.c). arena_lock held. */
 static void note_take(arena_t *a, size_t first, size_t n)
 {
-    long delay = policy_in_force.purge_delay_ms;
-    if (delay <= 0)
+    if (purge_delay() <= 0)
         return;
     uint32_t now = now_ms();
     bool refault = false;
     for (size_t i = first; i < first + n; i++)
         if (bit_get(a->purged_late, i)) {
             bit_clear(a->purged_late, i);
-            refault |=
-                !clock_passed(now, a->freed_at[i], refault_span(delay, REFAULT_WINDOW_SHIFT));
+            refault |= !clock_passed(now, a->freed_at[i], purge_refault_window());
         }
-    if (!refault)
-        return;
-    unsigned shift = atomic_load_explicit(&refault_shift, memory_order_relaxed);
-    if (shift < REFAULT_MAX_SHIFT)
-        atomic_store_explicit(&refault_shift, shift + 1, memory_order_relaxed);
-    atomic_store_explicit(&refault_at, now, memory_order_relaxed);
-}
-
-/* Whether the wait is longer now (a pass then looks at whether the process sleeps). */
-bool purge_refaulting(void)
-{
-    return atomic_load_explicit(&refault_shift, memory_order_relaxed) != 0;
-}
-
-/* Whether the process sleeps (purger.c): meanwhile what waits goes after purge_delay. */
-void purge_refault_asleep(bool asleep)
-{
-    atomic_store_explicit(&refault_asleep, asleep, memory_order_relaxed);
-}
-
-/* The wait of free memory now (free chunks, free extent runs): purge_delay, doubled by
- * the refaults seen within the last 16 purge_delays. */
-long purge_delay_now(uint32_t now)
-{
-    long delay = policy_in_force.purge_delay_ms;
-    unsigned shift = atomic_load_explicit(&refault_shift, memory_order_relaxed);
-    if (!shift || delay <= 0 || atomic_load_explicit(&refault_asleep, memory_order_relaxed))
-        return delay;
-    if (clock_passed(now, atomic_load_explicit(&refault_at, memory_order_relaxed),
-                     refault_span(delay, REFAULT_WINDOW_SHIFT))) {
-        atomic_store_explicit(&refault_shift, 0, memory_order_relaxed);
-        return delay;
-    }
-    return refault_span(delay, shift);
+    if (refault)
+        purge_note_refault(now);
 }
 
 /* Gets a run of n chunks for `use` (advised as policy says); is_zero tells whether the
@@ -521,7 +459,7 @@ uint8_t *arena_alloc_chunks(size_t n, size_t align, enum thp_use use, size_t blo
         a->nfree -= (uint32_t)n;
     }
     atomic_fetch_add_explicit(&stat_committed, n << CHUNK_SHIFT, memory_order_relaxed);
-    if (fresh && policy_in_force.purge_delay_ms > 0 &&
+    if (fresh && purge_delay() > 0 &&
         atomic_load_explicit(&stat_purge_pending, memory_order_relaxed))
         purge_for_room(fresh);
     advise(a, first, n, use, block_size, true);
@@ -683,7 +621,7 @@ void arena_free_chunks(arena_t *a, uint8_t *base, size_t n)
     }
     uint32_t now = now_ms();
     free_locked(a, base, n, now);
-    long delay = policy_in_force.purge_delay_ms;
+    long delay = purge_delay();
     if (delay == 0) {
         purge_locked(now, false, true);
     } else if (delay > 0) {
@@ -708,11 +646,11 @@ static void free_chunks_now(arena_t *a, uint8_t *base, size_t n, bool resident)
     atomic_fetch_sub_explicit(&stat_purge_pending, purged, memory_order_relaxed);
     if (resident)
         atomic_fetch_add_explicit(&stat_purged, purged, memory_order_relaxed);
-    if (purged != n << CHUNK_SHIFT && policy_in_force.purge_delay_ms >= 0) {
+    if (purged != n << CHUNK_SHIFT && !purge_never()) {
         /* refused: the delayed purge takes it, and whoever purges is told */
         if (!purge_armed) {
             purge_armed = true;
-            next_purge_ms = now_ms() + (uint32_t)policy_in_force.purge_delay_ms;
+            next_purge_ms = now_ms() + (uint32_t)purge_delay();
         }
         purge_note_chunks();
     }
@@ -724,7 +662,7 @@ static void free_chunks_now(arena_t *a, uint8_t *base, size_t n, bool resident)
  * owner's pages over memory that is resident already). */
 void arena_free_chunks_purged(arena_t *a, uint8_t *base, size_t n)
 {
-    if (a->dedicated || policy_in_force.purge_delay_ms < 0)
+    if (a->dedicated || purge_never())
         arena_free_chunks(a, base, n);
     else
         free_chunks_now(a, base, n, true);
@@ -748,7 +686,7 @@ static size_t purge_run(arena_t *a, size_t i, size_t j, bool resident)
     uint8_t *p = a->base + (i << CHUNK_SHIFT);
     size_t len = (j - i) << CHUNK_SHIFT;
     if (!(strict_commit() ? os_decommit(p, len, "thpalloc")
-                          : !resident || os_purge(p, len, policy_in_force.purge)))
+                          : !resident || purge_give_back(p, len, purge_how())))
         return 0;
     for (size_t k = i; k < j; k++) {
         bit_clear(a->dirty, k);
@@ -758,7 +696,7 @@ static size_t purge_run(arena_t *a, size_t i, size_t j, bool resident)
             if (advice_get(a, k) == OS_ADVICE_HUGE)
                 advice_drop_huge(a, 1);
             a->advice[k] = OS_ADVICE_NONE;
-        } else if (policy_in_force.purge == OS_PURGE_FREE) {
+        } else if (purge_how() == OS_PURGE_FREE) {
             a->advice[k] |= ADVICE_MAYBE_OLD;
         }
     }

@@ -44,7 +44,7 @@ void chunk_release(chunk_t *c)
 
 void chunk_purge_dirty(chunk_t *c)
 {
-    if (policy_in_force.purge_delay_ms < 0 || policy_in_force.thp.mode == THP_MODE_ALWAYS)
+    if (!purge_inside_chunks())
         return;
     uint32_t next = 0;
     page_slots_purge(c, 0, true, &next);
@@ -94,8 +94,7 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
      * first is the caller's: taken here, before the purger can see the chunk. They have
      * waited since the chunk was freed: the rest of purge_delay, not all of it again. */
     *dirty_out = !zero;
-    bool dirty = !zero && c->npages > 1 && policy_in_force.purge_delay_ms > 0 &&
-                 policy_in_force.thp.mode != THP_MODE_ALWAYS;
+    bool dirty = !zero && c->npages > 1 && purge_inside_chunks() && purge_delay() > 0;
     uint32_t now = dirty ? arena_freed_at(arena, base) : 0;
     atomic_store_explicit(&c->ndirty, dirty ? c->npages - 1 : 0, memory_order_relaxed);
 #ifdef THPALLOC_DEBUG
@@ -256,7 +255,7 @@ static int slot_new(heap_t *heap, enum chunk_kind kind, chunk_t **out, bool *was
 {
     chunk_queue_t *chunks = &heap->chunks[kind == CHUNK_MEDIUM];
     chunk_t *c = chunks->first;
-    if (policy_in_force.thp.mode == THP_MODE_ALWAYS) {
+    if (purge_chunks_whole()) {
         /* Huge-advised chunks: fill the fullest first, so huge pages stay full and whole
          * chunks empty out and can be returned (Temeraire's rule). */
         chunk_t *best = NULL;
@@ -479,8 +478,7 @@ bool chunk_page_free(heap_t *heap, page_t *page)
     atomic_store_explicit(&page->in_full, 0, memory_order_relaxed);
     /* The heap's only chunk stays, empty (its pages purged after purge_delay), so that a
      * loop of one block does not take and return a chunk per call. */
-    bool keep_chunk = heap && heap_chunks(heap, c)->first == c && !c->next &&
-                      policy_in_force.thp.mode != THP_MODE_ALWAYS;
+    bool keep_chunk = heap && heap_chunks(heap, c)->first == c && !c->next && !purge_chunks_whole();
     if (--c->pages_used == 0 && !keep_chunk) {
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
         if (heap)
@@ -490,11 +488,10 @@ bool chunk_page_free(heap_t *heap, page_t *page)
     }
     /* The chunk lives on: its empty page goes back to the kernel after purge_delay (not in
      * mode always, whose chunks are huge pages that a page's purge would split). */
-    long delay = policy_in_force.purge_delay_ms;
-    if (page->capacity == 0 || delay < 0 || policy_in_force.thp.mode == THP_MODE_ALWAYS) {
+    if (page->capacity == 0 || !purge_inside_chunks()) {
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
-    } else if (delay == 0) {
-        os_purge(page->start, page_size_of(c), policy_in_force.purge);
+    } else if (purge_delay() == 0) {
+        purge_give_back(page->start, page_size_of(c), purge_how());
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
     } else {
         page->retired_at = now_ms();

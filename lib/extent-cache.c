@@ -90,12 +90,11 @@ TEXT_BUSY
 void extent_cache_age(heap_t *heap)
 {
     heap->ext_cache_looked = heap->slow_ops;
-    long delay = policy_in_force.purge_delay_ms;
-    if (delay < 0)
+    if (purge_never())
         return; /* purge_delay = never: kept as the runs are */
     uint32_t now = now_ms();
     heap_enter(heap);
-    if (!heap->ext_cache_n || !clock_passed(now, heap->ext_cache_era_at, delay)) {
+    if (!heap->ext_cache_n || !purge_is_due(heap->ext_cache_era_at, now, false, NULL)) {
         heap_leave(heap);
         return;
     }

@@ -50,7 +50,7 @@ static bool trim_now(struct ext_shard *s)
 {
     uint32_t now = now_ms();
     unsigned burst = policy_in_force.trim_burst;
-    if (clock_passed(now, s->trim_calls_at, policy_in_force.purge_delay_ms)) {
+    if (clock_passed(now, s->trim_calls_at, purge_delay())) {
         s->trim_calls_at = now;
         s->trim_calls = 0;
         s->trim_batched = 0;
@@ -145,9 +145,9 @@ static bool run_purge(struct extent_map *m, struct ext_free *n, bool trim, size_
     tags_set(m, first, len, TAG_BUSY);
     s->purging++;
     shard_unlock(s);
-    enum os_purge how = policy_in_force.purge;
-    bool done = os_purge(m->chunk->base + ((size_t)first << GRANULE_SHIFT),
-                         (size_t)len << GRANULE_SHIFT, how);
+    enum os_purge how = purge_how();
+    bool done = purge_give_back(m->chunk->base + ((size_t)first << GRANULE_SHIFT),
+                                (size_t)len << GRANULE_SHIFT, how);
     shard_lock(s);
     s->purging--;
     tags_clear(m, first, len);
@@ -230,7 +230,7 @@ void run_freed(struct extent_map *m, struct ext_free *n, bool pend, unsigned hel
 {
     struct ext_shard *s = m->shard; /* the map's for good, even once it went back */
     MAP_CHECK(m);                   /* before the map may go back with its chunk */
-    if (pend && policy_in_force.purge_delay_ms == 0)
+    if (pend && purge_delay() == 0)
         run_purge_now(m, n, false);
     else if (pend && trim_due(s, n, held) && trim_now(s))
         run_purge_now(m, n, true);

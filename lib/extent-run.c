@@ -466,7 +466,7 @@ static void run_put(struct extent_map *m, unsigned first, unsigned len, unsigned
  * long, until none. */
 static void trim_taken(struct ext_shard *s, uint32_t trimmed_at, unsigned len)
 {
-    long delay = policy_in_force.purge_delay_ms;
+    long delay = purge_delay();
     uint32_t now = now_ms();
     if (clock_passed(now, trimmed_at, delay))
         return;

@@ -123,8 +123,7 @@ static inline struct ext_shard *shard_here(void)
 
 static inline bool purge_enabled(void)
 {
-    /* mode always: extent chunks are huge pages, which a 4 KiB purge would split */
-    return policy_in_force.purge_delay_ms >= 0 && policy_in_force.thp.mode != THP_MODE_ALWAYS;
+    return purge_inside_chunks();
 }
 
 /* pending_granules and used_granules change under the lock; relaxed stores, for

@@ -34,11 +34,10 @@ static bool page_trim_kept(heap_t *heap, page_t *page)
 {
     if (page->is_sub)
         return false; /* counted on every retire (sub_keeps) */
-    if (!policy_in_force.trim_threshold || policy_in_force.purge_delay_ms < 0 ||
-        policy_in_force.thp.mode == THP_MODE_ALWAYS ||
+    if (!policy_in_force.trim_threshold || !purge_inside_chunks() ||
         (heap->trim_refaulted & ((uint64_t)1 << page->cls)) || purger_thread_started())
         return true;
-    size_t bytes = page_reset_empty(heap, page->chunk, page, policy_in_force.purge);
+    size_t bytes = page_reset_empty(heap, page->chunk, page, purge_how());
     if (bytes) {
         page_set_flags(page, heap, (uint8_t)(page->flags | PAGE_TRIMMED));
         atomic_fetch_add_explicit(&stat_purged, bytes, memory_order_relaxed); /* as reclaim's */

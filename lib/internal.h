@@ -65,6 +65,62 @@ HIDDEN void chunk_desc_free(chunk_t *c);
 HIDDEN void chunk_desc_foreach(void (*fn)(chunk_t *c, void *arg), void *arg);
 HIDDEN void meta_fork(enum fork_phase phase);
 
+/* ---- purge-rules.c: whether memory that waits is given back, when, and how -------------- */
+/* purge_delay in force (ms): < 0 never (only thpalloc_purge(), force, gives back), 0 at once. */
+static inline long purge_delay(void)
+{
+    return policy_in_force.purge_delay_ms;
+}
+static inline bool purge_never(void)
+{
+    return purge_delay() < 0;
+}
+/* Mode always: every chunk is a huge page. Nothing inside one is given back (a purge of
+ * part of it would split it), and new pages fill the fullest chunk first. */
+static inline bool purge_chunks_whole(void)
+{
+    return policy_in_force.thp.mode == THP_MODE_ALWAYS;
+}
+/* Whether the pages inside chunks (a small page's slot, an extent run) are given back. */
+static inline bool purge_inside_chunks(void)
+{
+    return !purge_never() && !purge_chunks_whole();
+}
+/* How memory is given back (purge = dontneed or free). */
+static inline enum os_purge purge_how(void)
+{
+    return policy_in_force.purge;
+}
+/* Whether what waits since stamp may go back at now (force: always; purge_delay = never:
+ * only with force). When it may not, next (unless NULL) becomes the earlier of *next (0:
+ * none yet) and its due time. */
+static inline bool purge_is_due(uint32_t stamp, uint32_t now, bool force, uint32_t *next)
+{
+    if (force)
+        return true;
+    long delay = purge_delay();
+    if (delay < 0)
+        return false;
+    if (clock_passed(now, stamp, delay))
+        return true;
+    uint32_t due = stamp + (uint32_t)delay;
+    if (next && (*next == 0 || (int32_t)(due - *next) < 0))
+        *next = due;
+    return false;
+}
+/* The wait of free memory now (free chunks, free extent runs): purge_delay, doubled by the
+ * refaults seen within the window. */
+HIDDEN long purge_delay_now(uint32_t now);
+/* The window in which a take of a chunk purged late is a refault; one is noted at now. */
+HIDDEN long purge_refault_window(void);
+HIDDEN void purge_note_refault(uint32_t now);
+/* Whether the wait is longer now (a pass then looks at whether the process sleeps). */
+HIDDEN bool purge_refaulting(void);
+/* Whether the process sleeps (purger.c): meanwhile what waits goes after purge_delay. */
+HIDDEN void purge_refault_asleep(bool asleep);
+/* Gives size bytes at addr back to the kernel, how: every purge of the library's memory. */
+HIDDEN bool purge_give_back(void *addr, size_t size, enum os_purge how);
+
 /* ---- registry.c: is this pointer ours? O(1), two loads ---------------------------------- */
 #if UINTPTR_MAX > 0xffffffffu
 /* 48: arm64's user space (48-bit VA: mmap hands out addresses near 2^48); x86-64's is 47
@@ -220,10 +276,6 @@ HIDDEN uint8_t *arena_resize_dedicated(arena_t *arena, chunk_t *desc, size_t wan
 HIDDEN uint32_t arena_freed_at(const arena_t *a, const uint8_t *base);
 HIDDEN void arena_readvise(arena_t *arena, uint8_t *base, size_t n, size_t block_size);
 HIDDEN uint32_t arena_purge_due(uint32_t now);
-/* purge_delay, longer while the process takes back what the delayed purge gave back. */
-HIDDEN long purge_delay_now(uint32_t now);
-HIDDEN bool purge_refaulting(void);
-HIDDEN void purge_refault_asleep(bool asleep);
 HIDDEN size_t arena_purge_chunks(bool force);
 HIDDEN void arena_fork(enum fork_phase phase);
 

@@ -178,7 +178,7 @@ size_t page_reset_empty(heap_t *heap, const chunk_t *c, page_t *page, enum os_pu
     len = (len + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
     if (len > page_size_of(c) || page->tail_resident)
         len = page_size_of(c);
-    if (!os_purge(page->start, len, how))
+    if (!purge_give_back(page->start, len, how))
         return 0; /* nothing changed: the blocks are all still there */
     page->tail_resident = false;
     __atomic_store_n(&page->holes, 0, __ATOMIC_RELAXED);
@@ -294,7 +294,7 @@ void *block_named(page_t *page, void *p)
  * purge the kernel refused leaves the slots DIRTY, for a later pass. */
 static size_t purge_slots(chunk_t *c, unsigned first, unsigned end, size_t len)
 {
-    bool done = os_purge(c->base + ((size_t)first << c->page_shift), len, policy_in_force.purge);
+    bool done = purge_give_back(c->base + ((size_t)first << c->page_shift), len, purge_how());
     size_t purged = 0;
     for (unsigned i = first; i < end; i++) {
         page_t *p = &c->pages[i];
@@ -319,7 +319,6 @@ static size_t purge_slots(chunk_t *c, unsigned first, unsigned end, size_t len)
  * *next: the earliest due time of those left (unchanged when none). Returns bytes. */
 size_t page_slots_purge(chunk_t *c, uint32_t now, bool force, uint32_t *next)
 {
-    long delay = policy_in_force.purge_delay_ms;
     unsigned first = 0, end = 0; /* the slots held, not yet purged */
     size_t len = 0, purged = 0;
     for (unsigned i = 0;
@@ -327,13 +326,8 @@ size_t page_slots_purge(chunk_t *c, uint32_t now, bool force, uint32_t *next)
         page_t *p = &c->pages[i];
         if (atomic_load_explicit(&p->in_use, memory_order_acquire) != PAGE_DIRTY)
             continue;
-        uint32_t at = p->retired_at;
-        if (!force && (delay < 0 || !clock_passed(now, at, delay))) {
-            uint32_t due = at + (uint32_t)delay;
-            if (delay >= 0 && (*next == 0 || (int32_t)(due - *next) < 0))
-                *next = due;
+        if (!purge_is_due(p->retired_at, now, force, next))
             continue;
-        }
         uint8_t expect = PAGE_DIRTY;
         if (!atomic_compare_exchange_strong_explicit(&p->in_use, &expect, PAGE_PURGING,
                                                      memory_order_acq_rel, memory_order_relaxed))

@@ -68,8 +68,7 @@ void purge_want_thread(void)
 {
     pthread_mutex_lock(&signal_lock);
     /* past PURGER_MIN_PENDING: the thread could not be created, the pending rule decides */
-    if (!purger_started && purger_min_pending <= PURGER_MIN_PENDING &&
-        policy_in_force.purge_delay_ms >= 0) {
+    if (!purger_started && purger_min_pending <= PURGER_MIN_PENDING && !purge_never()) {
         __atomic_store_n(&purger_started, true, __ATOMIC_SEQ_CST);
         atomic_store(&purge_inline_armed, 0);
         atomic_store(&purger_wanted, PURGER_WANT_THREAD);
@@ -173,7 +172,7 @@ void purge_inline_arm(void)
      * caller has counted what waits and fenced (the Dekker pair with purge_inline's
      * disarm). */
     if (atomic_load_explicit(&purge_inline_armed, memory_order_relaxed) ||
-        __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST) || policy_in_force.purge_delay_ms < 0)
+        __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST) || purge_never())
         return;
     atomic_store(&purge_inline_armed, 1);
     /* The thread may have been asked for meanwhile: want_purger_locked says started, then

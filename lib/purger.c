@@ -47,7 +47,7 @@ static void add_ops(heap_t *h, void *arg)
 
 static uint32_t refault_look_gap(void)
 {
-    uint32_t half = (uint32_t)policy_in_force.purge_delay_ms / 2;
+    uint32_t half = (uint32_t)purge_delay() / 2;
     return half > REFAULT_SAMPLE_MIN_MS ? half : REFAULT_SAMPLE_MIN_MS;
 }
 
@@ -147,7 +147,7 @@ static void purge_inline(void)
         atomic_store(&purge_inline_armed, 0);
         return;
     }
-    long delay = policy_in_force.purge_delay_ms;
+    long delay = purge_delay();
     uint32_t gap =
         delay < (long)PURGE_INLINE_GAP_MS ? (uint32_t)(delay > 0 ? delay : 1) : PURGE_INLINE_GAP_MS;
     uint32_t now = now_ms();

@@ -47,7 +47,7 @@ static size_t reset_split_slot(heap_t *heap, chunk_t *c, page_t *marker, enum os
             return 0; /* a live block: nothing here can go */
         resident |= p->capacity != 0;
     }
-    if (!resident || !os_purge(marker->start, page_size_of(c), how))
+    if (!resident || !purge_give_back(marker->start, page_size_of(c), how))
         return 0;
     marker->tail_resident = false;
     for (unsigned j = first; j < first + SUB_PAGES; j++) {
@@ -149,7 +149,7 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
         unsigned n = 1;
         while (i + n < os_pages && (add & (1u << (i + n))))
             n++;
-        if (os_purge(p->start + (size_t)i * OS_PAGE_SIZE, (size_t)n * OS_PAGE_SIZE, how))
+        if (purge_give_back(p->start + (size_t)i * OS_PAGE_SIZE, (size_t)n * OS_PAGE_SIZE, how))
             bytes += (size_t)n * OS_PAGE_SIZE;
         i += n;
     }
@@ -163,7 +163,8 @@ static size_t purge_tail(const chunk_t *c, page_t *page, enum os_purge how)
     page->tail_resident = false;
     size_t carved = (size_t)page->capacity * page->block_size;
     carved = (carved + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
-    if (carved >= page_size_of(c) || !os_purge(page->start + carved, page_size_of(c) - carved, how))
+    if (carved >= page_size_of(c) ||
+        !purge_give_back(page->start + carved, page_size_of(c) - carved, how))
         return 0;
     return page_size_of(c) - carved;
 }
@@ -269,10 +270,9 @@ TEXT_WARM
 size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
 {
     *next = 0;
-    long delay = policy_in_force.purge_delay_ms;
-    /* purge_delay = never: only thpalloc_purge() (force). Mode always: small chunks are
-     * huge pages, which a 4 KiB purge would split. */
-    if ((delay < 0 && !force) || policy_in_force.thp.mode == THP_MODE_ALWAYS)
+    long delay = purge_delay();
+    /* purge_delay = never: only thpalloc_purge() (force) */
+    if ((purge_never() && !force) || purge_chunks_whole())
         return 0;
     pthread_mutex_lock(&reclaim_lock);
     if (!barrier_ready()) {
@@ -309,7 +309,7 @@ size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
             heap_t *h = k.heap[i];
             if (!h)
                 continue;
-            bytes += reclaim_one_heap(h, policy_in_force.purge);
+            bytes += reclaim_one_heap(h, purge_how());
             heap_dirty_fold(h); /* idle: its credit would keep the purger looking */
             h->reclaimed = true;
             h->reclaimed_ops = __atomic_load_n(&h->slow_ops, __ATOMIC_RELAXED);
@@ -458,8 +458,7 @@ static void release_emptied(heap_t *h)
  * pages to their chunks, purged). Nothing while the process has one heap. */
 void reclaim_emptied_chunks(heap_t *self)
 {
-    if (thread_heap_count(true) < 2 || policy_in_force.thp.mode == THP_MODE_ALWAYS ||
-        pthread_mutex_trylock(&reclaim_lock))
+    if (thread_heap_count(true) < 2 || purge_chunks_whole() || pthread_mutex_trylock(&reclaim_lock))
         return; /* the purger is at work: it does this and more */
     if (!barrier_ready()) {
         pthread_mutex_unlock(&reclaim_lock);
@@ -511,8 +510,7 @@ static bool reclaim_one_abandoned(chunk_t *c, enum os_purge how, size_t *bytes)
  * (holes), dirty slots purged. */
 size_t reclaim_abandoned(uint32_t now, bool force, uint32_t *next)
 {
-    /* mode always: small chunks are huge pages, which a 4 KiB purge would split */
-    if (policy_in_force.thp.mode == THP_MODE_ALWAYS) {
+    if (purge_chunks_whole()) {
         *next = 0;
         return 0;
     }
@@ -524,7 +522,7 @@ size_t reclaim_abandoned(uint32_t now, bool force, uint32_t *next)
     for (chunk_t *c = due.first; c; c = cn) {
         cn = c->next;
         c->next = c->prev = NULL;
-        if (reclaim_one_abandoned(c, policy_in_force.purge, &bytes))
+        if (reclaim_one_abandoned(c, purge_how(), &bytes))
             abandoned_put_back(c, now); /* live blocks: adoptable still, looked at later */
     }
     if (bytes)

@@ -216,8 +216,7 @@ static bool thread_unpark_abandon(void)
  * Returns when the next is due (0: none parked, or purge_delay = never without force). */
 uint32_t thread_unpark_due(uint32_t now, bool force)
 {
-    long delay = policy_in_force.purge_delay_ms;
-    if (delay < 0 && !force)
+    if (purge_never() && !force)
         return 0;
     for (;;) {
         pthread_mutex_lock(&heaps_lock);
@@ -228,13 +227,11 @@ uint32_t thread_unpark_due(uint32_t now, bool force)
             pthread_mutex_unlock(&heaps_lock);
             return 0;
         }
-        if (parking->n && (force || clock_passed(now, parking->at[0], delay))) {
+        if (parking->n && purge_is_due(parking->at[0], now, force, &next)) {
             heap = parking->heap[0];
             parking->n--;
             memmove(&parking->heap[0], &parking->heap[1], parking->n * sizeof parking->heap[0]);
             memmove(&parking->at[0], &parking->at[1], parking->n * sizeof parking->at[0]);
-        } else if (parking->n) {
-            next = parking->at[0] + (uint32_t)delay;
         }
         pthread_mutex_unlock(&heaps_lock);
         if (!heap)
