@@ -70,6 +70,71 @@ def syscall_rows(L, rows, names, align):
 
 
 # --------------------------------------------------------------------------------------
+# thpalloc's huge pages at each workload's peak, by content (thp-status --scan in the
+# runner's scan pass; results.json "peak_scan": {workload: {allocator: cell}}).
+
+
+def peak_scan_cell(c):
+    """"H MiB / Z %": thpalloc's huge pages (its arenas) and their zero-filled share at the
+    peak; why not, when the process was not read (never a made-up zero)."""
+    if c.get("error") and c.get("read") is None:
+        return "failed: %s" % c["error"][:80]
+    if not c.get("read"):
+        why = c.get("not_read") or "?"
+        if c.get("error"):
+            why += " (%s%s)" % (c["error"], " in " + c["error_in"] if c.get("error_in") else "")
+        return "not read: " + why
+
+    def part(o):
+        o = o or {}
+        b = o.get("scanned_bytes") or 0
+        return "%.0f MiB / %s" % (b / 1048576.0, "%.1f %%" % (100.0 * o.get("zero_bytes", 0) / b)
+                                  if b else "-")
+    if c.get("owners_known") is False:
+        # thpalloc loaded but its arenas unknown: thp-status puts every page under "rest"
+        txt = part(c.get("rest")) + " (arenas unknown: whole process)"
+    else:
+        txt = part(c.get("arenas"))
+        rest = c.get("rest") or {}
+        if rest.get("huge_pages"):
+            txt += " (+ rest %s)" % part(rest)
+    if c.get("complete") is False:
+        txt += " (partial)"
+    return txt
+
+
+PEAK_SCAN_NOTE = (
+    "thpalloc's huge pages at the workload's peak, read with `thp-status --scan` (tools/): "
+    "*huge pages in thpalloc's arenas (MiB) / their zero-filled share* (4 KiB pieces that "
+    "hold only zeros). One more run per workload and thpalloc column, apart from the timed "
+    "ones: the workload stops itself (SIGSTOP) at its largest RSS sample (the point it "
+    "samples for the huge-page share), the runner scans it frozen and continues it. "
+    "*rest*: huge pages outside the arenas. A process thp-status could not read says "
+    "why (e.g. `not read: refused (EACCES in smaps_rollup)` without the rights to "
+    "attach to it): no figure is made up.")
+
+
+def peak_scan_table(L, js, heading="## "):
+    scan = js.get("peak_scan") or {}
+    if not scan:
+        return
+    cols = [a for a in js["allocators"] if any(a in row for row in scan.values())]
+    L.append(heading + "thpalloc's huge pages at the peak (thp-status --scan)")
+    L.append("")
+    L.append(PEAK_SCAN_NOTE)
+    L.append("")
+    L.append("| workload | " + " | ".join(cols) + " |")
+    L.append("|---|" + "---:|" * len(cols))
+    for w in js["workloads"]:
+        row = scan.get(w["name"])
+        if row is None:
+            continue
+        L.append("| %s | %s |" % (w["name"], " | ".join(
+            peak_scan_cell(row[a]) if a in row else "-" for a in cols)))
+    L.append("")
+
+
+# --------------------------------------------------------------------------------------
 # Statistics and report.
 
 
@@ -547,6 +612,7 @@ def summary_md(js):
                          "%s): %s." % (label, ", ".join(parts)))
                 L.append("")
     summary_real_huge(L, js, names)
+    peak_scan_table(L, js, "### ")
     summary_footprint(L, js, names)
     summary_syscalls(L, js, names)
     return "\n".join(L) + "\n"

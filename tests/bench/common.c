@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,12 +123,42 @@ long bench_proc_kib(const char *path, const char *key)
     return -1;
 }
 
+/* The runner's scan pass (BENCH_PEAK_STOP=MIN_KIB): at a new largest sample of at least
+ * MIN_KIB and 10 % above the last stop, the process stops itself (SIGSTOP stops every
+ * thread) so that the runner can read its huge pages with thp-status --scan at the peak,
+ * frozen, then continues it.  Unset (every timed run): a pthread_once, nothing more. */
+static pthread_mutex_t peak_stop_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t peak_stop_once = PTHREAD_ONCE_INIT;
+static long peak_stop_min = -1; /* -1: not armed */
+
+static void peak_stop_init(void)
+{
+    const char *v = getenv("BENCH_PEAK_STOP");
+    if (v && *v)
+        peak_stop_min = strtol(v, NULL, 10);
+}
+
+static void peak_stop(long rss)
+{
+    static long last_kib;
+    pthread_once(&peak_stop_once, peak_stop_init);
+    if (peak_stop_min < 0)
+        return;
+    pthread_mutex_lock(&peak_stop_mu);
+    if (rss >= peak_stop_min && rss > last_kib + last_kib / 10) {
+        last_kib = rss;
+        raise(SIGSTOP);
+    }
+    pthread_mutex_unlock(&peak_stop_mu);
+}
+
 void bench_sample(void)
 {
     long rss = bench_proc_kib("/proc/self/status", "VmRSS");
     if (rss > sample_rss_kib) {
         sample_rss_kib = rss;
         sample_huge_kib = bench_proc_kib("/proc/self/smaps_rollup", "AnonHugePages");
+        peak_stop(rss);
     }
 }
 
@@ -143,6 +174,10 @@ void *bench_xmalloc(size_t n)
 
 void bench_block_fill(unsigned char *p, size_t n, unsigned char tag)
 {
+    /* a tag of 0 would leave the pages past the first all zeros: written, resident, and
+     * counted as unused by thp-status --scan (the scan pass) */
+    if (!tag)
+        tag = 0xa5;
     memcpy(p, &n, sizeof n);
     p[8] = tag;
     for (size_t off = 4096; off < n; off += 4096)

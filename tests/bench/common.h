@@ -61,7 +61,10 @@ double bench_arg(int argc, char **argv, int i, double dflt, const char *usage);
  * message and exit). */
 uint64_t bench_count(int argc, char **argv, int i, uint64_t dflt, const char *usage);
 
-/* Records rss_kib / anonhuge_kib now (keeps the sample with the largest RSS). */
+/* Records rss_kib / anonhuge_kib now (keeps the sample with the largest RSS).  Call it at
+ * the workload's peak: with BENCH_PEAK_STOP=MIN_KIB in the environment (run-bench's scan
+ * pass) a new largest sample of MIN_KIB or more stops the process (SIGSTOP) for the runner
+ * to scan its huge pages; see common.c. */
 void bench_sample(void);
 
 /* Reads one "Key:  N kB" field of a /proc file; -1 when missing. */
@@ -72,8 +75,9 @@ void *bench_xmalloc(size_t n);
 
 /* Writes a block of n >= 16 bytes as a program would use it: its size in the first 8
  * bytes, tag at byte 8 and at the end, and one byte in every 4 KiB page between, so that
- * every page is resident.  bench_block_read reads the size and tags back (exits when they
- * disagree: a corrupt block) and returns the size. */
+ * every page is resident and non-zero (a tag of 0 is written as 0xa5).  bench_block_read
+ * reads the size and tags back (exits when they disagree: a corrupt block) and returns the
+ * size. */
 void bench_block_fill(unsigned char *p, size_t n, unsigned char tag);
 size_t bench_block_read(const unsigned char *p, uint64_t *sum);
 

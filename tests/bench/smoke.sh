@@ -73,6 +73,15 @@ if sc:
                if not any("freed_mib" in (c or {}) for c in cells.values())]
     lines.append((not nofreed, "syscall table: MiB freed for each of %d workloads%s" % (
         len(sc), " # missing: " + ", ".join(nofreed) if nofreed else "")))
+# the scan pass: thp-status --scan read every workload under thpalloc at its peak (or
+# said why it could not: "not read" is an answer, a failed run or a missing stop is not)
+scan = js.get("peak_scan") or {}
+want = [w["name"] for w in js["workloads"] if w["kind"] != "real"]
+bad = [n for n in want if (scan.get(n, {}).get("thpalloc") or {}).get("read") is None]
+lines.append((not bad, "peak scan: thpalloc's huge pages read at the peak of each of %d "
+              "workloads%s" % (len(want), " # missing: " + ", ".join(
+                  "%s (%s)" % (n, (scan.get(n, {}).get("thpalloc") or {}).get("error", "no cell"))
+                  for n in bad) if bad else "")))
 # summary.md (docs/benchmarks.md embeds it): a row for every workload of the main tables,
 # glibc's column first
 import os
@@ -84,6 +93,8 @@ except OSError:
 rows = set(l.split("|")[1].strip() for l in summary if l.startswith("| "))
 want = [w["name"] for w in js["workloads"] if w["in_main_tables"]]
 missing = [n for n in want if n not in rows]
+lines.append(("thpalloc's huge pages at the peak (thp-status --scan)" in "\n".join(summary),
+              "summary.md: the peak scan's section"))
 lines.append(("| workload | glibc | thpalloc |" in "\n".join(summary) and not missing,
               "summary.md: glibc first, a row for each of %d workloads%s" % (
                   len(want), " # missing: " + ", ".join(missing) if missing else "")))
