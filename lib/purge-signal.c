@@ -25,7 +25,9 @@
 static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t purger_cond = PTHREAD_COND_INITIALIZER;
 static uint64_t purger_min_pending = PURGER_MIN_PENDING;
-static bool purger_started, purger_waiting;
+/* C11 atomics, one kind for both: the notes read them without signal_lock (the purger's
+ * start and its sleep are written under it). */
+static _Atomic bool purger_started, purger_waiting;
 /* New work the purger would otherwise sleep through: free chunks or padded tails noted by
  * the arena (counted under signal_lock), reclaimed heaps that became busy again
  * (purge_note_active). The purger reads the count before a pass and sleeps only if it has not
@@ -52,11 +54,12 @@ static uint64_t pending_bytes(void)
  * Below that, the process's own safe points look. */
 static void want_purger_locked(void)
 {
-    if (!purger_started && pending_bytes() >= purger_min_pending) {
-        __atomic_store_n(&purger_started, true, __ATOMIC_SEQ_CST);
+    if (!atomic_load_explicit(&purger_started, memory_order_relaxed) &&
+        pending_bytes() >= purger_min_pending) {
+        atomic_store(&purger_started, true);
         atomic_store(&purge_inline_armed, 0); /* the thread takes over */
         atomic_store(&purger_wanted, PURGER_WANT_THREAD);
-    } else if (!purger_started) {
+    } else if (!atomic_load_explicit(&purger_started, memory_order_relaxed)) {
         atomic_thread_fence(memory_order_seq_cst); /* the caller counted what waits first */
         purge_inline_arm();
     }
@@ -68,8 +71,9 @@ void purge_want_thread(void)
 {
     pthread_mutex_lock(&signal_lock);
     /* past PURGER_MIN_PENDING: the thread could not be created, the pending rule decides */
-    if (!purger_started && purger_min_pending <= PURGER_MIN_PENDING && !purge_never()) {
-        __atomic_store_n(&purger_started, true, __ATOMIC_SEQ_CST);
+    if (!atomic_load_explicit(&purger_started, memory_order_relaxed) &&
+        purger_min_pending <= PURGER_MIN_PENDING && !purge_never()) {
+        atomic_store(&purger_started, true);
         atomic_store(&purge_inline_armed, 0);
         atomic_store(&purger_wanted, PURGER_WANT_THREAD);
     }
@@ -82,7 +86,7 @@ void purge_note_chunks(void)
 {
     pthread_mutex_lock(&signal_lock);
     atomic_fetch_add_explicit(&purge_wakes, 1, memory_order_seq_cst);
-    if (purger_waiting)
+    if (atomic_load_explicit(&purger_waiting, memory_order_relaxed))
         pthread_cond_signal(&purger_cond);
     else
         want_purger_locked();
@@ -112,8 +116,8 @@ void purge_note_dirty_by(heap_t *heap)
      * page is due after everything it waits for): no lock on this path, which a loop
      * that empties and refills a page takes every time. */
     atomic_thread_fence(memory_order_seq_cst);
-    if (__atomic_load_n(&purger_started, __ATOMIC_RELAXED)) {
-        if (!__atomic_load_n(&purger_waiting, __ATOMIC_SEQ_CST))
+    if (atomic_load_explicit(&purger_started, memory_order_relaxed)) {
+        if (!atomic_load(&purger_waiting))
             return;
     } else if (pending_bytes() < __atomic_load_n(&purger_min_pending, __ATOMIC_RELAXED)) {
         /* no purger yet, and too little waits to start one: the safe points look */
@@ -122,7 +126,7 @@ void purge_note_dirty_by(heap_t *heap)
         return;
     }
     pthread_mutex_lock(&signal_lock);
-    if (purger_waiting) {
+    if (atomic_load_explicit(&purger_waiting, memory_order_relaxed)) {
         /* it may be between its look at the dirty bytes and its sleep */
         atomic_fetch_add_explicit(&purge_wakes, 1, memory_order_seq_cst);
         pthread_cond_signal(&purger_cond);
@@ -172,19 +176,19 @@ void purge_inline_arm(void)
      * caller has counted what waits and fenced (the Dekker pair with purge_inline's
      * disarm). */
     if (atomic_load_explicit(&purge_inline_armed, memory_order_relaxed) ||
-        __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST) || purge_never())
+        atomic_load(&purger_started) || purge_never())
         return;
     atomic_store(&purge_inline_armed, 1);
     /* The thread may have been asked for meanwhile: want_purger_locked says started, then
      * disarms; looking again after arming, one of the two sees the other. */
-    if (__atomic_load_n(&purger_started, __ATOMIC_SEQ_CST))
+    if (atomic_load(&purger_started))
         atomic_store(&purge_inline_armed, 0);
 }
 
 /* Whether the purger thread runs or has been asked for: no inline pass then. */
 bool purger_thread_started(void)
 {
-    return __atomic_load_n(&purger_started, __ATOMIC_SEQ_CST);
+    return atomic_load(&purger_started);
 }
 
 /* The thread could not be created: ask again once twice as much waits. */
@@ -192,7 +196,7 @@ TEXT_COLD
 void purger_thread_not_started(void)
 {
     pthread_mutex_lock(&signal_lock);
-    __atomic_store_n(&purger_started, false, __ATOMIC_SEQ_CST); /* try again later */
+    atomic_store(&purger_started, false); /* try again later */
     __atomic_store_n(&purger_min_pending,
                      purger_min_pending < PURGER_MAX_PENDING ? purger_min_pending * 2 : UINT64_MAX,
                      __ATOMIC_RELAXED);
@@ -219,14 +223,14 @@ void purge_wait_for_work(uint32_t due, uint32_t wakes, uint64_t (*dirty_now)(voi
          * bytes are read without this lock (dirty_now takes the heaps lock, which fork
          * takes before this one): a note that sees "waiting" meanwhile counts a wake-up. */
         pthread_mutex_lock(&signal_lock);
-        __atomic_store_n(&purger_waiting, true, __ATOMIC_SEQ_CST);
+        atomic_store(&purger_waiting, true);
         pthread_mutex_unlock(&signal_lock);
         atomic_thread_fence(memory_order_seq_cst);
         bool dirty = dirty_now() != 0;
         pthread_mutex_lock(&signal_lock);
         if (!dirty && atomic_load_explicit(&purge_wakes, memory_order_seq_cst) == wakes)
             pthread_cond_wait(&purger_cond, &signal_lock);
-        __atomic_store_n(&purger_waiting, false, __ATOMIC_RELAXED);
+        atomic_store_explicit(&purger_waiting, false, memory_order_relaxed);
         pthread_mutex_unlock(&signal_lock);
         return;
     }
@@ -248,7 +252,8 @@ void purge_signal_fork(enum fork_phase phase)
         return;
     /* The purger thread does not exist in the child: a later free starts a new one. */
     pthread_cond_init(&purger_cond, NULL);
-    purger_started = purger_waiting = false;
+    atomic_store_explicit(&purger_started, false, memory_order_relaxed);
+    atomic_store_explicit(&purger_waiting, false, memory_order_relaxed);
     atomic_store(&purger_wanted, PURGER_WANT_NONE);
     atomic_store(&purge_inline_armed, 0);
     /* What the parent had waiting is the child's now: its safe points look at it. */
