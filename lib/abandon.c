@@ -65,7 +65,7 @@ static void adopt_chunk(heap_t *heap, chunk_t *c)
         p->alloc_seen = false; /* kept by this heap only once it allocates from it */
         page_collect(p);
         page_queue_push_back(&heap->queues[p->cls], p);
-        direct_update(heap, p->cls);
+        page_queue_direct_update(heap, p->cls);
     }
 }
 

@@ -148,7 +148,7 @@ static inline __attribute__((always_inline)) void *malloc_page(heap_t *heap, pag
         }
     }
     if (unlikely(block_outside(page, b) || b->key != block_key(b)))
-        return malloc_corrupt_tail(b, page);
+        return page_corrupt_tail(b, page);
     page->free = block_next(b);
     page->used++;
     b->key = 0;
@@ -287,7 +287,7 @@ static inline __attribute__((always_inline)) size_t usable_size(chunk_t *c, void
     if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
         lib_fatal(invalid, p);
     if (page->flags & PAGE_HAS_ALIGNED) {
-        void *s = block_named(page, p);
+        void *s = page_block_named(page, p);
         if (unlikely(!s))
             lib_fatal(invalid, p);
         return page->block_size - (size_t)((uint8_t *)p - (uint8_t *)s);
@@ -412,7 +412,7 @@ API void *realloc(void *p, size_t size)
      * the key, and beyond the carved blocks; holes, reset pages and a key seen out of line. */
     bool live = true;
     if (page) {
-        block_t *b = page->flags & PAGE_HAS_ALIGNED ? block_start(page, p) : p;
+        block_t *b = page->flags & PAGE_HAS_ALIGNED ? page_block_start(page, p) : p;
         if (unlikely((page->flags & (PAGE_HAS_HOLES | PAGE_RESET)) || b->key == block_key(b) ||
                      (size_t)((uint8_t *)b - page->start) >=
                          (size_t)__atomic_load_n(&page->capacity, __ATOMIC_RELAXED) *

@@ -134,7 +134,7 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
  * stat_pages_dirty is thus never below the bytes of the dirty slots (a purge subtracts what
  * it purges, as before: it never wraps below 0), and above them by the heaps' credits, at
  * most DIRTY_CREDIT_MAX each; exiting, parked and reclaimed heaps fold theirs
- * (heap_dirty_fold). pages_dirty_now (purger.c) takes the credits off where exactness
+ * (chunk_dirty_fold). purger_dirty_now (purger.c) takes the credits off where exactness
  * matters: the purger's sleep, the inline pass's next look, the statistics. Stores are
  * ordered for a reader that loads the counter (acquire), then the credits: it may see more
  * than the slots hold, never less. */
@@ -169,7 +169,7 @@ static void dirty_uncount(heap_t *heap, uint32_t bytes)
 
 /* heap's credit back to stat_pages_dirty: a heap that exits, parks or goes idle (its owner,
  * or the purger under the claim). */
-void heap_dirty_fold(heap_t *heap)
+void chunk_dirty_fold(heap_t *heap)
 {
     uint32_t credit = heap->dirty_credit;
     if (!credit)
@@ -227,7 +227,7 @@ static page_t *kept_page_steal(heap_t *heap, unsigned cls)
         if (k != cls && p->used == 0 && p->chunk->kind == kind && !page_is_sub(p) &&
             (!heap_is_busy(heap) || heap->slow_ops - p->kept_at >= KEPT_STEAL_AGE)) {
             page_queue_remove(&heap->queues[k], p);
-            direct_update(heap, k);
+            page_queue_direct_update(heap, k);
             if (p->flags & PAGE_TRIMMED) /* trimmed, it is faulted in again: a refault */
                 heap->trim_refaulted |= (uint64_t)1 << k;
             return p;
@@ -308,7 +308,7 @@ static page_t *slot_page_start(heap_t *heap, chunk_t *c, int idx, unsigned cls, 
     page_init(page, c, (unsigned)idx, cls);
     page->tail_resident = was_dirty;
     page_queue_push_front(&heap->queues[cls], page);
-    direct_update(heap, cls);
+    page_queue_direct_update(heap, cls);
     return page;
 }
 
@@ -372,9 +372,9 @@ static page_t *sub_page_new(heap_t *heap, unsigned cls)
     unsigned j = (unsigned)__builtin_ctz(c->sub_free & splits_mask(c));
     c->sub_free &= ~((uint32_t)1 << j);
     page_t *page = chunk_sub(c, j);
-    sub_page_init(page, c, j, cls);
+    page_sub_init(page, c, j, cls);
     page_queue_push_front(&heap->queues[cls], page);
-    direct_update(heap, cls);
+    page_queue_direct_update(heap, cls);
     return page;
 }
 
@@ -391,7 +391,7 @@ page_t *chunk_page_new(heap_t *heap, unsigned cls)
         page_init(kept, kc, idx, cls);
         kept->tail_resident = true;
         page_queue_push_front(&heap->queues[cls], kept);
-        direct_update(heap, cls);
+        page_queue_direct_update(heap, cls);
         return kept;
     }
     uint64_t bit = (uint64_t)1 << cls;

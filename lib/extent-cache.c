@@ -62,7 +62,7 @@ static void *cache_take(heap_t *heap, unsigned len)
     heap->ext_cache_era[best] = heap->ext_cache_era[last];
     cache_bytes_set(heap, heap->ext_cache_bytes - ((size_t)best_len << EXT_GRANULE_SHIFT));
     if (unlikely(b->key != block_key(b)))
-        malloc_corrupt(NULL, b);
+        page_corrupt(NULL, b);
     b->key = 0;
     extent_cache_out(registry_lookup(b), b);
     return b;
@@ -161,8 +161,9 @@ void extent_free_cached(chunk_t *c, void *p)
      * ever had one allocating thread frees into the shared runs, where its requests of
      * other lengths reuse the memory (a start-up that freed extents into the cache then
      * took new ones, leaving the cached ones resident), at no cost in instructions. */
-    unsigned max =
-        heap && atomic_load_explicit(&heap_second_made, memory_order_relaxed) ? CACHE_LEN_MAX : 0;
+    unsigned max = heap && atomic_load_explicit(&extent_heap_second_made, memory_order_relaxed)
+                       ? CACHE_LEN_MAX
+                       : 0;
     unsigned len = extent_cache_in(c, p, max); /* checked, and marked cached up to max */
     if (len > max) {
         extent_free(c, p);

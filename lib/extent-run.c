@@ -24,7 +24,7 @@ static _Atomic int empty_kept; /* some empty chunk besides a spare is kept, resi
  * the process has one thread that allocates, its extents bypass the thread cache
  * (extent-cache.c) and take from shard0. It lives here, below the heaps' lives and the
  * cache in the layers. */
-_Atomic int heap_second_made;
+_Atomic int extent_heap_second_made;
 
 TEXT_BUSY
 struct ext_shard *shard_make(unsigned i)
@@ -674,7 +674,7 @@ void *run_alloc_locked(struct ext_shard **sp, unsigned len, size_t align, bool *
     struct ext_shard *s = *sp;
     shard_lock(s);
     unsigned k = bin_find(s, len + slack);
-    if (atomic_load_explicit(&heap_second_made, memory_order_relaxed)) {
+    if (atomic_load_explicit(&extent_heap_second_made, memory_order_relaxed)) {
         struct ext_shard *o;
         if (!k || !(*bin_of(s, k))->dirty) {
             k = bin_find_other(sp, len + slack, k), s = *sp;

@@ -113,7 +113,7 @@ HIDDEN struct ext_shard *shard_make(unsigned i);
 /* The shard a request takes from: shard0 until a second heap is made, then its CPU's. */
 static inline struct ext_shard *shard_here(void)
 {
-    if (!atomic_load_explicit(&heap_second_made, memory_order_relaxed))
+    if (!atomic_load_explicit(&extent_heap_second_made, memory_order_relaxed))
         return &shard0;
     int cpu = sched_getcpu(); /* a load from the rseq area where the kernel has it */
     unsigned i = cpu > 0 ? (unsigned)cpu % EXT_SHARDS : 0;

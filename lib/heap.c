@@ -179,7 +179,7 @@ void heap_rescue_full(heap_t *heap, bool may_free)
             page_queue_remove(q, p);
             chunk_page_free(heap, p);
         } else {
-            direct_update(heap, p->cls);
+            page_queue_direct_update(heap, p->cls);
         }
     }
 }
@@ -284,13 +284,14 @@ static page_t *heap_find_page(heap_t *heap, unsigned cls)
             break;
         }
     }
-    direct_update(heap, cls); /* once: pages that went to the full list left it stale */
+    page_queue_direct_update(heap, cls); /* once: pages that went to the full list left it stale */
     return page;
 }
 
 #ifdef THPALLOC_DEBUG
 /* The fast path's slot for size leads to first, the class queue's first page, or to
- * page_empty when the queue is empty: what every change of a queue keeps (direct_update). */
+ * page_empty when the queue is empty: what every change of a queue keeps
+ * (page_queue_direct_update). */
 static bool direct_slot_is(const heap_t *heap, size_t size, const page_t *first)
 {
     return size > DIRECT_MAX || heap->direct[(size + 15) >> 4] == (first ? first : &page_empty);
@@ -468,7 +469,7 @@ bool heap_realloc_live(chunk_t *c, page_t *page, block_t *b, void *p)
     if (atomic_load_explicit(&c->owner, memory_order_acquire) != heap)
         return false;
     heap_enter(heap);
-    free_check_double(page, b, "realloc(): invalid pointer");
+    page_check_double(page, b, "realloc(): invalid pointer");
     heap_leave(heap);
     return true;
 }
@@ -588,7 +589,7 @@ void heap_free_slow(chunk_t *c, page_t *page, void *p)
     if (unlikely(atomic_load_explicit(&page->in_use, memory_order_relaxed) != PAGE_USED))
         lib_fatal("free(): invalid pointer", p);
     if (page->flags & PAGE_HAS_ALIGNED) {
-        void *s = block_named(page, p);
+        void *s = page_block_named(page, p);
         if (unlikely(!s))
             lib_fatal("free(): invalid pointer", p);
         p = s;

@@ -194,7 +194,7 @@ API int thpalloc_owns(const void *p)
         return 0;
     size_t off = (size_t)((const uint8_t *)p - page->start);
     return off < (size_t)page->capacity * page->block_size &&
-           ((page->flags & PAGE_HAS_ALIGNED) ? block_named(page, (void *)p) != NULL
+           ((page->flags & PAGE_HAS_ALIGNED) ? page_block_named(page, (void *)p) != NULL
                                              : off % page->block_size == 0);
 }
 

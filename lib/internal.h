@@ -288,7 +288,7 @@ static inline chunk_t *registry_unused(const arena_t *a)
 
 /* ---- page.c ----------------------------------------------------------------------------- */
 HIDDEN void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls);
-HIDDEN void sub_page_init(page_t *page, chunk_t *c, unsigned j, unsigned cls);
+HIDDEN void page_sub_init(page_t *page, chunk_t *c, unsigned j, unsigned cls);
 HIDDEN void page_extend(page_t *page);
 HIDDEN uint32_t page_collect(page_t *page);
 #ifdef THPALLOC_DEBUG
@@ -296,11 +296,11 @@ HIDDEN void page_check(const page_t *page);
 #endif
 HIDDEN void page_refill_holes(heap_t *heap, page_t *page);
 HIDDEN size_t page_reset_empty(heap_t *heap, const chunk_t *c, page_t *page, enum os_purge how);
-HIDDEN void *block_start(page_t *page, void *p);
-HIDDEN void *block_named(page_t *page, void *p);
-HIDDEN void free_check_double(page_t *page, void *p, const char *msg);
-HIDDEN void malloc_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
-HIDDEN void *malloc_corrupt_tail(void *b, page_t *page) __attribute__((cold));
+HIDDEN void *page_block_start(page_t *page, void *p);
+HIDDEN void *page_block_named(page_t *page, void *p);
+HIDDEN void page_check_double(page_t *page, void *p, const char *msg);
+HIDDEN void page_corrupt(page_t *page, void *b) __attribute__((noreturn, cold));
+HIDDEN void *page_corrupt_tail(void *b, page_t *page) __attribute__((cold));
 HIDDEN size_t pages_purge(uint32_t now, bool force, uint32_t *next);
 HIDDEN size_t page_slots_purge(chunk_t *c, uint32_t now, bool force, uint32_t *next);
 
@@ -315,7 +315,7 @@ static inline block_t *page_pop(page_t *page)
 {
     block_t *b = page->free;
     if (unlikely(block_outside(page, b) || b->key != block_key(b)))
-        malloc_corrupt(page, b);
+        page_corrupt(page, b);
     page->free = block_next(b);
     page->used++;
     b->key = 0;
@@ -328,7 +328,7 @@ extern HIDDEN page_t page_empty;
 HIDDEN void page_queue_remove(page_queue_t *q, page_t *p);
 HIDDEN void page_queue_push_front(page_queue_t *q, page_t *p);
 HIDDEN void page_queue_push_back(page_queue_t *q, page_t *p);
-HIDDEN void direct_update(heap_t *heap, unsigned cls);
+HIDDEN void page_queue_direct_update(heap_t *heap, unsigned cls);
 HIDDEN void page_unlink(heap_t *heap, page_t *page);
 HIDDEN void page_unfull(heap_t *heap, page_t *page);
 HIDDEN bool page_to_full(heap_t *heap, page_t *page);
@@ -349,7 +349,7 @@ HIDDEN page_t *chunk_page_new(heap_t *heap, unsigned cls);
 HIDDEN bool chunk_slot_available(heap_t *heap, unsigned cls);
 HIDDEN bool chunk_page_free(heap_t *heap, page_t *page);
 HIDDEN void chunk_release(chunk_t *c);
-HIDDEN void heap_dirty_fold(heap_t *heap);
+HIDDEN void chunk_dirty_fold(heap_t *heap);
 /* Purges the chunk's dirty slots now (an exited thread's chunk, abandoned). */
 HIDDEN void chunk_purge_dirty(chunk_t *c);
 
@@ -366,7 +366,7 @@ static inline chunk_queue_t *heap_chunks(heap_t *heap, const chunk_t *c)
  * the shards' locks. */
 HIDDEN void extent_stats(uint64_t *used, int64_t *dirty_uncounted);
 /* Set by thread.c when a second heap is made, never cleared (extent-run.c says why). */
-extern HIDDEN _Atomic int heap_second_made;
+extern HIDDEN _Atomic int extent_heap_second_made;
 /* Empty extent chunks kept resident go back to the arena, for a caller about to take a chunk
  * from it (a heap's new chunk, a large block): reused there before a fresh one is touched.
  * All but one besides the spare. */
@@ -498,7 +498,7 @@ HIDDEN void reclaim_fork(enum fork_phase phase);
 
 /* ---- purger.c: the background thread, the inline pass, "purge everything now" ----------- */
 HIDDEN size_t purge_all(bool force);
-HIDDEN uint64_t pages_dirty_now(void);
+HIDDEN uint64_t purger_dirty_now(void);
 HIDDEN void purger_start_if_wanted(const void *caller);
 HIDDEN void purger_fork(enum fork_phase phase);
 

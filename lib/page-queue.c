@@ -31,8 +31,8 @@ void page_queue_push_back(page_queue_t *q, page_t *p)
 }
 
 /* The direct slots of each class, [lo, hi] by (size + 15) / 16, as constants: the slow
- * paths call direct_update on every page that fills or comes back, and working the bounds
- * out of sc_block_size there cost more than the update itself. */
+ * paths call page_queue_direct_update on every page that fills or comes back, and working the
+ * bounds out of sc_block_size there cost more than the update itself. */
 #define SC_BS(c) ((c) <= 8 ? (size_t)(c) << 4 : (size_t)(8 + ((c)-9) % 8 + 1) << (4 + ((c)-9) / 8))
 #define DIRECT_HI(c) (SC_BS(c) <= DIRECT_MAX ? SC_BS(c) >> 4 : 0)
 #define DIRECT_LO(c) ((c) == 1 ? 0 : DIRECT_HI((c)-1) + 1)
@@ -44,7 +44,7 @@ const uint8_t direct_range[SMALL_CLASSES][2] = {{0, 0}, DX16(1) DX16(17) DX16(33
 _Static_assert(SMALL_CLASSES == 57, "direct_range lists classes 1..56");
 
 /* Points the direct slots of class cls at the queue's first page. */
-void direct_update(heap_t *heap, unsigned cls)
+void page_queue_direct_update(heap_t *heap, unsigned cls)
 {
     unsigned hi = direct_range[cls][1];
     LIB_ASSERT(hi == (sc_block_size(cls) <= DIRECT_MAX ? sc_block_size(cls) >> 4 : 0));
@@ -65,7 +65,7 @@ void page_unlink(heap_t *heap, page_t *page)
         page_unfull(heap, page);
     } else {
         page_queue_remove(&heap->queues[page->cls], page);
-        direct_update(heap, page->cls);
+        page_queue_direct_update(heap, page->cls);
     }
 }
 

@@ -57,7 +57,7 @@ void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls)
 }
 
 /* The same for sub-page j of c (chunk_sub). */
-void sub_page_init(page_t *page, chunk_t *c, unsigned j, unsigned cls)
+void page_sub_init(page_t *page, chunk_t *c, unsigned j, unsigned cls)
 {
     unsigned s = j / SUB_PAGES;
     LIB_ASSERT(s < SPLITS && c->split[s] && sc_block_size(cls) <= SUB_BLOCK_MAX);
@@ -137,7 +137,7 @@ uint32_t page_collect(page_t *page)
         if (head) {
             n = xfree_count(v);
             if (unlikely(n > page->used))
-                malloc_corrupt(page, head); /* more frees listed than blocks handed out */
+                page_corrupt(page, head); /* more frees listed than blocks handed out */
             if (!page->free) {
                 page->free = head;
             } else if (!page->local_free) {
@@ -149,7 +149,7 @@ uint32_t page_collect(page_t *page)
                 for (uint32_t k = 1; k < n; k++) {
                     tail = block_next(tail);
                     if (unlikely((uint64_t)((uint8_t *)tail - page->start) > page->pop_max))
-                        malloc_corrupt(page, tail); /* a remote free's link was overwritten */
+                        page_corrupt(page, tail); /* a remote free's link was overwritten */
                 }
                 block_set_next(tail, page->local_free);
                 page->local_free = head;
@@ -226,7 +226,7 @@ void page_refill_holes(heap_t *heap, page_t *page)
 /* A freed-looking block is freed (or reallocated) again: abort with msg if it really is on
  * the page's free lists. The owner's, or the abandoned lock holder's. */
 TEXT_COLD
-void free_check_double(page_t *page, void *p, const char *msg)
+void page_check_double(page_t *page, void *p, const char *msg)
 {
     /* Bounded walks: a list that already holds a block twice has a cycle. Other threads'
      * frees only push in front of the head read here, and only the caller (the owner, or
@@ -250,7 +250,7 @@ void free_check_double(page_t *page, void *p, const char *msg)
 
 /* malloc popped a block without the free key: a double free or a write after free. */
 TEXT_COLD
-void malloc_corrupt(page_t *page, void *b)
+void page_corrupt(page_t *page, void *b)
 {
     (void)page;
     lib_fatal("malloc(): free block corrupted (double free or write after free)", b);
@@ -259,14 +259,14 @@ void malloc_corrupt(page_t *page, void *b)
 /* The same, for the malloc fast path's tail call: a noreturn function is called, not jumped
  * to, and the call made the fast path set up a stack frame. */
 TEXT_COLD
-void *malloc_corrupt_tail(void *b, page_t *page)
+void *page_corrupt_tail(void *b, page_t *page)
 {
-    malloc_corrupt(page, b);
+    page_corrupt(page, b);
 }
 
 /* The block that contains p (p may be an aligned interior pointer). */
 TEXT_BUSY
-void *block_start(page_t *page, void *p)
+void *page_block_start(page_t *page, void *p)
 {
     size_t off = (size_t)((uint8_t *)p - page->start);
     return page->start + off - off % page->block_size;
@@ -276,9 +276,9 @@ void *block_start(page_t *page, void *p)
  * memalign did not move, or the pointer memalign handed out, as its mark says), or NULL when
  * p names none (an interior pointer). Reads the first word of p's block. */
 TEXT_BUSY
-void *block_named(page_t *page, void *p)
+void *page_block_named(page_t *page, void *p)
 {
-    uint8_t *s = block_start(page, p);
+    uint8_t *s = page_block_start(page, p);
     size_t off = (size_t)((uint8_t *)p - s);
     /* ~off where memalign marked the block (aligned_mark), anything else otherwise */
     uintptr_t mark = ~(*(const uintptr_t *)s ^ block_secret.link ^ (uintptr_t)s);

@@ -73,7 +73,7 @@ static void add_credit(heap_t *h, void *arg)
     *(uint64_t *)arg += __atomic_load_n(&h->dirty_credit, __ATOMIC_RELAXED);
 }
 
-uint64_t pages_dirty_now(void)
+uint64_t purger_dirty_now(void)
 {
     uint64_t dirty = atomic_load_explicit(&stat_pages_dirty, memory_order_acquire);
     if (!dirty)
@@ -123,7 +123,7 @@ static void *purger_main(void *arg)
         uint32_t heaps_next = 0;
         reclaim_idle_heaps(now, false, &heaps_next);
         pthread_mutex_unlock(&pass_lock);
-        purge_wait_for_work(due_min(due, heaps_next), wakes, pages_dirty_now);
+        purge_wait_for_work(due_min(due, heaps_next), wakes, purger_dirty_now);
     }
     return NULL;
 }
@@ -174,7 +174,7 @@ static void purge_inline(void)
     if (next != 0) {
         atomic_store_explicit(&inline_next_ms, next, memory_order_relaxed);
         purge_inline_arm();
-    } else if (atomic_load(&stat_purge_pending) || pages_dirty_now()) {
+    } else if (atomic_load(&stat_purge_pending) || purger_dirty_now()) {
         /* waiting, but not on a clock (a purge the kernel refused): look again later */
         atomic_store_explicit(&inline_next_ms, now + gap, memory_order_relaxed);
         purge_inline_arm();

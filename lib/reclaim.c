@@ -97,7 +97,7 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
              * bit anywhere past is_free, and a cycle held the purger and its claim (the
              * owner waiting on it) forever. */
             if (unlikely(block_outside(p, b) || b->key != block_key(b) || nfree >= cap))
-                malloc_corrupt(p, b);
+                page_corrupt(p, b);
             uint32_t j = (uint32_t)((size_t)((uint8_t *)b - p->start) / bs);
             is_free[j / 64] |= (uint64_t)1 << (j % 64);
             nfree++;
@@ -310,7 +310,7 @@ size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
             if (!h)
                 continue;
             bytes += reclaim_one_heap(h, purge_how());
-            heap_dirty_fold(h); /* idle: its credit would keep the purger looking */
+            chunk_dirty_fold(h); /* idle: its credit would keep the purger looking */
             h->reclaimed = true;
             h->reclaimed_ops = __atomic_load_n(&h->slow_ops, __ATOMIC_RELAXED);
             claim_release(h);

@@ -64,7 +64,7 @@ void stats_collect(struct thpalloc_stats *s)
     s->in_use = w.in_use + w.large_bytes + (ext > cached ? ext - cached : 0);
     /* without the heaps' credits (chunk.c): the dirty slots' bytes */
     s->purge_pending = atomic_load_explicit(&stat_purge_pending, memory_order_relaxed) +
-                       (uint64_t)((int64_t)pages_dirty_now() + ext_dirty);
+                       (uint64_t)((int64_t)purger_dirty_now() + ext_dirty);
     s->purged = atomic_load_explicit(&stat_purged, memory_order_relaxed);
     s->large_count = w.large_count;
     s->heaps = thread_heap_count(false);

@@ -81,7 +81,7 @@ static heap_t *heap_new(void)
     if (heap) {
         /* Set up under the lock: the purger looks at heaps in use under it. */
         if (++heaps_live > 1)
-            atomic_store_explicit(&heap_second_made, 1, memory_order_relaxed);
+            atomic_store_explicit(&extent_heap_second_made, 1, memory_order_relaxed);
         heap_t *keep_next = heap->next_all;
         memset(heap, 0, sizeof *heap);
         heap->next_all = keep_next;
@@ -173,7 +173,7 @@ void thread_heap_exit(void *arg)
     heap_enter(heap);
     extent_cache_flush(heap);
     heap_park_kept(heap);
-    heap_dirty_fold(heap); /* parked: its credit would count until it is taken again */
+    chunk_dirty_fold(heap); /* parked: its credit would count until it is taken again */
     heap_leave(heap);
     pthread_mutex_lock(&heaps_lock);
     heaps_live--;

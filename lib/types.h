@@ -94,7 +94,7 @@ enum chunk_kind {
  * secret (block_secret, from the kernel's AT_RANDOM) and the block's own address, as
  * glibc's safe-linking does: an overflow into a free block or a write after free cannot
  * aim the list at an address of the attacker's choosing without knowing the secret, and
- * every pop checks that the block lies in its page and carries its key (malloc_corrupt
+ * every pop checks that the block lies in its page and carries its key (page_corrupt
  * otherwise; only a block's start can carry it). The key also catches a block freed twice
  * before it is handed out twice. Only block_next/block_set_next/block_key touch them. Every block
  * is at least 16 bytes. */
@@ -135,7 +135,7 @@ static inline bool block_mark_free(block_t *b)
 /* memalign's mark in the first word of a block whose pointer it moved off the start by off
  * (16 bytes or more: that word is never the caller's): mangled as a link is, with ~off in
  * place of next, so that no free block's link reads as one (next is NULL or a pointer,
- * ~off is neither), and no live block's data without the secret (block_named). */
+ * ~off is neither), and no live block's data without the secret (page_block_named). */
 static inline uintptr_t aligned_mark(const void *b, size_t off)
 {
     return ~(uintptr_t)off ^ block_secret.link ^ (uintptr_t)b;
@@ -227,7 +227,7 @@ enum page_state {
     PAGE_PURGING = 3, /* the purger is giving its memory back */
 };
 
-#define PAGE_HAS_ALIGNED 1 /* memalign moved the pointer of some blocks (block_named) */
+#define PAGE_HAS_ALIGNED 1 /* memalign moved the pointer of some blocks (page_block_named) */
 #define PAGE_IN_FULL 2     /* on the heap's full list (owner's copy of in_full) */
 #define PAGE_HAS_HOLES 4   /* holes != 0: frees take the slow path, which checks them */
 #define PAGE_RESET 8       /* reset by the reclaimer: frees take the slow path until refilled */
@@ -521,7 +521,7 @@ struct heap {
     uint64_t trim_refaulted;
     bool medium_in_small; /* one medium class had its first page in a small chunk */
     /* Bytes stat_pages_dirty counts beyond this heap's dirty slots (chunk.c, dirty_credit):
-     * the owner's, or the purger's under the claim; read by pages_dirty_now. */
+     * the owner's, or the purger's under the claim; read by purger_dirty_now. */
     uint32_t dirty_credit;
     /* bit cls: heap_page_retire kept a page of the class empty since the heap was last
      * parked (heap_park_kept walks these; none: kept_page_steal need not look) */

@@ -12,7 +12,7 @@
 #include "tap.h"
 #include "unit-extent-env.h"
 
-void malloc_corrupt(page_t *page, void *b)
+void page_corrupt(page_t *page, void *b)
 {
     (void)page;
     lib_fatal("malloc(): free block corrupted", b);
@@ -45,7 +45,7 @@ static size_t len_of(const void *p)
 int main(void)
 {
     /* a second thread has allocated: frees go to the cache */
-    atomic_store(&heap_second_made, 1);
+    atomic_store(&extent_heap_second_made, 1);
 
     /* Nine blocks of 32 KiB: eight fill the cache's 256 KiB; the ninth sends them all back
      * to the runs and waits alone. */

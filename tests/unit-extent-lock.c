@@ -119,7 +119,7 @@ static bool locks_free(void)
 static void test_churn(void)
 {
     pthread_t th[THREADS];
-    atomic_store(&heap_second_made, 1);
+    atomic_store(&extent_heap_second_made, 1);
     for (uintptr_t t = 0; t < THREADS; t++)
         pthread_create(&th[t], NULL, churn, (void *)t);
     for (int t = 0; t < THREADS; t++)
@@ -132,7 +132,7 @@ static void test_churn(void)
            "(%llu)",
            THREADS, STEPS, (unsigned long long)used);
     tap_ok(locks_free(), "churn: every shard's lock is free");
-    atomic_store(&heap_second_made, 0);
+    atomic_store(&extent_heap_second_made, 0);
 }
 
 /* The fork hook: the locks held across fork(); a request that waits meanwhile goes on in the

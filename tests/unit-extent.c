@@ -197,7 +197,7 @@ static void test_shards(void)
         return;
     }
     uint64_t used0 = ext_used();
-    atomic_store(&heap_second_made, 1);
+    atomic_store(&extent_heap_second_made, 1);
     run_on(0);
     uint8_t *a = extent_alloc(64 * KIB, G, false), *big[64];
     free_it(extent_alloc(1024 * KIB, G, false)); /* a free run of 1 MiB in a's shard */
@@ -250,7 +250,7 @@ static void test_shards(void)
     tap_ok(resident(b, 64 * KIB) == 0 && resident(a, 64 * KIB) == 0 && ext_used() == used0,
            "shards: everything freed, the purge reached every shard (%zu, %zu bytes resident)",
            resident(a, 64 * KIB), resident(b, 64 * KIB));
-    atomic_store(&heap_second_made, 0);
+    atomic_store(&extent_heap_second_made, 0);
     sched_setaffinity(0, sizeof cpus_allowed, &cpus_allowed);
 }
 
