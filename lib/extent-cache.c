@@ -18,9 +18,9 @@
 #include <string.h>
 
 #define CACHE_LEN_MAX EXT_CACHE_LEN_MAX /* granules: blocks up to 64 KiB */
-/* 256 KiB: with 128 KiB, ~4 blocks of xchange's ~30 KiB, the cache was flushed every ~3 frees
- * and 70 % of its requests missed it; 54 % with 256 KiB, 37 % with 512 KiB, but what the
- * caches hold is kept from the other threads: xchange's peak grew by ~1 and ~3 MiB of 57. */
+/* A few blocks of the sizes a thread passes around: a smaller cache is flushed every few
+ * frees and most requests miss it; a larger one keeps from the other threads what it holds
+ * (the peak grows). The measurements: docs/benchmarks-log.md, "extent-cache". */
 #define CACHE_BYTES ((size_t)256 << 10)
 
 static inline heap_t *cache_heap(void)

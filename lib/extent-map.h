@@ -163,9 +163,8 @@ static inline void dirty_mark(struct extent_map *m, unsigned first, unsigned len
 }
 
 /* The bits set in x. __builtin_popcountll is a call into libgcc without -mpopcnt (the
- * x86-64 baseline Debian builds for): ~23 instructions a word, and a merged free run counts
- * up to 8 words on every free (callgrind: 231 of 1864 instructions of a 16 KiB malloc/free
- * pair); this is 12, inline, and none for a clean word. */
+ * x86-64 baseline Debian builds for), and a merged free run counts up to 8 words on every
+ * free; this is inline, and does nothing for a clean word. */
 static inline unsigned bits_set(uint64_t x)
 {
     x = x - ((x >> 1) & 0x5555555555555555ull);

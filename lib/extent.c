@@ -86,8 +86,7 @@ void *extent_alloc(size_t size, size_t align, bool zero)
  * only fresh or purged memory fits, nothing is taken and *fresh says so, so that the cache
  * gives its blocks back first and this request reuses them. The look is the request's own,
  * under its lock: a look before it at the shards' words without the lock
- * (extent_resident_fits) cost a second sched_getcpu and ~75 instructions a miss under
- * callgrind (docs/benchmarks-log.md, branch extent-hit). */
+ * (extent_resident_fits) cost a second sched_getcpu and a walk of the words on every miss. */
 TEXT_BUSY
 void *extent_alloc_resident(size_t size, size_t align, bool zero, bool *fresh)
 {

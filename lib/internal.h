@@ -177,7 +177,7 @@ static inline chunk_t *chunk_of_entry(uintptr_t e)
 }
 /* page_of for the fast paths (free_inline, malloc_usable_size), from a registry entry: the
  * shift from its tag, not from the descriptor, so the page's address waits for one load, not
- * two (docs/benchmarks-log.md, 2026-12-05 fast-path); one shift to the descriptor's offset, one
+ * two; one shift to the descriptor's offset, one
  * lea, the tag (and a medium page's low bits) masked off last. */
 static inline page_t *page_of_entry(uintptr_t e, const void *p)
 {

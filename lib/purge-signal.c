@@ -108,8 +108,7 @@ void purge_note_dirty(void)
 }
 
 /* The same from heap's owner (or the purger under its claim): the inline pass's count is
- * the heap's, not the shared tick (threadchurn 100 8 40000 1000: 12.8 k stores a run to
- * that line). */
+ * the heap's, not the shared tick (a store to a line every thread reads, on every note). */
 void purge_note_dirty_by(heap_t *heap)
 {
     /* A running purger that is not waiting will see the page when it next looks (the new
@@ -155,8 +154,7 @@ void purge_inline_count(heap_t *heap)
     }
     /* Not asked for before the look could do anything (the last pass was less than its gap
      * ago, or nothing is due yet): each request is a locked CAS on a line every malloc and
-     * free reads, and its safe point's a second one (threadchurn 100 8 40000 1000: 110 k
-     * requests a run, nearly all of them looks that returned at once). */
+     * free reads, and its safe point's a second one, for a look that returns at once. */
     if (tick % PURGE_INLINE_EVERY ||
         atomic_load_explicit(&purger_wanted, memory_order_relaxed) != PURGER_WANT_NONE)
         return;
