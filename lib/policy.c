@@ -3,7 +3,7 @@
  * decision, and publishes it: thpalloc_policy(), the introspection block thp-status reads,
  * and THPALLOC_VERBOSE. The statistics printed at exit (stats = exit) are stats.c's. */
 #include "config.h"
-#include "internal.h"
+#include "policy.h"
 #include "problem-log.h"
 #include "thpalloc.h"
 
