@@ -1,7 +1,7 @@
 /* thpalloc internals: one block per .c file, in the order of the layers (docs/design.md,
  * "The library, bottom to top"), each holding exactly what its file exports, with the inlines
  * of the fast paths that go with it. Why a function does what it does is said beside its
- * definition. The data structures and their invariants are in types.h. tools/lib-layers
+ * definition. The data structures and their invariants are in types.h. tools/dev/lib-layers
  * checks that each block's names are defined in the file its label names, and the order. */
 #ifndef THPALLOC_INTERNAL_H
 #define THPALLOC_INTERNAL_H

@@ -5,7 +5,7 @@ set -u
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 top=${TESTS_SRCDIR:-$(dirname "$0")}/..
 objs=${TESTS_BUILDDIR:-$top/tests}/../lib/.libs
-out=$(python3 "$top/tools/lib-layers" --check "$objs" 2>&1)
+out=$(python3 "$top/tools/dev/lib-layers" --check "$objs" 2>&1)
 rc=$?
 printf '%s\n' "$out" | diag
 ok $rc "lib/ calls only down its layers, and lib/internal.h's blocks hold what their files define"
@@ -17,7 +17,7 @@ esac
 # A partial build proves nothing: without one file's object the tool refuses (exit 2).
 part=$(mktemp -d) && trap 'rm -rf "$part"' EXIT
 cp "$objs"/libthpalloc_la-*.o "$part"/ && rm "$part/libthpalloc_la-arena.o"
-perr=$(python3 "$top/tools/lib-layers" --check "$part" 2>&1 >/dev/null)
+perr=$(python3 "$top/tools/dev/lib-layers" --check "$part" 2>&1 >/dev/null)
 prc=$?
 is "$prc:$perr" "2:lib-layers: $part: no object for arena: a partial build, nothing checked (run make)" \
     "a build without arena.o is refused, exit 2"
@@ -26,7 +26,7 @@ is "$prc:$perr" "2:lib-layers: $part: no object for arena: a partial build, noth
 sed -e '/^HIDDEN size_t purge_all(bool force);$/d' \
     -e 's/^HIDDEN void arena_fork(enum fork_phase phase);$/&\nHIDDEN size_t purge_all(bool force);/' \
     "$top/lib/internal.h" >"$part/internal.h"
-hout=$(python3 "$top/tools/lib-layers" --check --header "$part/internal.h" "$objs" 2>&1)
+hout=$(python3 "$top/tools/dev/lib-layers" --check --header "$part/internal.h" "$objs" 2>&1)
 hrc=$?
 hline=$(printf '%s\n' "$hout" | grep '^HEADER' | sed 's/^HEADER [^ ]*: //')
 is "$hrc:$hline" "1:purge_all is declared in the block of arena.c but defined in purger.c" \
