@@ -7,8 +7,9 @@
  * above. A header holds one block per file of its layer, in the order of the layers, with
  * exactly what that file exports and the inlines of the fast paths that call it. Why a
  * function does what it does is said beside its definition; the data structures and their
- * invariants are in types.h. tools/lib-layers --check checks each block's names against its
- * file, the blocks' order, every file's includes and the calls of every header's inlines. */
+ * invariants are in types.h. tools/dev/lib-layers --check checks each block's names against
+ * its file, the blocks' order, every file's includes and the calls of every header's
+ * inlines. */
 #ifndef THPALLOC_BASE_H
 #define THPALLOC_BASE_H
 

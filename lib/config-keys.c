@@ -3,7 +3,9 @@
  * library's thpalloc_policy() and thp-status. No stdio and no allocation: it runs inside
  * every process that allocates. */
 #include "config.h"
+#include "thpalloc.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -276,34 +278,38 @@ static void format_stats(int64_t v, char *buf, size_t cap)
     cfg_str_copy(buf, cap, stats_words[v != 0]);
 }
 
-#define FIELD(f, kind) offsetof(struct cfg_settings, f), kind
+#define FIELD(f, kind) offsetof(struct cfg_values, f), kind
+#define BLOCK(f)                                                                                   \
+    offsetof(struct thpalloc_introspect, f), sizeof(((struct thpalloc_introspect *)0)->f)
+#define NO_BLOCK 0, 0
 
 const struct cfg_key_info cfg_keys[CFG_NKEYS] = {
     [CFG_THP] = {"thp", "THPALLOC_THP", parse_mode, format_mode, CFG_DEFAULT_THP,
-                 "system, never, large or always", FIELD(thp, CFG_FIELD_MODE)},
+                 "system, never, large or always", FIELD(thp, CFG_FIELD_MODE), BLOCK(thp_mode)},
     [CFG_THP_THRESHOLD] = {"thp_threshold", "THPALLOC_THP_THRESHOLD", parse_any_size, format_size,
                            CFG_DEFAULT_THP_THRESHOLD, "a size such as 4096, 512K, 2M or 1G",
-                           FIELD(thp_threshold, CFG_FIELD_SIZE)},
+                           FIELD(thp_threshold, CFG_FIELD_SIZE), BLOCK(thp_threshold)},
     [CFG_ARENA_SIZE] = {"arena_size", "THPALLOC_ARENA_SIZE", parse_arena_size, format_size,
                         CFG_DEFAULT_ARENA_SIZE, "a multiple of 2M from 2M to 1G, such as 64M",
-                        FIELD(arena_size, CFG_FIELD_SIZE)},
+                        FIELD(arena_size, CFG_FIELD_SIZE), BLOCK(arena_size)},
     [CFG_PURGE_DELAY] = {"purge_delay", "THPALLOC_PURGE_DELAY", parse_time, format_time,
                          CFG_DEFAULT_PURGE_DELAY_MS,
                          "0, a time with a unit (10ms, 1s, 5m; at most 24h) or never",
-                         FIELD(purge_delay_ms, CFG_FIELD_MS)},
+                         FIELD(purge_delay_ms, CFG_FIELD_MS), BLOCK(purge_delay_ms)},
     [CFG_PURGE] = {"purge", "THPALLOC_PURGE", parse_purge, format_purge, CFG_DEFAULT_PURGE,
-                   "dontneed or free", FIELD(purge, CFG_FIELD_PURGE)},
+                   "dontneed or free", FIELD(purge, CFG_FIELD_PURGE), BLOCK(purge)},
     [CFG_STATS] = {"stats", "THPALLOC_STATS", parse_stats, format_stats, CFG_DEFAULT_STATS_AT_EXIT,
-                   "no or exit", FIELD(stats_at_exit, CFG_FIELD_FLAG)},
+                   "no or exit", FIELD(stats_at_exit, CFG_FIELD_FLAG), NO_BLOCK},
     [CFG_LOG_PROBLEMS] = {"log_problems", "THPALLOC_LOG_PROBLEMS", parse_log, format_log,
                           CFG_DEFAULT_LOG_PROBLEMS, "no or syslog",
-                          FIELD(log_problems, CFG_FIELD_FLAG)},
+                          FIELD(log_problems, CFG_FIELD_FLAG), NO_BLOCK},
 };
 
-/* Key k's field of s, through its own type. */
-static int64_t field_get(const struct cfg_settings *s, enum cfg_key k)
+/* Key k's field of v, through its own type. Not rare text: every process that loads the
+ * policy publishes it with this (introspect.c). */
+int64_t cfg_field_get(const struct cfg_values *v, enum cfg_key k)
 {
-    const void *f = (const char *)s + cfg_keys[k].offset;
+    const void *f = (const char *)v + cfg_keys[k].offset;
     switch (cfg_keys[k].field) {
     case CFG_FIELD_MODE:
         return *(const enum thp_mode *)f;
@@ -319,24 +325,24 @@ static int64_t field_get(const struct cfg_settings *s, enum cfg_key k)
 }
 
 TEXT_WARM
-void cfg_field_set(struct cfg_settings *s, enum cfg_key k, int64_t v)
+void cfg_field_set(struct cfg_values *v, enum cfg_key k, int64_t value)
 {
-    void *f = (char *)s + cfg_keys[k].offset;
+    void *f = (char *)v + cfg_keys[k].offset;
     switch (cfg_keys[k].field) {
     case CFG_FIELD_MODE:
-        *(enum thp_mode *)f = (enum thp_mode)v;
+        *(enum thp_mode *)f = (enum thp_mode)value;
         break;
     case CFG_FIELD_SIZE:
-        *(size_t *)f = (size_t)v;
+        *(size_t *)f = (size_t)value;
         break;
     case CFG_FIELD_MS:
-        *(long *)f = (long)v;
+        *(long *)f = (long)value;
         break;
     case CFG_FIELD_PURGE:
-        *(enum os_purge *)f = (enum os_purge)v;
+        *(enum os_purge *)f = (enum os_purge)value;
         break;
     default:
-        *(bool *)f = v != 0;
+        *(bool *)f = value != 0;
         break;
     }
 }
@@ -370,7 +376,7 @@ void cfg_defaults(struct cfg_settings *s)
 {
     memset(s, 0, sizeof *s);
     for (int k = 0; k < CFG_NKEYS; k++) {
-        cfg_field_set(s, (enum cfg_key)k, cfg_keys[k].dflt);
+        cfg_field_set(&s->values, (enum cfg_key)k, cfg_keys[k].dflt);
         cfg_str_copy(s->where[k].file, sizeof s->where[k].file, "default");
     }
 }
@@ -393,5 +399,5 @@ void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, s
 {
     buf[0] = '\0';
     if ((unsigned)k < CFG_NKEYS)
-        cfg_keys[k].format(field_get(s, k), buf, cap);
+        cfg_keys[k].format(cfg_field_get(&s->values, k), buf, cap);
 }

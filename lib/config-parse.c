@@ -295,7 +295,7 @@ void cfg_set_key(struct ctx *c, enum cfg_key k, const char *value, int rank, enu
     cfg_str_copy(w.file, sizeof w.file, file);
     cfg_str_copy(w.section, sizeof w.section, section);
     cfg_str_copy(w.value, sizeof w.value, value);
-    cfg_field_set(c->s, k, v);
+    cfg_field_set(&c->s->values, k, v);
     c->s->where[k] = w;
 }
 

@@ -31,8 +31,8 @@ enum cfg_key {
  * kernel can name an executable with. A longer one is reported and applies to nothing. */
 #define CFG_SECTION_NAME_MAX (PATH_MAX - 1)
 
-/* The built-in policy, written here only: the key table (config.c) and the policy the
- * allocator has before the files are read (arena.c, policy.c) take it from here. */
+/* The built-in policy, written here only: the key table (config-keys.c) and the policy the
+ * allocator has before the files are read (policy.c, introspect.c) take it from here. */
 #define CFG_DEFAULT_THP THP_MODE_LARGE
 #define CFG_DEFAULT_THP_THRESHOLD ((size_t)2 << 20)
 #define CFG_DEFAULT_ARENA_SIZE ((size_t)64 << 20)
@@ -40,6 +40,14 @@ enum cfg_key {
 #define CFG_DEFAULT_PURGE OS_PURGE_DONTNEED
 #define CFG_DEFAULT_STATS_AT_EXIT false
 #define CFG_DEFAULT_LOG_PROBLEMS false
+/* struct cfg_values at the defaults, for static storage (what cfg_defaults writes). */
+#define CFG_DEFAULT_VALUES                                                                         \
+    {                                                                                              \
+        .thp = CFG_DEFAULT_THP, .thp_threshold = CFG_DEFAULT_THP_THRESHOLD,                        \
+        .arena_size = CFG_DEFAULT_ARENA_SIZE, .purge_delay_ms = CFG_DEFAULT_PURGE_DELAY_MS,        \
+        .purge = CFG_DEFAULT_PURGE, .stats_at_exit = CFG_DEFAULT_STATS_AT_EXIT,                    \
+        .log_problems = CFG_DEFAULT_LOG_PROBLEMS,                                                  \
+    }
 
 enum cfg_origin { CFG_FROM_DEFAULT = 0, CFG_FROM_FILE, CFG_FROM_ENV };
 
@@ -53,21 +61,37 @@ struct cfg_where {
     char value[64];    /* the text as written */
 };
 
-struct cfg_settings {
-    enum thp_mode thp;
-    size_t thp_threshold;
-    size_t arena_size;
-    long purge_delay_ms; /* -1: never */
-    enum os_purge purge;
-    bool stats_at_exit;
+/* The values of the keys, one field each, named after its key: the key table (cfg_keys)
+ * describes this struct by offset, and the library's policy in force embeds it whole
+ * (types.h, struct policy). One list, so that both spellings below are the same layout. */
+#define CFG_VALUE_FIELDS                                                                           \
+    enum thp_mode thp;                                                                             \
+    size_t thp_threshold;                                                                          \
+    size_t arena_size;                                                                             \
+    long purge_delay_ms; /* -1: never */                                                           \
+    enum os_purge purge;                                                                           \
+    bool stats_at_exit;                                                                            \
     bool log_problems; /* one line to the system log when the configuration has problems */
+struct cfg_values {
+    CFG_VALUE_FIELDS
+};
+
+/* The resolved policy: the values (as s.values, or each field by its own name) and where
+ * each came from. */
+struct cfg_settings {
+    union {
+        struct cfg_values values;
+        struct {
+            CFG_VALUE_FIELDS
+        };
+    };
     struct cfg_where where[CFG_NKEYS];
 };
 
 /* The policy's keys, one row each (after mimalloc's options table): everything that knows
  * a key's name, variable, grammar or default reads it here: the resolver, thpalloc_policy(),
  * thp-status, and thpalloc-run (through thp-status --check-value). Values are int64_t
- * between the parser, the formatter and the field of struct cfg_settings. */
+ * between the parser, the formatter and the field of struct cfg_values. */
 enum cfg_field { CFG_FIELD_MODE, CFG_FIELD_SIZE, CFG_FIELD_MS, CFG_FIELD_PURGE, CFG_FIELD_FLAG };
 struct cfg_key_info {
     const char *name;                                 /* in the files: "thp_threshold" */
@@ -76,8 +100,11 @@ struct cfg_key_info {
     void (*format)(int64_t v, char *buf, size_t cap); /* the canonical text: "2M" */
     int64_t dflt;
     const char *expect; /* what a good value looks like, for reports */
-    size_t offset;      /* of the field in struct cfg_settings */
+    size_t offset;      /* of the field in struct cfg_values */
     enum cfg_field field;
+    /* Its field in the introspection block thp-status reads (struct thpalloc_introspect):
+     * offset and size; size 0: the block does not publish the key. */
+    uint16_t block, block_size;
 };
 extern const struct cfg_key_info cfg_keys[CFG_NKEYS];
 
@@ -146,11 +173,13 @@ bool cfg_value_ok(enum cfg_key k, int64_t v);
 void cfg_format_value(const struct cfg_settings *s, enum cfg_key k, char *buf, size_t cap);
 
 /* Shared by config.c and config-keys.c: bounded copies and appends without stdio (the result
- * is cut to fit cap, always terminated), and key k's field of s set through its own type. */
+ * is cut to fit cap, always terminated), and key k's field of v set or read through its own
+ * type. */
 void cfg_str_copy(char *dst, size_t cap, const char *src);
 void cfg_str_cat(char *dst, size_t cap, const char *src);
 void cfg_str_cat_u64(char *dst, size_t cap, uint64_t v);
-void cfg_field_set(struct cfg_settings *s, enum cfg_key k, int64_t v);
+void cfg_field_set(struct cfg_values *v, enum cfg_key k, int64_t value);
+int64_t cfg_field_get(const struct cfg_values *v, enum cfg_key k);
 
 /* Systemd unit from the text of a /proc/PID/cgroup file: the first *.service or *.scope
  * path component after skipping *.slice ones. false when there is none. */

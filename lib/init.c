@@ -3,7 +3,7 @@
  * read by the first decision that needs it. */
 #include "init.h"
 /* Above init's layer, for the dormancy probe alone (lib_malloc_self: docs/design.md's one
- * upward use, allowed by tools/lib-layers with this include). */
+ * upward use, allowed by tools/dev/lib-layers with this include). */
 #include "alloc.h"
 /* The definition of thpalloc_owns() passes the address on to functions that take a
  * pointer; the attribute that tells callers it reads no memory would make gcc take those

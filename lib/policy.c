@@ -1,7 +1,8 @@
 /* policy: loads the administrator's policy once, on the first chunk-level event (a process
- * that never allocates a chunk never reads a file), feeds it to the arena and the THP
- * decision, and publishes it: thpalloc_policy(), the introspection block thp-status reads,
- * and THPALLOC_VERBOSE. The statistics printed at exit (stats = exit) are stats.c's. */
+ * that never allocates a chunk never reads a file), into policy_in_force, which the arena and
+ * the THP decision read, and publishes it: thpalloc_policy(), the introspection block
+ * thp-status reads (introspect.c), and THPALLOC_VERBOSE. The statistics printed at exit
+ * (stats = exit) are stats.c's. */
 #include "config.h"
 #include "policy.h"
 #include "problem-log.h"
@@ -15,32 +16,9 @@
 
 extern char **environ;
 
-/* The table thp-status reads at the address of the exported name thpalloc_introspect, an
- * alias (below) that no header declares. The library writes it through this local name: were
- * a program to declare the exported name itself and read it, its copy relocation would bind
- * every reference to that name, the library's own included, to the program's copy, and
- * thp-status, which reads the library's object, would see a table never written. */
-static struct thpalloc_introspect introspect_state = {
-    .magic = THPALLOC_INTROSPECT_MAGIC,
-    .version = 2,
-    .size = sizeof(struct thpalloc_introspect),
-    .active = 2,
-    .thp_mode = CFG_DEFAULT_THP,
-    .thp_threshold = CFG_DEFAULT_THP_THRESHOLD,
-    .arena_size = CFG_DEFAULT_ARENA_SIZE,
-    .purge_delay_ms = CFG_DEFAULT_PURGE_DELAY_MS,
-    .purge = CFG_DEFAULT_PURGE,
-};
-extern API struct thpalloc_introspect thpalloc_introspect
-    __attribute__((alias("introspect_state")));
-
 /* The policy in force, read by every layer; written once, here, when it is resolved. */
 struct policy policy_in_force = {
-    .thp = {.mode = CFG_DEFAULT_THP, .threshold = CFG_DEFAULT_THP_THRESHOLD},
-    .arena_size = CFG_DEFAULT_ARENA_SIZE,
-    .purge_delay_ms = CFG_DEFAULT_PURGE_DELAY_MS,
-    .purge = CFG_DEFAULT_PURGE,
-    .stats_at_exit = CFG_DEFAULT_STATS_AT_EXIT,
+    .values = CFG_DEFAULT_VALUES,
     .trim_threshold = TRIM_THRESHOLD_DEFAULT,
     .trim_burst = TRIM_BURST_DEFAULT,
 };
@@ -53,7 +31,7 @@ static struct cfg_settings settings __attribute__((section(".bss.thp_rare")));
 static bool settings_kept;
 static _Atomic int load_state; /* 0 not loaded, 1 loading, 2 loaded */
 static bool verbose;
-static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER; /* policy_text's allocation */
 
 TEXT_COLD
 static void verbose_report(void *ctx, const char *file, int line, const char *msg)
@@ -148,93 +126,26 @@ void policy_ensure_loaded(void)
             break;
         }
     }
-    policy_in_force.thp.mode = s.thp;
-    policy_in_force.thp.threshold = s.thp_threshold;
-    policy_in_force.arena_size = s.arena_size;
-    policy_in_force.purge_delay_ms = s.purge_delay_ms;
-    policy_in_force.purge = s.purge;
-    policy_in_force.stats_at_exit = s.stats_at_exit;
-    introspect_state.thp_mode = (int32_t)s.thp;
-    introspect_state.thp_threshold = s.thp_threshold;
-    introspect_state.arena_size = s.arena_size;
-    introspect_state.purge_delay_ms = s.purge_delay_ms;
-    introspect_state.purge = (uint32_t)s.purge;
-    introspect_state.policy_loaded = 1;
+    /* memcpy: the readers see these bytes under struct policy's own names (types.h) */
+    memcpy(&policy_in_force.values, &s.values, sizeof s.values);
+    introspect_set_policy(&s.values);
     atomic_store_explicit(&load_state, 2, memory_order_release);
     if (verbose)
         say_policy();
     errno = saved_errno;
 }
 
-void introspect_set_active(bool active)
-{
-    introspect_state.active = active ? 1 : 0;
-}
-
-/* introspect_set_active(true) was called. */
-TEXT_COLD
-bool introspect_in_charge(void)
-{
-    return introspect_state.active == 1;
-}
-
-/* The library's own count of range slots used and its table beyond the block: the block is
- * writable by any code in the process, so what it says is published, never read back. */
-static uint64_t ranges_used;
-static struct thpalloc_range *ranges_more;
-
-/* Range slot i < THPALLOC_RANGES_MAX: the first few in the block, the rest in the table
- * mapped on first need (NULL if it could not be). ranges_lock held. */
-static struct thpalloc_range *range_slot(uint64_t i)
-{
-    if (i < THPALLOC_RANGES_INLINE)
-        return &introspect_state.range[i];
-    if (!ranges_more) {
-        ranges_more = meta_alloc((THPALLOC_RANGES_MAX - THPALLOC_RANGES_INLINE) *
-                                 sizeof(struct thpalloc_range));
-        introspect_state.more = (uintptr_t)ranges_more;
-    }
-    return ranges_more ? ranges_more + (i - THPALLOC_RANGES_INLINE) : NULL;
-}
-
-void introspect_add_range(void *base, size_t size)
-{
-    pthread_mutex_lock(&ranges_lock);
-    uint64_t i;
-    for (i = 0; i < ranges_used; i++)
-        if (range_slot(i)->size == 0)
-            break;
-    struct thpalloc_range *r = i < THPALLOC_RANGES_MAX ? range_slot(i) : NULL;
-    if (r) {
-        r->base = (uintptr_t)base;
-        r->size = size;
-        if (i == ranges_used)
-            introspect_state.ranges_used = ++ranges_used;
-    } else {
-        introspect_state.ranges_overflow++;
-    }
-    pthread_mutex_unlock(&ranges_lock);
-}
-
-TEXT_COLD
-void introspect_remove_range(void *base)
-{
-    pthread_mutex_lock(&ranges_lock);
-    for (uint64_t i = 0; i < ranges_used; i++) {
-        struct thpalloc_range *r = range_slot(i);
-        if (r->base == (uintptr_t)base && r->size) {
-            r->size = 0;
-            r->base = 0;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&ranges_lock);
-}
-
 TEXT_BUSY
 void policy_fork(enum fork_phase phase)
 {
-    fork_mutex(&ranges_lock, phase);
+    /* init.c's table names this hook for both: the two locks never nest */
+    if (phase == FORK_PREPARE) {
+        fork_mutex(&text_lock, phase);
+        introspect_fork(phase);
+    } else {
+        introspect_fork(phase);
+        fork_mutex(&text_lock, phase);
+    }
 }
 
 /* ---- thpalloc_policy() ------------------------------------------------------------------ */
@@ -274,10 +185,10 @@ TEXT_COLD
 API int thpalloc_policy(struct thpalloc_setting *out, size_t n)
 {
     policy_ensure_loaded();
-    pthread_mutex_lock(&ranges_lock); /* this file's lock; the call is rare */
+    pthread_mutex_lock(&text_lock);
     if (!policy_text)
         policy_text = meta_alloc(sizeof *policy_text);
-    pthread_mutex_unlock(&ranges_lock);
+    pthread_mutex_unlock(&text_lock);
     if (!policy_text) {
         errno = ENOMEM;
         return -1;

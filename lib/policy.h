@@ -9,11 +9,15 @@
 extern HIDDEN struct policy policy_in_force;
 HIDDEN void policy_ensure_loaded(void);
 HIDDEN void policy_say_passthrough(size_t pagesize);
+HIDDEN void policy_fork(enum fork_phase phase);
+
+/* ---- introspect.c: the block thp-status reads ------------------------------------------- */
 HIDDEN void introspect_set_active(bool active);
 HIDDEN bool introspect_in_charge(void);
+HIDDEN void introspect_set_policy(const struct cfg_values *v);
 HIDDEN void introspect_add_range(void *base, size_t size);
 HIDDEN void introspect_remove_range(void *base);
-HIDDEN void policy_fork(enum fork_phase phase);
+HIDDEN void introspect_fork(enum fork_phase phase);
 
 /* ---- meta.c ----------------------------------------------------------------------------- */
 HIDDEN void *meta_alloc(size_t size);

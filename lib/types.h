@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "os.h"
 #include "sizeclass.h"
 #include "thp.h"
@@ -462,12 +463,22 @@ static inline enum os_advice advice_get(const arena_t *a, size_t i)
     return i < ARENA_MAX_CHUNKS ? (enum os_advice)(a->advice[i] & ADVICE_MASK) : OS_ADVICE_NONE;
 }
 
+/* The policy in force: the key table's values (config.h, struct cfg_values) embedded whole,
+ * so that resolving fills them by key and nothing is copied field by field (policy.c), and
+ * read under the names the allocator has always used (thp.mode, thp.threshold, ...): the same
+ * bytes, checked below. */
 struct policy {
-    struct thp_policy thp;
-    size_t arena_size;
-    long purge_delay_ms; /* < 0: never */
-    enum os_purge purge;
-    bool stats_at_exit;
+    union {
+        struct cfg_values values;
+        struct {
+            struct thp_policy thp; /* thp, thp_threshold */
+            size_t arena_size;
+            long purge_delay_ms; /* < 0: never */
+            enum os_purge purge;
+            bool stats_at_exit;
+            bool log_problems;
+        };
+    };
     /* Without the purger thread, a free that leaves a resident extent run this long gives it
      * back at once (extent.c, trim); 0: never. Not a key of its own: the tests set it. */
     size_t trim_threshold;
@@ -475,6 +486,14 @@ struct policy {
      * trim_now). Not a key of its own: the tests set it. */
     unsigned trim_burst;
 };
+#define POLICY_SAME(a, b) (offsetof(struct policy, a) == offsetof(struct policy, values.b))
+_Static_assert(POLICY_SAME(thp.mode, thp) && POLICY_SAME(thp.threshold, thp_threshold) &&
+                   POLICY_SAME(arena_size, arena_size) &&
+                   POLICY_SAME(purge_delay_ms, purge_delay_ms) && POLICY_SAME(purge, purge) &&
+                   POLICY_SAME(stats_at_exit, stats_at_exit) &&
+                   POLICY_SAME(log_problems, log_problems),
+               "struct policy's names are struct cfg_values's fields");
+#undef POLICY_SAME
 /* 64 KiB: half glibc's trim threshold for the top of its heap, the one free memory glibc
  * gives back at free. */
 #define TRIM_THRESHOLD_DEFAULT ((size_t)64 << 10)

@@ -4,7 +4,7 @@ set -u
 top=${TESTS_SRCDIR:-$(dirname "$0")}/..
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 command -v clang-format >/dev/null 2>&1 || skip_all "clang-format is not installed"
-for f in "$top"/lib/*.[ch] "$top"/tools/*.[ch] "$top"/tests/*.[ch] "$top"/tests/*.cc \
+for f in "$top"/lib/*.[ch] "$top"/tools/*/*.[ch] "$top"/tests/*.[ch] "$top"/tests/*.cc \
     "$top"/tests/bench/*.[ch] "$top"/tests/fuzz/*.c; do
     [ -f "$f" ] || continue
     rel=${f#"$top"/}

@@ -7,7 +7,7 @@ set -u
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 top=${TESTS_SRCDIR:-$(dirname "$0")}/..
 objs=${TESTS_BUILDDIR:-$top/tests}/../lib/.libs
-out=$(python3 "$top/tools/lib-layers" --check "$objs" 2>&1)
+out=$(python3 "$top/tools/dev/lib-layers" --check "$objs" 2>&1)
 rc=$?
 printf '%s\n' "$out" | diag
 ok $rc "lib/ calls and includes only down its layers, and the layer headers' blocks hold what their files define"
@@ -19,7 +19,7 @@ esac
 # A partial build proves nothing: without one file's object the tool refuses (exit 2).
 part=$(mktemp -d) && trap 'rm -rf "$part"' EXIT
 cp "$objs"/libthpalloc_la-*.o "$part"/ && rm "$part/libthpalloc_la-arena.o"
-perr=$(python3 "$top/tools/lib-layers" --check "$part" 2>&1 >/dev/null)
+perr=$(python3 "$top/tools/dev/lib-layers" --check "$part" 2>&1 >/dev/null)
 prc=$?
 is "$prc:$perr" "2:lib-layers: $part: no object for arena: a partial build, nothing checked (run make)" \
     "a build without arena.o is refused, exit 2"
@@ -29,7 +29,7 @@ fault() { # NAME SED-SCRIPT FILE: a copy of lib/ with FILE edited; the check's H
     # INLINE/STALE lines, their file paths dropped
     rm -rf "$part/lib" && mkdir "$part/lib" && cp "$top"/lib/*.[ch] "$part/lib/" &&
         sed -i -e "$2" "$part/lib/$3" || bail "cannot copy lib/"
-    fout=$(python3 "$top/tools/lib-layers" --check --lib "$part/lib" "$objs" 2>&1)
+    fout=$(python3 "$top/tools/dev/lib-layers" --check --lib "$part/lib" "$objs" 2>&1)
     frc=$?
     fline=$(printf '%s\n' "$fout" | grep -E '^(HEADER|INCLUDE|INLINE|STALE) ' |
         sed -e 's/^\([A-Z]*\) [^ ]*: /\1 /')

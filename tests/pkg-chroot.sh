@@ -165,7 +165,7 @@ if command -v lintian >/dev/null 2>&1; then
     [ ! -s "$work/lintian-i.log" ]
     ok $? "lintian -I: no informational tag either (hardening-no-fortify-functions overridden, with the reason)"
 else
-    ok 1 "lintian is not installed (tools/install-build-deps)"
+    ok 1 "lintian is not installed (tools/dev/install-build-deps)"
 fi
 
 # ---- 3. the chroot --------------------------------------------------------------------

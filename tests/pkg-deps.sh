@@ -1,12 +1,12 @@
 #!/bin/bash
-# tools/install-build-deps: the README's first command installs what building and `make demo`
+# tools/dev/install-build-deps: the README's first command installs what building and `make demo`
 # need and nothing else (no service such as redis-server); --tests adds what `make check`
 # and CI need; every package named exists in apt's lists; a user who is not root and has no
 # sudo gets one line and exit 1; a bad argument gets one line, the pointer to --help, exit 2.
 # Nothing is installed: --list prints, and the root check comes before apt-get.
 set -u
 SRC=${TESTS_SRCDIR:-$(cd "$(dirname "$0")" && pwd)}
-DEPS=$SRC/../tools/install-build-deps
+DEPS=$SRC/../tools/dev/install-build-deps
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/thpalloc-deps.XXXXXX") || exit 99

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The README's first command, as a new user runs it (issue 12, closing note): in a fresh
-# Debian 12 minbase chroot, as root, `tools/install-build-deps` (without --tests), then
+# Debian 12 minbase chroot, as root, `tools/dev/install-build-deps` (without --tests), then
 # `autoreconf -fi && ./configure && make && make demo` unless --install-only. Asserts that
 # it installs no daemon (no systemd service enabled, no .service file installed), at most
 # MAX_NEW (150) packages, and prints the count and the times.
@@ -54,14 +54,14 @@ daemons() {
 daemons before
 before=$(count)
 t0=$(date +%s)
-in_chroot tools/install-build-deps >"$work/install.log" 2>&1
+in_chroot tools/dev/install-build-deps >"$work/install.log" 2>&1
 rc=$?
 t1=$(date +%s)
 after=$(count)
 daemons after
 new=$((after - before))
 [ $rc -ne 0 ] && tail -20 "$work/install.log" | sed 's/^/# install: /'
-ok $rc "tools/install-build-deps as root in the chroot ($((t1 - t0)) s)"
+ok $rc "tools/dev/install-build-deps as root in the chroot ($((t1 - t0)) s)"
 note "packages: $before before, $after after: $new installed by the README's first command"
 [ "$new" -gt 0 ] && [ "$new" -le "$MAX_NEW" ]
 ok $? "it installs $new packages (at most $MAX_NEW)"

@@ -7,7 +7,7 @@
 set -u
 
 BUILD=${TESTS_BUILDDIR:-$(cd "$(dirname "$0")" && pwd)}
-RUN=${THPALLOC_RUN_TOOL:-$BUILD/../tools/thpalloc-run}
+RUN=${THPALLOC_RUN_TOOL:-$BUILD/../tools/thpalloc-run/thpalloc-run}
 LIB=${THPALLOC_LIB:-$BUILD/../lib/.libs/libthpalloc.so.1}
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3 || true)

@@ -80,7 +80,7 @@ ok $? "a drop-in linked to a root-owned file through root-owned directories is o
 grep -q '^thp_threshold=2M default$' <<<"$out"
 ok $? "a drop-in linked to a root-owned file in a directory another user owns is not obeyed"
 # thp-status --check (run as root, over the same files) decides alike.
-status=$TESTS_BUILDDIR/../tools/thp-status
+status=$TESTS_BUILDDIR/../tools/thp-status/thp-status
 if [ -x "$status" ]; then
     chk=$(run "$status" --check 2>&1)
     echo "$chk" | sed 's/^/# check: /'
@@ -107,8 +107,8 @@ if [ -x "$status" ]; then
         grep -qE '^    thp_threshold +2M +default$' <<<"$view"
     ok $? "the PID view of a setuid process: the same two decisions"
 else
-    echo "ok $((n += 1)) - thp-status --check # SKIP tools/thp-status not built"
-    echo "ok $((n += 1)) - thp-status PID # SKIP tools/thp-status not built"
+    echo "ok $((n += 1)) - thp-status --check # SKIP tools/thp-status/thp-status not built"
+    echo "ok $((n += 1)) - thp-status PID # SKIP tools/thp-status/thp-status not built"
 fi
 run strace -f -qq -e trace=openat -o "$tmp/strace" setpriv --reuid=65534 --regid=65534 \
     --clear-groups env THPALLOC_CONF="$tmp/evil.conf" "$tmp/probe" policy >/dev/null 2>&1

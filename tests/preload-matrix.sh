@@ -5,7 +5,7 @@
 set -u
 
 BUILD=${TESTS_BUILDDIR:-$(cd "$(dirname "$0")" && pwd)}
-TOOL=${THPALLOC_PRELOAD_TOOL:-$BUILD/../tools/thpalloc-preload}
+TOOL=${THPALLOC_PRELOAD_TOOL:-$BUILD/../tools/thpalloc-preload/thpalloc-preload}
 LIB=${THPALLOC_LIB:-$BUILD/../lib/.libs/libthpalloc.so.1}
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
@@ -609,9 +609,9 @@ if command -v "${CC:-cc}" >/dev/null 2>&1 &&
         place "$r" "$2"
         copy_in "$r" /bin/true
         for d in /usr/sbin /usr/local/sbin; do
-            mkdir -p "$r$d" && cp "$BUILD/../tools/thpalloc-preload" "$r$d/"
+            mkdir -p "$r$d" && cp "$BUILD/../tools/thpalloc-preload/thpalloc-preload" "$r$d/"
         done
-        copy_in "$r" "$BUILD/../tools/thpalloc-preload" "$LIB"
+        copy_in "$r" "$BUILD/../tools/thpalloc-preload/thpalloc-preload" "$LIB"
         mkdir -p "$r$tmp" && mkdir -m 1777 "$r$tmp/ran"
         echo "$r"
     }
@@ -747,7 +747,7 @@ ok $? "the host's /etc/ld.so.preload is untouched"
 # --- thp-status reads the file as ld.so does (issue 47, item 3) ---
 # A CRLF file: ld.so looks for names that end in CR and loads nothing; the system view
 # says no, with why, and thp_thpalloc_preload is 0 (it said "yes" and 1).
-ST=$BUILD/../tools/thp-status
+ST=$BUILD/../tools/thp-status/thp-status
 if [ -x "$ST" ]; then
     r=$(mkroot status-crlf)
     printf '/usr/lib/other.so\r\n%s\r\n' "$E" >"$r/etc/ld.so.preload"

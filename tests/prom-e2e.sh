@@ -6,13 +6,13 @@
 # scrapes it with examples/prometheus/thpalloc-rules.yml loaded; its HTTP API
 # (/api/v1/alerts) says which alerts are active (pending or firing: the rules' "for"
 # durations are promtool's to test), and they are exactly those that state should raise.
-# Both servers run from tools/fetch-prometheus's binaries, on 127.0.0.1 and free ports, with
+# Both servers run from tools/dev/fetch-prometheus's binaries, on 127.0.0.1 and free ports, with
 # their own configuration and storage in a scratch directory, and are stopped on exit.
 set -u
 . "${TESTS_SRCDIR:?run through make check}/tap.sh"
 TOP_SRCDIR=$(cd "$TESTS_SRCDIR/.." && pwd)
 TOP_BUILDDIR=$(cd "$TESTS_BUILDDIR/.." && pwd)
-THP_STATUS=$TOP_BUILDDIR/tools/thp-status
+THP_STATUS=$TOP_BUILDDIR/tools/thp-status/thp-status
 PYTHON=${PYTHON:-python3}
 CACHE=${THPALLOC_CI_CACHE:-/var/cache/thpalloc-ci}/prometheus
 
@@ -25,7 +25,7 @@ no_binaries() {
 }
 PROM=$(command -v prometheus 2>/dev/null || echo "$CACHE/prometheus")
 NODEX=$(command -v prometheus-node-exporter 2>/dev/null || echo "$CACHE/node_exporter")
-[ -x "$PROM" ] && [ -x "$NODEX" ] || no_binaries "no prometheus or node_exporter (tools/fetch-prometheus $CACHE)"
+[ -x "$PROM" ] && [ -x "$NODEX" ] || no_binaries "no prometheus or node_exporter (tools/dev/fetch-prometheus $CACHE)"
 command -v "$PYTHON" >/dev/null || skip_all "no $PYTHON"
 
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/prom-e2e.XXXXXX") || exit 99

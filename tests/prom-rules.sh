@@ -12,7 +12,7 @@ TOP_BUILDDIR=$(cd "$TESTS_BUILDDIR/.." && pwd)
 RULES=$TOP_SRCDIR/examples/prometheus/thpalloc-rules.yml
 RTEST=$TOP_SRCDIR/examples/prometheus/thpalloc-rules.test.yml
 DASH=$TOP_SRCDIR/examples/grafana/thpalloc.json
-THP_STATUS=$TOP_BUILDDIR/tools/thp-status
+THP_STATUS=$TOP_BUILDDIR/tools/thp-status/thp-status
 PYTHON=${PYTHON:-python3}
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/prom-rules.XXXXXX") || exit 99
 trap 'rm -rf "$SCRATCH"' EXIT
@@ -24,9 +24,9 @@ for PROMTOOL in "${PROMTOOL:-}" "$(command -v promtool 2>/dev/null)" \
 done
 promtool_skip() {
     if [ "${THPALLOC_REQUIRE_PROMTOOL:-0}" = 1 ]; then
-        fail "$1 (no promtool: tools/fetch-promtool)"
+        fail "$1 (no promtool: tools/dev/fetch-promtool)"
     else
-        skip "$1" "no promtool (tools/fetch-promtool)"
+        skip "$1" "no promtool (tools/dev/fetch-promtool)"
     fi
 }
 HAVE_YAML=$("$PYTHON" -c 'import yaml; print(1)' 2>/dev/null)
@@ -111,7 +111,7 @@ missing=
 for n in $(cat "$SCRATCH/used"); do
     case $n in node_*) continue ;; esac
     # written now, or by the tool's source (a family printed only when not zero)
-    if ! grep -qx "$n" "$SCRATCH/families" && ! grep -q "\"$n\"" "$TOP_SRCDIR"/tools/thp-status*.c; then
+    if ! grep -qx "$n" "$SCRATCH/families" && ! grep -q "\"$n\"" "$TOP_SRCDIR"/tools/thp-status/*.c; then
         case $n in
         thp_health_*) skip "the rules read $n" "this build's thp-status does not write it yet (the health verdict)" ;;
         *) missing="$missing $n" ;;

@@ -3,7 +3,7 @@
 # same, so libthpalloc1:i386 is what a machine running i386 programs installs next to the
 # amd64 one, and the single ld.so.preload line /usr/$LIB/libthpalloc.so.1 then reaches
 # both. Here, with gcc -m32 (gcc-multilib) and Debian's i386 libinih.a
-# (tools/fetch-inih-i386, run by tools/install-build-deps):
+# (tools/dev/fetch-inih-i386, run by tools/dev/install-build-deps):
 #   1. the lib/ sources build as a 32-bit libthpalloc.so.1 with the project's warnings and
 #      -Werror, exporting exactly the 64-bit library's symbols; tests/unit-registry passes
 #      at 32 bits;
@@ -35,7 +35,7 @@ why= norun=
 if test "$M32_KIND" = toolchain; then
     why=$M32_WHY
 elif test -z "$inih"; then
-    why="no i386 libinih.a (tools/fetch-inih-i386 /var/cache/thpalloc-ci/inih-i386)"
+    why="no i386 libinih.a (tools/dev/fetch-inih-i386 /var/cache/thpalloc-ci/inih-i386)"
 fi
 if test -n "$why"; then
     if test "${THPALLOC_REQUIRE_M32:-0}" = 1; then

@@ -6,7 +6,7 @@ set -u
 TOP_BUILDDIR=$(cd "$TESTS_BUILDDIR/.." && pwd)
 TOP_SRCDIR=$(cd "$TESTS_SRCDIR/.." && pwd)
 # The tool as installed, and the same sources under ASan + UBSan.
-TOOLS="$TOP_BUILDDIR/tools/thp-status $TESTS_BUILDDIR/status-thp-status-asan"
+TOOLS="$TOP_BUILDDIR/tools/thp-status/thp-status $TESTS_BUILDDIR/status-thp-status-asan"
 HOLDER=$TESTS_BUILDDIR/status-holder
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:exitcode=99}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=98}
@@ -133,8 +133,8 @@ start_holder() {
     done
 }
 
-# promtool (Prometheus's checker): $PROMTOOL, on PATH, or where tools/install-build-deps
-# puts it (tools/fetch-promtool). promtool_check FILE DESCRIPTION: one assertion that
+# promtool (Prometheus's checker): $PROMTOOL, on PATH, or where tools/dev/install-build-deps
+# puts it (tools/dev/fetch-promtool). promtool_check FILE DESCRIPTION: one assertion that
 # `promtool check metrics` accepts FILE (lint included); a skip where there is no promtool,
 # a failure instead under THPALLOC_REQUIRE_PROMTOOL=1 (CI, as .ci/run sets it).
 for PROMTOOL in "${PROMTOOL:-}" "$(command -v promtool 2>/dev/null)" \
@@ -144,9 +144,9 @@ done
 promtool_check() {
     if [ -z "$PROMTOOL" ]; then
         if [ "${THPALLOC_REQUIRE_PROMTOOL:-0}" = 1 ]; then
-            ok 1 "$2: promtool check metrics (no promtool: tools/fetch-promtool)"
+            ok 1 "$2: promtool check metrics (no promtool: tools/dev/fetch-promtool)"
         else
-            skip "$2: promtool check metrics" "no promtool (tools/fetch-promtool)"
+            skip "$2: promtool check metrics" "no promtool (tools/dev/fetch-promtool)"
         fi
         return
     fi

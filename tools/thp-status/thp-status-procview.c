@@ -1,9 +1,12 @@
 /* thp-status: the process view: text and JSON output of what thp-status-proc.c read (the
- * JSON object of one process serves --all too). */
+ * JSON object of one process serves --all too). What both say is worked out once
+ * (struct proc_model: the figures' names, what the process reports against its policy, the
+ * errors and their advice); proc_text and proc_json only lay it out. */
 #include "thp-status-proc.h"
 #include "thp-status-scan.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,29 +37,77 @@ static void block_settings(const struct thpalloc_introspect *t, struct cfg_setti
     f->purge = t->purge ? OS_PURGE_FREE : OS_PURGE_DONTNEED;
 }
 
-/* Whether key k as the process reports it (got) is not what its configuration gives it
- * (want), both as the configuration writes them. */
-static bool differs(const struct proc *p, enum cfg_key k, char *got, char *want, size_t cap)
+/* smaps_rollup's figures: the text view's name and the JSON key of each, in the order both
+ * show them. */
+static const struct {
+    const char *text, *json;
+    size_t off; /* of the uint64_t in struct proc */
+} rollup_rows[] = {
+    {"Rss", "rss", offsetof(struct proc, rss_kb)},
+    {"Pss", "pss", offsetof(struct proc, pss_kb)},
+    {"Anonymous", "anonymous", offsetof(struct proc, anon_kb)},
+    {"AnonHugePages", "anon_huge", offsetof(struct proc, huge_kb)},
+    {"ShmemPmdMapped", "shmem_pmd", offsetof(struct proc, shmem_pmd_kb)},
+    {"FilePmdMapped", "file_pmd", offsetof(struct proc, file_pmd_kb)},
+    {"Swap", "swap", offsetof(struct proc, swap_kb)},
+};
+
+static uint64_t rollup_value(const struct proc *p, size_t i)
 {
-    struct cfg_settings f;
-    block_settings(&p->intro->head, &f);
-    cfg_format_value(&f, k, got, cap);
-    cfg_format_value(&p->pol, k, want, cap);
-    return strcmp(got, want) != 0;
+    return *(const uint64_t *)((const char *)p + rollup_rows[i].off);
 }
 
-static void text_errors(const struct proc *p)
-{
-    for (int i = 0; i < p->nerr; i++) {
+/* struct proc keeps at most this many errors (proc_err in thp-status-proc.c). */
+#define PROC_ERR_MAX (sizeof((struct proc *)0)->errs / sizeof((struct proc *)0)->errs[0])
+
+/* What the two views derive alike from one process. */
+struct proc_model {
+    /* the settings the process's block reports (reported_ok: it has resolved its policy) */
+    bool reported_ok;
+    struct cfg_settings reported;
+    /* keys whose reported value is not what the process's configuration gives (both as the
+     * configuration writes them); checked only when both are known (differs_known) */
+    bool differs_known;
+    int ndiffer;
+    struct {
+        enum cfg_key key;
+        char got[64], want[64];
+    } differ[CFG_STATS];
+    /* the files that could not be read, each with what would allow reading it */
+    struct {
         char why[400];
-        ts_caps_advice(p->errs[i].err, p->ruid, why, sizeof why);
+    } err[PROC_ERR_MAX];
+};
+
+static void proc_model(const struct proc *p, struct proc_model *m)
+{
+    memset(m, 0, sizeof *m);
+    if (p->intro_ok && p->intro->head.policy_loaded) {
+        m->reported_ok = true;
+        block_settings(&p->intro->head, &m->reported);
+    }
+    m->differs_known = m->reported_ok && p->pol_ok;
+    for (int k = 0; k < CFG_STATS && m->differs_known; k++) {
+        char *got = m->differ[m->ndiffer].got, *want = m->differ[m->ndiffer].want;
+        cfg_format_value(&m->reported, (enum cfg_key)k, got, sizeof m->differ[0].got);
+        cfg_format_value(&p->pol, (enum cfg_key)k, want, sizeof m->differ[0].want);
+        if (strcmp(got, want) != 0)
+            m->differ[m->ndiffer++].key = (enum cfg_key)k;
+    }
+    for (int i = 0; i < p->nerr && i < (int)PROC_ERR_MAX; i++)
+        ts_caps_advice(p->errs[i].err, p->ruid, m->err[i].why, sizeof m->err[i].why);
+}
+
+static void text_errors(const struct proc *p, const struct proc_model *m)
+{
+    for (int i = 0; i < p->nerr && i < (int)PROC_ERR_MAX; i++) {
         if (p->vanished && (p->errs[i].err == ESRCH || p->errs[i].err == ENOENT))
             continue;
-        printf("  ! cannot read /proc/%d/%s: %s\n", (int)p->pid, p->errs[i].what, why);
+        printf("  ! cannot read /proc/%d/%s: %s\n", (int)p->pid, p->errs[i].what, m->err[i].why);
     }
 }
 
-static void proc_text(const struct proc *p)
+static void proc_text(const struct proc *p, const struct proc_model *m)
 {
     printf("PID %d  %s\n", (int)p->pid, p->name[0] ? ts_text(p->name) : "?");
     if (p->not_read) {
@@ -90,13 +141,8 @@ static void proc_text(const struct proc *p)
                               : "0 (disabled by prctl PR_SET_THP_DISABLE)");
     if (p->rollup_ok) {
         printf("  memory (smaps_rollup)\n");
-        printf("    %-14s %" PRIu64 " kB\n", "Rss", p->rss_kb);
-        printf("    %-14s %" PRIu64 " kB\n", "Pss", p->pss_kb);
-        printf("    %-14s %" PRIu64 " kB\n", "Anonymous", p->anon_kb);
-        printf("    %-14s %" PRIu64 " kB\n", "AnonHugePages", p->huge_kb);
-        printf("    %-14s %" PRIu64 " kB\n", "ShmemPmdMapped", p->shmem_pmd_kb);
-        printf("    %-14s %" PRIu64 " kB\n", "FilePmdMapped", p->file_pmd_kb);
-        printf("    %-14s %" PRIu64 " kB\n", "Swap", p->swap_kb);
+        for (size_t i = 0; i < sizeof rollup_rows / sizeof rollup_rows[0]; i++)
+            printf("    %-14s %" PRIu64 " kB\n", rollup_rows[i].text, rollup_value(p, i));
     }
     if (!p->maps_ok)
         printf("  %-16s unknown (maps unreadable)\n", "thpalloc");
@@ -118,13 +164,11 @@ static void proc_text(const struct proc *p)
             printf("    %-14s %u range%s, %" PRIu64 " MiB reserved%s\n", "arenas", p->nranges,
                    p->nranges == 1 ? "" : "s", p->reserved_bytes >> 20,
                    t->ranges_overflow ? " (table full: some not recorded)" : "");
-            if (t->policy_loaded) {
-                struct cfg_settings f;
-                block_settings(t, &f);
+            if (m->reported_ok) {
                 printf("    %-14s", "in force");
                 for (int k = 0; k < CFG_STATS; k++) {
                     char val[64];
-                    cfg_format_value(&f, (enum cfg_key)k, val, sizeof val);
+                    cfg_format_value(&m->reported, (enum cfg_key)k, val, sizeof val);
                     printf(" %s=%s", cfg_key_name((enum cfg_key)k), val);
                 }
                 printf("\n");
@@ -144,16 +188,10 @@ static void proc_text(const struct proc *p)
             if (p->nunchecked)
                 printf("    (%u range%s past the cut of maps: not checked against the mappings)\n",
                        p->nunchecked, p->nunchecked == 1 ? "" : "s");
-            int differ = 0;
-            for (int k = 0; k < CFG_STATS && t->policy_loaded && p->pol_ok; k++) {
-                char got[64], want[64];
-                if (!differs(p, (enum cfg_key)k, got, want, sizeof got))
-                    continue;
-                differ++;
+            for (int i = 0; i < m->ndiffer; i++)
                 printf("    ! the process reports %s=%s where its configuration gives %s\n",
-                       cfg_key_name((enum cfg_key)k), got, want);
-            }
-            if (differ)
+                       cfg_key_name(m->differ[i].key), m->differ[i].got, m->differ[i].want);
+            if (m->ndiffer)
                 printf("    (the configuration changed since it started, it was started with "
                        "other settings, or its report is false)\n");
         } else if (p->lib_replaced)
@@ -208,7 +246,7 @@ static void proc_text(const struct proc *p)
                    p->pol_problems, p->pol_problems == 1 ? "" : "s");
     }
     scan_text(p);
-    text_errors(p);
+    text_errors(p, m);
 }
 
 static void json_mem(const char *key, const struct mem *m)
@@ -223,7 +261,7 @@ static void json_mem(const char *key, const struct mem *m)
     j_end();
 }
 
-void proc_json(const struct proc *p, bool full)
+static void proc_json_model(const struct proc *p, const struct proc_model *m, bool full)
 {
     j_obj(NULL);
     j_int("pid", p->pid);
@@ -248,13 +286,8 @@ void proc_json(const struct proc *p, bool full)
     j_bool("readable", p->rollup_ok && !proc_permission_denied(p) && !p->not_read);
     if (p->rollup_ok) {
         j_obj("memory_kb");
-        j_u64("rss", p->rss_kb);
-        j_u64("pss", p->pss_kb);
-        j_u64("anonymous", p->anon_kb);
-        j_u64("anon_huge", p->huge_kb);
-        j_u64("shmem_pmd", p->shmem_pmd_kb);
-        j_u64("file_pmd", p->file_pmd_kb);
-        j_u64("swap", p->swap_kb);
+        for (size_t i = 0; i < sizeof rollup_rows / sizeof rollup_rows[0]; i++)
+            j_u64(rollup_rows[i].json, rollup_value(p, i));
         j_end();
     } else
         j_null("memory_kb");
@@ -302,16 +335,13 @@ void proc_json(const struct proc *p, bool full)
         j_end();
         j_int("ranges_unlike_arenas_count", p->nunlike);
         j_int("ranges_unchecked", p->nunchecked);
-        if (p->pol_ok && t->policy_loaded) {
+        if (m->differs_known) {
             j_arr("differs_from_policy");
-            for (int k = 0; k < CFG_STATS; k++) {
-                char got[64], want[64];
-                if (!differs(p, (enum cfg_key)k, got, want, sizeof got))
-                    continue;
+            for (int i = 0; i < m->ndiffer; i++) {
                 j_obj(NULL);
-                j_str("key", cfg_key_name((enum cfg_key)k));
-                j_str("reported", got);
-                j_str("policy", want);
+                j_str("key", cfg_key_name(m->differ[i].key));
+                j_str("reported", m->differ[i].got);
+                j_str("policy", m->differ[i].want);
                 j_end();
             }
             j_end();
@@ -344,17 +374,22 @@ void proc_json(const struct proc *p, bool full)
     }
     scan_json(p);
     j_arr("errors");
-    for (int i = 0; i < p->nerr; i++) {
-        char why[400];
-        ts_caps_advice(p->errs[i].err, p->ruid, why, sizeof why);
+    for (int i = 0; i < p->nerr && i < (int)PROC_ERR_MAX; i++) {
         j_obj(NULL);
         j_str("file", p->errs[i].what);
         j_str("errno", ts_errname(p->errs[i].err));
-        j_str("message", why);
+        j_str("message", m->err[i].why);
         j_end();
     }
     j_end();
     j_end();
+}
+
+void proc_json(const struct proc *p, bool full)
+{
+    static struct proc_model m; /* 4 KiB: not on the stack of every caller */
+    proc_model(p, &m);
+    proc_json_model(p, &m, full);
 }
 
 int ts_procs(char **pids, int npids)
@@ -398,7 +433,9 @@ int ts_procs(char **pids, int npids)
         } else if (p->exists) { /* a missing one is said once, on stderr */
             if (shown++)
                 putchar('\n');
-            proc_text(p);
+            static struct proc_model m;
+            proc_model(p, &m);
+            proc_text(p, &m);
         }
         fflush(stdout);
         proc_free(p);

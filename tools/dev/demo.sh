@@ -3,9 +3,9 @@
 # thpalloc, each showing its huge pages from /proc/PID/smaps_rollup; then thp-status shows
 # the thpalloc process: huge pages inside thpalloc's arenas and the policy in force.
 set -eu
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 lib=${THPALLOC_LIB:-$top/lib/.libs/libthpalloc.so.1}
-status=${THP_STATUS:-$top/tools/thp-status}
+status=${THP_STATUS:-$top/tools/thp-status/thp-status}
 [ -e "$lib" ] || { echo "demo: $lib not built; run make first" >&2; exit 1; }
 lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib") # children may change directory
 prog='

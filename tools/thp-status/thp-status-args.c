@@ -1,7 +1,6 @@
-/* thp-status: the administrator's view of transparent huge pages, system-wide and per
- * process, and of what thpalloc does inside each process and why. See thp-status(8). */
+/* thp-status's command line: the options, their combinations, and the help text
+ * (thp-status(8), SYNOPSIS and OPTIONS). Bad arguments: usage on stderr, exit 2. */
 #include "thp-status.h"
-#include "thp-status-scan.h"
 #include "thpalloc.h"
 
 #include <errno.h>
@@ -9,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 static void usage(FILE *out)
 {
@@ -73,11 +71,14 @@ enum {
     OPT_TIMEOUT
 };
 
-int main(int argc, char **argv)
-{
-    /* First of all: keep only the capabilities that reading processes needs. */
-    ts_caps_drop();
+/* What the command line asked for besides struct ts_command: the combinations' rules need it. */
+struct seen {
+    bool all, check, json, prom, scan_limits, timeout;
+};
 
+/* The options, as getopt_long reads them, into *cmd, *seen and ts_opt; cmd->args the rest. */
+static void read_options(int argc, char **argv, struct ts_command *cmd, struct seen *seen)
+{
     static const struct option longopts[] = {
         {"all", no_argument, NULL, 'a'},
         {"check", no_argument, NULL, 'c'},
@@ -98,9 +99,6 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    bool scan_limits = false, timeout = false, all = false, check = false, with_env = false,
-         json = false, prom = false;
-    const char *explain = NULL, *unit = NULL, *check_value = NULL;
     int c;
     opterr = 0;
     /* '+': options end at the first argument; ':': a missing argument is reported as such
@@ -108,28 +106,28 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:ace:u:jpr:vhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'a':
-            all = true;
+            seen->all = true;
             break;
         case 'c':
-            check = true;
+            seen->check = true;
             break;
         case 'e':
-            explain = optarg;
+            cmd->explain = optarg;
             break;
         case 'u':
-            unit = optarg;
+            cmd->unit = optarg;
             break;
         case OPT_ENV:
-            with_env = true;
+            cmd->with_env = true;
             break;
         case OPT_CHECK_VALUE:
-            check_value = optarg;
+            cmd->check_value = optarg;
             break;
         case 'j':
-            json = true;
+            seen->json = true;
             break;
         case 'p':
-            prom = true;
+            seen->prom = true;
             break;
         case OPT_PER_PROCESS:
             ts_opt.per_process = true;
@@ -148,7 +146,7 @@ int main(int argc, char **argv)
                                                "of bytes, with K, M, G or T: 512M, 512MiB, 2G)",
                           optarg);
             *(c == OPT_SCAN_RATE ? &ts_opt.scan_rate : &ts_opt.scan_max) = size;
-            scan_limits = true;
+            seen->scan_limits = true;
             break;
         }
         case OPT_TIMEOUT: {
@@ -157,7 +155,7 @@ int main(int argc, char **argv)
             ts_opt.timeout = strtod(optarg, &end);
             if (errno || end == optarg || *end || !(ts_opt.timeout >= 0) || ts_opt.timeout > 86400)
                 bad_usage("--timeout: not a number of seconds (0 to 86400): '%s'", optarg);
-            timeout = true;
+            seen->timeout = true;
             break;
         }
         case 'r':
@@ -168,10 +166,10 @@ int main(int argc, char **argv)
             break;
         case 'h':
             usage(stdout);
-            return 0;
+            exit(0);
         case 'V':
             printf("thp-status from thpalloc %s\n", THPALLOC_VERSION_STRING);
-            return 0;
+            exit(0);
         case ':':
             bad_usage("option '%s' requires an argument", argv[optind - 1]);
             break;
@@ -183,64 +181,62 @@ int main(int argc, char **argv)
             bad_usage("unrecognized option '%s'", argv[optind - 1]);
         }
     }
-    int nargs = argc - optind;
-    char **args = argv + optind;
+    cmd->nargs = argc - optind;
+    cmd->args = argv + optind;
+}
 
-    int modes = all + check + (explain != NULL) + (check_value != NULL);
+/* The combinations thp-status(8) refuses, each with its own message; and the arguments'
+ * form (process IDs, --root a directory). */
+static void check_combinations(const struct ts_command *cmd, const struct seen *s)
+{
+    int modes = s->all + s->check + (cmd->explain != NULL) + (cmd->check_value != NULL);
     if (modes > 1)
         bad_usage("%s", "--all, --check, --check-value and --explain cannot be combined");
-    if (check_value && (json || prom || nargs > 0 || ts_opt.root[0]))
+    if (cmd->check_value && (s->json || s->prom || cmd->nargs > 0 || ts_opt.root[0]))
         bad_usage("%s", "--check-value takes no other option or argument");
-    if (json && prom)
+    if (s->json && s->prom)
         bad_usage("%s", "--json and --prometheus cannot be combined");
     /* --unit alone explains the policy of that unit (any program in it). */
-    if ((unit || with_env) && !explain && (modes || nargs > 0 || !unit))
+    if ((cmd->unit || cmd->with_env) && !cmd->explain && (modes || cmd->nargs > 0 || !cmd->unit))
         bad_usage("%s", "--unit and --environment go with --explain (or --unit alone)");
-    if ((all || explain) && nargs > 0)
-        bad_usage("unexpected argument '%s'", args[0]);
-    if (prom && (check || explain || unit || (nargs > 0 && !ts_opt.scan)))
+    if ((s->all || cmd->explain) && cmd->nargs > 0)
+        bad_usage("unexpected argument '%s'", cmd->args[0]);
+    if (s->prom && (s->check || cmd->explain || cmd->unit || (cmd->nargs > 0 && !ts_opt.scan)))
         bad_usage("%s", "--prometheus is for the system view, --all, and PID... with --scan");
-    if (ts_opt.scan && !all && (nargs == 0 || check || explain || unit))
+    if (ts_opt.scan && !s->all && (cmd->nargs == 0 || s->check || cmd->explain || cmd->unit))
         bad_usage("%s", "--scan goes with PID... or --all");
-    if (scan_limits && !ts_opt.scan)
+    if (s->scan_limits && !ts_opt.scan)
         bad_usage("%s", "--scan-rate and --scan-max go with --scan");
-    if (timeout && !all && (nargs == 0 || check || explain || unit))
+    if (s->timeout && !s->all && (cmd->nargs == 0 || s->check || cmd->explain || cmd->unit))
         bad_usage("%s", "--timeout goes with PID... or --all");
-    if (ts_opt.per_process && !(all && prom))
+    if (ts_opt.per_process && !(s->all && s->prom))
         bad_usage("%s", "--per-process goes with --all --prometheus");
-    if (!check)
-        for (int i = 0; i < nargs; i++) {
+    if (!s->check)
+        for (int i = 0; i < cmd->nargs; i++) {
             char *end;
             errno = 0;
-            long v = strtol(args[i], &end, 10);
-            if (!*args[i] || *end || v <= 0 || v > 0x3fffffff || errno)
-                bad_usage("not a process ID: '%s'", args[i]);
+            long v = strtol(cmd->args[i], &end, 10);
+            if (!*cmd->args[i] || *end || v <= 0 || v > 0x3fffffff || errno)
+                bad_usage("not a process ID: '%s'", cmd->args[i]);
         }
     if (ts_opt.root[0]) {
         struct stat st;
         if (stat(ts_opt.root, &st) != 0 || !S_ISDIR(st.st_mode))
             bad_usage("--root: not a directory: '%s'", ts_opt.root);
     }
-    ts_opt.format = json ? TS_JSON : prom ? TS_PROM : TS_TEXT;
+}
 
-    int rc;
-    if (check_value)
-        rc = ts_check_value(check_value);
-    else if (check)
-        rc = ts_check(args, nargs);
-    else if (explain || unit)
-        rc = ts_explain(explain, unit, with_env);
-    else if (all)
-        rc = ts_all();
-    else if (nargs > 0)
-        rc = ts_procs(args, nargs);
-    else
-        rc = ts_system();
-    if (ts_opt.verbose && ts_caps.note[0])
-        fprintf(stderr, "thp-status: capabilities: %s\n", ts_caps.note);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "thp-status: write error: %s\n", strerror(errno));
-        return 1;
-    }
-    return rc;
+void ts_parse_args(int argc, char **argv, struct ts_command *cmd)
+{
+    struct seen s = {0};
+    *cmd = (struct ts_command){0};
+    read_options(argc, argv, cmd, &s);
+    check_combinations(cmd, &s);
+    ts_opt.format = s.json ? TS_JSON : s.prom ? TS_PROM : TS_TEXT;
+    cmd->mode = cmd->check_value            ? TS_CMD_CHECK_VALUE
+                : s.check                   ? TS_CMD_CHECK
+                : cmd->explain || cmd->unit ? TS_CMD_EXPLAIN
+                : s.all                     ? TS_CMD_ALL
+                : cmd->nargs > 0            ? TS_CMD_PROCS
+                                            : TS_CMD_SYSTEM;
 }

@@ -10,7 +10,7 @@
  * fsync of the directory. The file is removed only when our entry was all it held. `enable`
  * first proves that the library loads and runs (LD_PRELOAD=LIB /bin/true exits 0 and prints
  * nothing on stderr) and is thpalloc, and otherwise refuses, saying why, without touching
- * the file. The file's parsing and editing are in tools/preload-file.c. */
+ * the file. The file's parsing and editing are in tools/thpalloc-preload/preload-file.c. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -46,7 +46,7 @@
 /* The entry: /usr/$LIB/libthpalloc.so.1 when the library is installed in the system's
  * multiarch directory (ld.so expands $LIB to lib/<triplet> on Debian, so one line serves
  * every architecture), else the literal install path. THPALLOC_LIBDIR and THPALLOC_MULTIARCH
- * come from the build (tools/scripts.am). */
+ * come from the build (tools/thpalloc-preload/thpalloc-preload.am). */
 #ifndef THPALLOC_LIBDIR
 #define THPALLOC_LIBDIR "/usr/lib"
 #endif

@@ -1,4 +1,4 @@
-/* Which entry of ld.so.preload owns malloc (tools/preload-owner.c), for thpalloc-preload and
+/* Which entry of ld.so.preload owns malloc (tools/common/preload-owner.c), for thpalloc-preload and
  * thp-status: ld.so binds a program's malloc to the first object of its lookup scope that
  * defines it (the program, then the preloaded libraries in order), so thpalloc, preloaded
  * after another allocator, stays dormant in every process. */

@@ -1,5 +1,5 @@
 /* thpalloc-preload: /etc/ld.so.preload as ld.so parses it and its byte-exact, atomic
- * editing (tools/preload-file.c). */
+ * editing (tools/thpalloc-preload/preload-file.c). */
 #ifndef THPALLOC_PRELOAD_FILE_H
 #define THPALLOC_PRELOAD_FILE_H
 

@@ -1,6 +1,7 @@
 /* thp-status: shared declarations of the tool's parts (see thp-status(8)).
  *
- *   thp-status.c         options, dispatch, exit status
+ *   thp-status.c         main: dispatch to the view asked for, exit status
+ *   thp-status-args.c    the command line: options, their combinations, --help
  *   thp-status-util.c    reading /proc and /sys, JSON and Prometheus writers, formatting
  *   thp-status-open.c    opening files other users control, inside a process's root
  *   thp-status-esc.c     text other users chose, made safe for a terminal (and strict UTF-8)
@@ -41,6 +42,27 @@ struct ts_options {
     double timeout;               /* --timeout: seconds one process's read may take (0: no limit) */
 };
 extern struct ts_options ts_opt;
+
+/* ---- command line (thp-status-args.c) ----------------------------------------------- */
+
+enum ts_mode {
+    TS_CMD_SYSTEM = 0,  /* no argument: the system view */
+    TS_CMD_PROCS,       /* PID... */
+    TS_CMD_ALL,         /* --all */
+    TS_CMD_CHECK,       /* --check [FILE...] */
+    TS_CMD_EXPLAIN,     /* --explain PROGRAM [--unit UNIT], or --unit UNIT alone */
+    TS_CMD_CHECK_VALUE, /* --check-value KEY=VALUE */
+};
+struct ts_command {
+    enum ts_mode mode;
+    char **args; /* the PIDs, or --check's files */
+    int nargs;
+    const char *explain, *unit, *check_value;
+    bool with_env; /* --environment */
+};
+/* Reads the command line into *cmd and ts_opt; --help and --version print and exit 0, a bad
+ * command line prints usage on stderr and exits 2. */
+void ts_parse_args(int argc, char **argv, struct ts_command *cmd);
 
 /* ---- util ---------------------------------------------------------------------------- */
 

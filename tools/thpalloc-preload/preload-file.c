@@ -1,5 +1,6 @@
 /* thpalloc-preload: /etc/ld.so.preload as ld.so parses it, and its byte-exact, atomic
- * editing (tools/preload-file.c); the commands are in tools/thpalloc-preload.c. */
+ * editing (tools/thpalloc-preload/preload-file.c); the commands are in
+ * tools/thpalloc-preload/thpalloc-preload.c. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

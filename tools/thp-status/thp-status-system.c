@@ -136,7 +136,8 @@ static void read_vmstat(struct sysview *v)
 }
 
 /* An entry before ours whose library defines malloc owns every program's malloc, and
- * thpalloc stays dormant (tools/preload-owner.c): the first such entry goes in preload_owner. */
+ * thpalloc stays dormant (tools/common/preload-owner.c): the first such entry goes in
+ * preload_owner. */
 static void preload_note_owner(struct sysview *v, const char *tok)
 {
     char rootdir[PATH_MAX], file[2 * PATH_MAX];
