@@ -2,7 +2,7 @@
  * decides what madvise each run needs for its use), and the padded tails: a large block's
  * last chunk that keeps the huge page it had, the rest of it purged after purge_delay.
  * Everything here runs under the arena lock. */
-#include "internal.h"
+#include "registry.h"
 
 /* Chunks that leave MADV_HUGEPAGE without an madvise (decommitted: a new mapping). */
 TEXT_COLD

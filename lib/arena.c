@@ -4,7 +4,7 @@
  * that maps chunks to descriptors is registry.c; who is told that free chunks wait for
  * purge_delay, and the purger's sleep, purge-signal.c; the THP advice of the chunks and the
  * padded tails of large blocks, arena-advice.c. */
-#include "internal.h"
+#include "arena.h"
 
 #include <errno.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * for a class (an empty page another class keeps, a dirty slot, a free slot, a new chunk from the
  * arena), an empty page given back to its chunk, and the chunk to the arena when it empties.
  * A slot's states and who may move them are in types.h. */
-#include "internal.h"
+#include "chunk.h"
 #include "list.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* counters: the process-wide byte counters that every layer updates (relaxed atomics, no
  * lock) and stats.c reads for thpalloc_get_stats() and mallinfo2(). Defined here, below
  * every layer that counts, so that no layer reaches up to the statistics to count. */
-#include "internal.h"
+#include "base.h"
 
 _Atomic uint64_t stat_reserved, stat_huge_advised, stat_purged, stat_purge_pending, stat_committed;
 /* The unused parts of live large blocks' padded tails that keep a huge page until

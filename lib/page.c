@@ -4,7 +4,7 @@
  * (reclaim.c). The size classes' tables are defined here, the lowest layer that reads them
  * (sizeclass.h). */
 #define SC_TABLES_DEFINE
-#include "internal.h"
+#include "page.h"
 
 #include <string.h>
 

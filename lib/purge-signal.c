@@ -9,7 +9,7 @@
  *
  * signal_lock guards the thread's state (asked for, waiting) and the condition variable it
  * waits on. The arena notes under its own lock, so the order is arena, then signal. */
-#include "internal.h"
+#include "registry.h"
 
 #include <time.h>
 

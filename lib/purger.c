@@ -9,7 +9,7 @@
  * due is purged by the process's own slow paths (purge_inline): a small process gets back
  * what it freed once purge_delay has passed, within 16 of its calls that go beyond the
  * memory it holds, without a second thread. */
-#include "internal.h"
+#include "purger.h"
 
 #include <errno.h>
 

@@ -16,7 +16,7 @@
  * store is visible and the purger backs off, or the owner's load comes after the barrier,
  * sees claimed and waits in heap_wait_reclaim until the purger is done. Without membarrier
  * (old kernel, a seccomp filter refusing it) nothing here runs. */
-#include "internal.h"
+#include "reclaim.h"
 #include "list.h"
 
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* stats: process-wide figures for thpalloc_get_stats() and mallinfo2(). Counters kept at
  * chunk level; bytes in use are summed on demand from the descriptors (a racy but
  * memory-safe walk), so the fast paths count nothing. */
-#include "internal.h"
+#include "alloc.h"
 #include "thpalloc.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* thpalloc's types: every data structure of the allocator and its invariants, in one place
  * (as musl's mallocng keeps them), with the inlines that read them. What each layer does
- * with them is declared in internal.h. Layering: docs/design.md, "The library, bottom to
- * top". */
+ * with them is declared in the layers' headers (base.h and up, one a layer: docs/design.md,
+ * "The library, bottom to top"). */
 #ifndef THPALLOC_TYPES_H
 #define THPALLOC_TYPES_H
 
