@@ -592,6 +592,16 @@ void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)
     pthread_mutex_unlock(&arena_lock);
 }
 
+/* A small-object chunk dense.c collapses under system always, where small chunks are
+ * VM_NOHUGEPAGE: huge-advised now (recorded, so that its next use is advised anew). */
+TEXT_COLD
+void arena_advise_dense(arena_t *a, uint8_t *base)
+{
+    pthread_mutex_lock(&arena_lock);
+    advise(a, (size_t)(base - a->base) >> CHUNK_SHIFT, 1, THP_USE_DENSE, CHUNK_SIZE, false);
+    pthread_mutex_unlock(&arena_lock);
+}
+
 /* Marks a run free (and dirty) in a, arena_lock held. */
 static void free_locked(arena_t *a, uint8_t *base, size_t n, uint32_t now)
 {

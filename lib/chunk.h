@@ -21,6 +21,21 @@ static inline chunk_queue_t *heap_chunks(heap_t *heap, const chunk_t *c)
     return &heap->chunks[c->kind == CHUNK_MEDIUM];
 }
 
+/* ---- dense.c: nearly full small-object chunks collapsed into huge pages ------------------ */
+/* The owner's note: c's slots are nearly all taken (chunk.c, slot_new). */
+HIDDEN void dense_note(chunk_t *c);
+extern HIDDEN _Atomic unsigned dense_noted;
+HIDDEN uint32_t dense_pass_ring(uint32_t now, unsigned max_collapses);
+/* A purge pass's look at the noted chunks: collapses up to max_collapses of those noted a
+ * purge_delay ago and resident enough. Returns when the next look is due (0: none noted).
+ * Inline: a pass with nothing noted stays in its own text (the ring's work is rare text). */
+static inline uint32_t dense_pass(uint32_t now, unsigned max_collapses)
+{
+    if (!atomic_load_explicit(&dense_noted, memory_order_relaxed))
+        return 0;
+    return dense_pass_ring(now, max_collapses);
+}
+
 /* ---- extent-run.c: the extents' shards, bins, chunks and runs --------------------------- */
 #define EXT_GRANULE_SHIFT 12
 /* The bytes of extents handed out (in threads' caches included), and the pending bytes

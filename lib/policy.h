@@ -47,6 +47,15 @@ static inline bool purge_inside_chunks(void)
 {
     return !purge_never() && !purge_chunks_whole();
 }
+/* thp_dense: the percent of a small-object chunk in use from which it is collapsed into a
+ * huge page (dense.c); 0: never (thp = never or system: not ours to decide; always: every
+ * chunk is huge-advised already; a kernel without huge pages). */
+static inline unsigned dense_percent(void)
+{
+    if (policy_in_force.thp.mode != THP_MODE_LARGE || thp_system_setting() == THP_SYS_NEVER)
+        return 0;
+    return (unsigned)policy_in_force.thp_dense;
+}
 /* How memory is given back (purge = dontneed or free). */
 static inline enum os_purge purge_how(void)
 {

@@ -128,6 +128,7 @@ extern HIDDEN _Atomic uint32_t purge_inline_look_at;
 HIDDEN void purge_note_dirty(void);
 HIDDEN void purge_note_dirty_by(heap_t *heap);
 HIDDEN void purge_want_thread(void);
+HIDDEN void purge_note_dense(bool want_thread);
 HIDDEN void purge_note_active(void);
 HIDDEN void purge_note_chunks(void);
 HIDDEN void purge_inline_arm(void);
