@@ -10,9 +10,9 @@
  * free memory (refault_shift, up to REFAULT_MAX_SHIFT) until a window passes without one.
  * Growth is not a refault: a purged chunk taken later, or a fresh one, counts nothing. The
  * longer wait holds no memory past the peak: a request that takes fresh chunks purges as
- * many waiting ones first (arena.c, purge_for_room). It ends at the first pass that finds
- * the process asleep (purger.c, refault_sleeping): an idle process gets its memory back one
- * purge_delay after its frees, as ever. */
+ * many waiting ones first (arena.c, purge_for_room). It ends once two looks in a row find
+ * the process asleep (purger.c, refault_sleeping): an idle process gets its memory back soon
+ * after its frees, as ever. */
 #include "policy.h"
 
 #define REFAULT_MAX_SHIFT 4u
