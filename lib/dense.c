@@ -115,6 +115,7 @@ static bool dense_collapse(chunk_t *c, uint8_t *base)
         return false;
     atomic_fetch_add_explicit(&stat_dense_huge, CHUNK_SIZE, memory_order_relaxed);
     atomic_fetch_add_explicit(&stat_dense_collapses, 1, memory_order_relaxed);
+    introspect_set_dense();
     return true;
 }
 

@@ -2,8 +2,9 @@
  * thpalloc.h): whether the library is in charge, the policy in force, and the address ranges
  * it reserved. Written here only: init.c says whether the library is in charge, policy.c
  * publishes the policy once it is resolved, arena.c reports each range it maps and gives
- * back. thp-status reads it with process_vm_readv (tools/thp-status-introspect.c), so
- * its layout is an interface: within a version it only grows at its end. */
+ * back, dense.c and page.h's chunk_dense_lost the dense counters. thp-status reads it with
+ * process_vm_readv (tools/thp-status-introspect.c), so its layout is an interface: within a version
+ * it only grows at its end. */
 #include "policy.h"
 #include "thpalloc.h"
 
@@ -45,6 +46,20 @@ bool introspect_in_charge(void)
 
 /* The resolved policy into the block: each key the block publishes (the key table's block
  * column, config-keys.c) at its field, as wide as the field is; then policy_loaded. */
+TEXT_WARM
+void introspect_set_dense(void)
+{
+    __atomic_store_n(&introspect_state.dense_huge,
+                     atomic_load_explicit(&stat_dense_huge, memory_order_relaxed),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&introspect_state.dense_collapses,
+                     atomic_load_explicit(&stat_dense_collapses, memory_order_relaxed),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&introspect_state.dense_splits,
+                     atomic_load_explicit(&stat_dense_splits, memory_order_relaxed),
+                     __ATOMIC_RELAXED);
+}
+
 void introspect_set_policy(const struct cfg_values *v)
 {
     for (int k = 0; k < CFG_NKEYS; k++) {

@@ -4,6 +4,24 @@
 
 #include "arena.h"
 
+/* A purge inside chunk c (a page's slot, a hole, a tail), or c itself going back: a chunk
+ * dense.c collapsed is a huge page no more (the kernel splits it at the purge, or the arena
+ * takes it whole). split: count it as a split. */
+static inline void chunk_dense_lost(const chunk_t *c, bool split)
+{
+    /* the one field a holder of a const descriptor may change */
+    _Atomic uint8_t *dense = (_Atomic uint8_t *)&c->dense;
+    uint8_t huge = CHUNK_DENSE_HUGE;
+    if (likely(atomic_load_explicit(dense, memory_order_relaxed) != CHUNK_DENSE_HUGE) ||
+        !atomic_compare_exchange_strong_explicit(dense, &huge, CHUNK_DENSE_NONE,
+                                                 memory_order_relaxed, memory_order_relaxed))
+        return;
+    atomic_fetch_sub_explicit(&stat_dense_huge, CHUNK_SIZE, memory_order_relaxed);
+    if (split)
+        atomic_fetch_add_explicit(&stat_dense_splits, 1, memory_order_relaxed);
+    introspect_set_dense();
+}
+
 /* ---- page.c ----------------------------------------------------------------------------- */
 HIDDEN void page_init(page_t *page, chunk_t *c, unsigned idx, unsigned cls);
 HIDDEN void page_sub_init(page_t *page, chunk_t *c, unsigned j, unsigned cls);

@@ -17,6 +17,8 @@ HIDDEN bool introspect_in_charge(void);
 HIDDEN void introspect_set_policy(const struct cfg_values *v);
 HIDDEN void introspect_add_range(void *base, size_t size);
 HIDDEN void introspect_remove_range(void *base);
+/* The block's copy of the dense counters (counters.c), after each change. */
+HIDDEN void introspect_set_dense(void);
 HIDDEN void introspect_fork(enum fork_phase phase);
 
 /* ---- meta.c ----------------------------------------------------------------------------- */

@@ -4,6 +4,8 @@
  *   dense-probe SIZE [MIB]   fill MIB (default 48) of SIZE-byte blocks, written; sample at
  *                            once, after 3 s of a little other work, after freeing them all
  *                            and 3 s idle
+ *   dense-probe SIZE MIB hold  the same up to the second sample, then prints held and waits
+ *                            for a signal (thp-status reads it meanwhile)
  *   dense-probe can-collapse prints collapse=1 when this kernel collapses an anonymous
  *                            2 MiB range on request (MADV_COLLAPSE), else collapse=0 why=...
  *
@@ -100,6 +102,12 @@ int main(int argc, char **argv)
             free(malloc(16 + (size_t)(k * 97 + round * 13) % 4000));
     }
     sample("busy");
+    if (argc > 3 && !strcmp(argv[3], "hold")) {
+        printf("held\n");
+        fflush(stdout);
+        pause();
+        return 0;
+    }
     for (size_t i = 0; i < n; i++) {
         if ((unsigned char)b[i][size - 1] != (unsigned char)(i | 1)) {
             printf("corrupted=%zu\n", i);

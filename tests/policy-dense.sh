@@ -44,6 +44,26 @@ ok $? "freed and idle: the kernel's huge pages are gone too (AnonHugePages $(get
 test "$(get freed_rss_kb)" -le $((16 * 1024))
 ok $? "freed and idle: resident size back to $(get freed_rss_kb) kB (at most 16 MiB)"
 
+# thp-status's PID view says what the process reports (its introspection block).
+tool=$TESTS_BUILDDIR/../tools/thp-status/thp-status
+if test -x "$tool"; then
+    held=$(mktemp)
+    LD_PRELOAD="$THPALLOC_LIB" "$probe" 256 48 hold >"$held" &
+    hp=$!
+    for _ in $(seq 600); do grep -q '^held' "$held" && break; sleep 0.05; done
+    n=$(sed -n 's/^busy_collapses=//p' "$held")
+    line=$("$tool" "$hp" | grep '^    dense ')
+    is "$line" "    dense          $((n * 2)) MiB of small objects in huge pages (thp_dense: $n collapsed, 0 split back; their zeros: --scan)" \
+        "thp-status PID: the process's dense huge pages"
+    json=$("$tool" --json "$hp" | python3 -c 'import json,sys; i=json.load(sys.stdin)["processes"][0]["thpalloc"]["introspect"]; print(i["dense_huge_bytes"], i["dense_collapses"], i["dense_splits"])')
+    is "$json" "$((n * 2 * 1048576)) $n 0" "thp-status --json PID: dense_huge_bytes, dense_collapses, dense_splits"
+    kill "$hp"
+    wait "$hp" 2>/dev/null
+    rm -f "$held"
+else
+    skip "thp-status PID's dense line" "tools/thp-status/thp-status not built"
+fi
+
 run THPALLOC_PURGE_DELAY=500ms THPALLOC_THP_DENSE=off
 is "$(get busy_collapses) $(get busy_dense_huge_kb)" "0 0" "thp_dense = off: nothing collapsed"
 test "$(get busy_anonhuge_kb)" -le 4096

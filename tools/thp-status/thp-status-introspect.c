@@ -563,6 +563,8 @@ static bool read_block(struct proc *p, uint64_t addr, struct intro_table *tab, u
     } else {
         size_t in = offsetof(struct thpalloc_introspect, range);
         *have = want > in ? (want - in) / RANGE_BYTES : 0;
+        if (*have > THPALLOC_RANGES_INLINE) /* what follows the slots is not a slot */
+            *have = THPALLOC_RANGES_INLINE;
         memcpy(tab->range, t->range, *have * RANGE_BYTES);
     }
     return true;

@@ -40,6 +40,13 @@ struct intro_table {
     struct thpalloc_range range[THPALLOC_RANGES_MAX];
 };
 
+/* The block has the dense counters (a library from before them has a shorter block). */
+static inline bool intro_has_dense(const struct thpalloc_introspect *t)
+{
+    return t->magic == THPALLOC_INTROSPECT_MAGIC &&
+           t->size >= offsetof(struct thpalloc_introspect, dense_splits) + sizeof t->dense_splits;
+}
+
 struct proc {
     pid_t pid;
     int dirfd;

@@ -164,6 +164,11 @@ static void proc_text(const struct proc *p, const struct proc_model *m)
             printf("    %-14s %u range%s, %" PRIu64 " MiB reserved%s\n", "arenas", p->nranges,
                    p->nranges == 1 ? "" : "s", p->reserved_bytes >> 20,
                    t->ranges_overflow ? " (table full: some not recorded)" : "");
+            if (intro_has_dense(t))
+                printf("    %-14s %" PRIu64
+                       " MiB of small objects in huge pages (thp_dense: %" PRIu64
+                       " collapsed, %" PRIu64 " split back; their zeros: --scan)\n",
+                       "dense", t->dense_huge >> 20, t->dense_collapses, t->dense_splits);
             if (m->reported_ok) {
                 printf("    %-14s", "in force");
                 for (int k = 0; k < CFG_STATS; k++) {
@@ -321,6 +326,15 @@ static void proc_json_model(const struct proc *p, const struct proc_model *m, bo
         j_int("ranges", p->nranges);
         j_u64("reserved_bytes", p->reserved_bytes);
         j_u64("ranges_overflow", t->ranges_overflow);
+        if (intro_has_dense(t)) {
+            j_u64("dense_huge_bytes", t->dense_huge);
+            j_u64("dense_collapses", t->dense_collapses);
+            j_u64("dense_splits", t->dense_splits);
+        } else {
+            j_null("dense_huge_bytes");
+            j_null("dense_collapses");
+            j_null("dense_splits");
+        }
         /* all of the above is the process's word (its own memory) */
         j_bool("self_reported", true);
         j_arr("ranges_unlike_arenas");
