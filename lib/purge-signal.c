@@ -24,7 +24,8 @@
 
 static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t purger_cond = PTHREAD_COND_INITIALIZER;
-static uint64_t purger_min_pending = PURGER_MIN_PENDING;
+/* written under signal_lock, read without it by purge_note_dirty_by: C11 atomic, relaxed */
+static _Atomic uint64_t purger_min_pending = PURGER_MIN_PENDING;
 /* C11 atomics, one kind for both: the notes read them without signal_lock (the purger's
  * start and its sleep are written under it). */
 static _Atomic bool purger_started, purger_waiting;
@@ -55,7 +56,7 @@ static uint64_t pending_bytes(void)
 static void want_purger_locked(void)
 {
     if (!atomic_load_explicit(&purger_started, memory_order_relaxed) &&
-        pending_bytes() >= purger_min_pending) {
+        pending_bytes() >= atomic_load_explicit(&purger_min_pending, memory_order_relaxed)) {
         atomic_store(&purger_started, true);
         atomic_store(&purge_inline_armed, 0); /* the thread takes over */
         atomic_store(&purger_wanted, PURGER_WANT_THREAD);
@@ -72,7 +73,8 @@ void purge_want_thread(void)
     pthread_mutex_lock(&signal_lock);
     /* past PURGER_MIN_PENDING: the thread could not be created, the pending rule decides */
     if (!atomic_load_explicit(&purger_started, memory_order_relaxed) &&
-        purger_min_pending <= PURGER_MIN_PENDING && !purge_never()) {
+        atomic_load_explicit(&purger_min_pending, memory_order_relaxed) <= PURGER_MIN_PENDING &&
+        !purge_never()) {
         atomic_store(&purger_started, true);
         atomic_store(&purge_inline_armed, 0);
         atomic_store(&purger_wanted, PURGER_WANT_THREAD);
@@ -118,7 +120,7 @@ void purge_note_dirty_by(heap_t *heap)
     if (atomic_load_explicit(&purger_started, memory_order_relaxed)) {
         if (!atomic_load(&purger_waiting))
             return;
-    } else if (pending_bytes() < __atomic_load_n(&purger_min_pending, __ATOMIC_RELAXED)) {
+    } else if (pending_bytes() < atomic_load_explicit(&purger_min_pending, memory_order_relaxed)) {
         /* no purger yet, and too little waits to start one: the safe points look */
         purge_inline_arm();
         purge_inline_tick(heap);
@@ -201,7 +203,8 @@ void purge_note_dense(bool want_thread)
     if (atomic_load_explicit(&purger_waiting, memory_order_relaxed)) {
         pthread_cond_signal(&purger_cond);
     } else if (!atomic_load_explicit(&purger_started, memory_order_relaxed)) {
-        if (want_thread && purger_min_pending <= PURGER_MIN_PENDING) {
+        if (want_thread &&
+            atomic_load_explicit(&purger_min_pending, memory_order_relaxed) <= PURGER_MIN_PENDING) {
             atomic_store(&purger_started, true);
             atomic_store(&purge_inline_armed, 0);
             atomic_store(&purger_wanted, PURGER_WANT_THREAD);
@@ -218,9 +221,9 @@ void purger_thread_not_started(void)
 {
     pthread_mutex_lock(&signal_lock);
     atomic_store(&purger_started, false); /* try again later */
-    __atomic_store_n(&purger_min_pending,
-                     purger_min_pending < PURGER_MAX_PENDING ? purger_min_pending * 2 : UINT64_MAX,
-                     __ATOMIC_RELAXED);
+    uint64_t min = atomic_load_explicit(&purger_min_pending, memory_order_relaxed);
+    atomic_store_explicit(&purger_min_pending, min < PURGER_MAX_PENDING ? min * 2 : UINT64_MAX,
+                          memory_order_relaxed);
     pthread_mutex_unlock(&signal_lock);
     purge_inline_arm(); /* meanwhile the process's own calls purge */
 }
