@@ -1,7 +1,9 @@
 /* thp-status: the system view. Every THP knob in sysfs (top level, khugepaged, per-size
  * mTHP), huge pages in use (/proc/meminfo), fault and collapse counters (/proc/vmstat),
- * the system-wide preload, the global policy, and the warnings a person needs; as text and
- * JSON (Prometheus: thp-status-sysprom.c). */
+ * the system-wide preload, the global policy, and the warnings a person needs. What the
+ * views share is worked out once (struct sys_model: the preload's state, the verdict's
+ * problems with where each is); out_text and out_json only lay it out, as sys_prom does
+ * (thp-status-sysprom.c). */
 #include "thp-status-system.h"
 #include "preload-owner.h"
 
