@@ -1,5 +1,6 @@
-/* thp-status --all: every process, read by thp-status-proc.c (collection), then one of
- * three renderers: the text table, JSON, Prometheus. */
+/* thp-status --all: every process, read by thp-status-proc.c (collection), what the views
+ * share worked out once (struct all: the counts, each process's thpalloc state), then one
+ * of three renderers that only lay it out: the text table, JSON, Prometheus. */
 #include "thp-status-proc.h"
 #include "thp-status-scan.h"
 
@@ -10,13 +11,35 @@
 #include <string.h>
 #include <unistd.h>
 
-/* What --all collected: the processes shown (sorted) and the counts of the rest. */
+/* thpalloc in a process: in charge, dormant (another allocator owns malloc), loaded in
+ * another state or with its table unreadable, not loaded, or unknown (maps unreadable). The
+ * first three are the Prometheus view's states. */
+enum thpa { THPA_ACTIVE, THPA_DORMANT, THPA_LOADED, THPA_NO, THPA_UNKNOWN };
+static const char *const thpa_column[] = {"yes", "dormant", "loaded", "no", "?"};
+static const char *const thpa_prom[3] = {"active", "dormant", "unknown"};
+
+/* What --all collected: the processes shown (sorted), each one's thpalloc state, and the
+ * counts of the rest. */
 struct all {
     struct proc *v;
+    enum thpa *thpa; /* of v[i] */
     size_t n;
     unsigned unreadable, vanished, kthreads, total;
     unsigned timed_out, cut; /* not read within --timeout; maps or smaps cut at their caps */
+    unsigned failed;         /* not read: the reader died */
+    bool denied;             /* some of the unreadable were refused permission */
 };
+
+static enum thpa thpa_of(const struct proc *p)
+{
+    if (!p->maps_ok)
+        return THPA_UNKNOWN;
+    if (!p->loaded)
+        return THPA_NO;
+    if (p->intro_ok && p->intro->head.active <= 1)
+        return p->intro->head.active == 1 ? THPA_ACTIVE : THPA_DORMANT;
+    return THPA_LOADED;
+}
 
 static int cmp_huge(const void *a, const void *b)
 {
@@ -104,16 +127,25 @@ static int all_collect(struct all *a)
             proc_free(p);
             continue;
         }
-        if (p->not_read)
+        if (p->not_read) {
             a->timed_out += !strcmp(p->not_read, "time-out");
-        else if (!p->rollup_ok || proc_permission_denied(p))
+            a->failed += !strcmp(p->not_read, "failed");
+        } else if (!p->rollup_ok || proc_permission_denied(p))
             a->unreadable++;
         a->cut += p->maps_cut || p->smaps_cut;
+        a->denied |= proc_permission_denied(p);
         a->n++;
     }
     free(pids);
     if (a->n > 1)
         qsort(a->v, a->n, sizeof *a->v, cmp_huge);
+    a->thpa = a->n ? malloc(a->n * sizeof *a->thpa) : NULL;
+    if (a->n && !a->thpa) {
+        fprintf(stderr, "thp-status: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < a->n; i++)
+        a->thpa[i] = thpa_of(&a->v[i]);
     return 0;
 }
 
@@ -155,19 +187,6 @@ static void print_wrapped(const char *text, const char *indent, size_t width)
     }
 }
 
-/* thpalloc in the process: in charge (yes), dormant (another allocator owns malloc),
- * loaded in another state or with its table unreadable, not loaded, or unknown. */
-static const char *thpalloc_column(const struct proc *p)
-{
-    if (!p->maps_ok)
-        return "?";
-    if (!p->loaded)
-        return "no";
-    if (p->intro_ok && p->intro->head.active == 1)
-        return "yes";
-    return p->intro_ok && p->intro->head.active == 0 ? "dormant" : "loaded";
-}
-
 static void all_text(const struct all *a)
 {
     printf("%7s %-8s %-15s %9s %9s %9s %-7s %9s\n", "PID", "USER", "COMMAND", "RSS", "ANON", "HUGE",
@@ -187,7 +206,7 @@ static void all_text(const struct all *a)
         else
             snprintf(ah, sizeof ah, "-");
         printf("%7d %-8s %-15s %9s %9s %9s %-7s %9s\n", (int)p->pid, user, ts_text_max(p->name, 15),
-               rss, anon, huge, thpalloc_column(p), ah);
+               rss, anon, huge, thpa_column[a->thpa[i]], ah);
         shown++;
     }
     /* One fact a line, so that the table stays within a terminal's width. */
@@ -195,9 +214,8 @@ static void all_text(const struct all *a)
     if (a->unreadable) {
         /* the cause as the PID view gives it, for processes of other users in general */
         char why[400] = "see thp-status PID";
-        for (size_t i = 0; i < a->n; i++)
-            if (proc_permission_denied(&a->v[i]))
-                ts_caps_advice(EACCES, (uid_t)-1, why, sizeof why);
+        if (a->denied)
+            ts_caps_advice(EACCES, (uid_t)-1, why, sizeof why);
         printf("%u could not be read:\n", a->unreadable);
         print_wrapped(why, "  ", 90);
     }
@@ -283,15 +301,6 @@ static const char *const fhelp[NF] = {
     "Part of thpalloc's arenas charged to the commit limit (VmFlags ac).",
     "Address space charged to the commit limit (VmFlags ac), where smaps was read."};
 
-/* thpalloc's state for the series: active, dormant, unknown; -1 when not loaded. */
-static const char *const states[3] = {"active", "dormant", "unknown"};
-static int thpalloc_state(const struct proc *p)
-{
-    if (!p->maps_ok || !p->loaded)
-        return -1;
-    return p->intro_ok && p->intro->head.active <= 1 ? (int)(1 - p->intro->head.active) : 2;
-}
-
 /* The systemd service a process belongs to: the aggregation's key, bounded by what root
  * configured (scopes, sessions and processes outside systemd are "(none)"). */
 static const char *group_of(const struct proc *p)
@@ -331,10 +340,10 @@ static void prom_groups(const struct all *a)
             g[ng++] = (struct group){.unit = u};
         }
         struct group *sums[2] = {&g[k], &total};
-        int st = thpalloc_state(p);
+        enum thpa st = a->thpa[i];
         for (int s = 0; s < 2; s++) {
             sums[s]->procs++;
-            if (st >= 0)
+            if (st <= THPA_LOADED)
                 sums[s]->thpa[st]++;
             if (p->loaded && p->pol_ok && p->pol_problems)
                 sums[s]->pol_problems++;
@@ -369,11 +378,11 @@ static void prom_groups(const struct all *a)
                 p_family("thp_unit_thpalloc_processes", "gauge",
                          "Processes of a systemd service with thpalloc loaded, by its state.");
                 p_sample("thp_unit_thpalloc_processes", g[k].thpa[st], "unit", g[k].unit, "state",
-                         states[st], NULL);
+                         thpa_prom[st], NULL);
             }
     p_family("thp_thpalloc_processes", "gauge", "Processes with thpalloc loaded, by its state.");
     for (int st = 0; st < 3; st++)
-        p_sample("thp_thpalloc_processes", total.thpa[st], "state", states[st], NULL);
+        p_sample("thp_thpalloc_processes", total.thpa[st], "state", thpa_prom[st], NULL);
     /* a process whose configuration has problems as it reads them (an unreadable drop-in:
      * that file's settings are not applied) runs on other values than configured */
     for (size_t k = 0; k < ng; k++)
@@ -432,15 +441,12 @@ static void all_prom(const struct all *a)
     p_family("thp_processes_unreadable", "gauge",
              "Processes whose memory could not be read (permission).");
     p_sample("thp_processes_unreadable", a->unreadable, NULL);
-    unsigned failed = 0;
-    for (size_t i = 0; i < a->n; i++)
-        failed += a->v[i].not_read && !strcmp(a->v[i].not_read, "failed");
     p_family("thp_processes_not_read", "gauge",
              "Processes not read, by reason (permission, time-out: no answer within --timeout, "
              "failed: the reader died).");
     p_sample("thp_processes_not_read", a->unreadable, "reason", "permission", NULL);
     p_sample("thp_processes_not_read", a->timed_out, "reason", "time-out", NULL);
-    p_sample("thp_processes_not_read", failed, "reason", "failed", NULL);
+    p_sample("thp_processes_not_read", a->failed, "reason", "failed", NULL);
     p_family("thp_processes_read_cut", "gauge",
              "Processes whose maps or smaps were longer than the bounded read (partial figures).");
     p_sample("thp_processes_read_cut", a->cut, NULL);
@@ -465,5 +471,6 @@ int ts_all(void)
     for (size_t i = 0; i < a.n; i++)
         proc_free(&a.v[i]);
     free(a.v);
+    free(a.thpa);
     return 0;
 }

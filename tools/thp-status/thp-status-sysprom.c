@@ -52,13 +52,12 @@ static double vmstat_bytes(const char *name, uint64_t v, uint64_t pmd_size)
 static void prom_settings(const struct sysview *v)
 {
     for (size_t i = 0; i < N_TOP; i++)
-        if (v->top[i].present && strchr(v->top[i].raw, '[')) {
+        if (v->top[i].present && v->top[i].choice) {
             p_family("thp_setting_info", "gauge", "Selected value of a THP sysfs choice (1).");
             p_sample("thp_setting_info", 1, "knob", top_knobs[i], "value", v->top[i].val, NULL);
         }
     for (size_t i = 0; i < N_TOP; i++)
-        if (v->top[i].present && !strchr(v->top[i].raw, '[') &&
-            strcmp(top_knobs[i], "hpage_pmd_size") != 0) {
+        if (v->top[i].present && !v->top[i].choice && strcmp(top_knobs[i], "hpage_pmd_size") != 0) {
             p_family("thp_setting", "gauge", "Numeric THP sysfs setting.");
             p_sample("thp_setting", strtod(v->top[i].val, NULL), "knob", top_knobs[i], NULL);
         }
@@ -86,17 +85,16 @@ static void prom_settings(const struct sysview *v)
 
 static void prom_mthp(const struct sysview *v)
 {
-    char lbl[16];
     for (int i = 0; i < v->nm; i++)
         if (v->m[i].enabled.present) {
-            mthp_label(v->m[i].size_kb, lbl, sizeof lbl);
             p_family("thp_mthp_enabled_info", "gauge", "Per-size THP (mTHP) enabled setting (1).");
-            p_sample("thp_mthp_enabled_info", 1, "size", lbl, "value", v->m[i].enabled.val, NULL);
+            p_sample("thp_mthp_enabled_info", 1, "size", v->m[i].label, "value",
+                     v->m[i].enabled.val, NULL);
         }
     /* stats/: nr_* are levels (folios of the size now), the rest events since boot */
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < v->nm; i++) {
-            mthp_label(v->m[i].size_kb, lbl, sizeof lbl);
+            const char *lbl = v->m[i].label;
             for (int s = 0; s < v->m[i].nstat; s++) {
                 const char *name = v->m[i].stat[s].name;
                 bool level = !strncmp(name, "nr_", 3);
@@ -120,7 +118,7 @@ static void prom_mthp(const struct sysview *v)
 static void prom_memory(const struct sysview *v)
 {
     for (size_t i = 0; i < N_MEMINFO; i++)
-        if (v->meminfo_has[i] && strcmp(meminfo_keys[i], "HugePages_Total") != 0) {
+        if (v->meminfo_has[i] && meminfo_in_kb(i)) {
             p_family("thp_meminfo_bytes", "gauge", "Huge-page figures from /proc/meminfo, bytes.");
             p_sample("thp_meminfo_bytes", (double)v->meminfo[i] * 1024, "field", meminfo_keys[i],
                      NULL);
@@ -167,9 +165,9 @@ static void prom_memory(const struct sysview *v)
 /* The one verdict (the system view's exit status): a single alert rule can watch
  * thp_health_status; thp_health_problem_info says what, one series per kind and place
  * (two problems of a line are one series: the textfile collector refuses duplicates). */
-static void prom_health(const struct sysview *v)
+static void prom_health(const struct sys_model *m)
 {
-    size_t n = sys_health_problems(v);
+    size_t n = m->nproblem;
     p_family("thp_health_status", "gauge",
              "0: thp-status finds this machine healthy; 1: it finds problems "
              "(thp_health_problem_info).");
@@ -177,36 +175,20 @@ static void prom_health(const struct sysview *v)
     p_family("thp_health_problems", "gauge",
              "Problems thp-status finds: its warnings and the configuration's problems.");
     p_sample("thp_health_problems", (double)n, NULL);
-    if (!n)
-        return;
-    char(*seen)[2][PATH_MAX + 32] = calloc(n, sizeof *seen);
-    if (!seen)
-        return;
-    size_t nseen = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *kind = "config";
-        char where[PATH_MAX + 32];
-        if (i < (size_t)v->nwarn) {
-            kind = v->warn[i].kind;
-            snprintf(where, sizeof where, "%s", v->warn[i].where);
-        } else {
-            sys_problem_where(&v->conf.v[i - (size_t)v->nwarn], where, sizeof where);
-        }
+        const struct sys_problem *q = &m->problem[i];
         bool dup = false;
-        for (size_t k = 0; k < nseen && !dup; k++)
-            dup = !strcmp(seen[k][0], kind) && !strcmp(seen[k][1], where);
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = !strcmp(m->problem[k].kind, q->kind) && !strcmp(m->problem[k].where, q->where);
         if (dup)
             continue;
-        snprintf(seen[nseen][0], sizeof seen[0][0], "%s", kind);
-        snprintf(seen[nseen++][1], sizeof seen[0][1], "%s", where);
         p_family("thp_health_problem_info", "gauge",
                  "A problem thp-status finds (1): its kind and the file or setting.");
-        p_sample("thp_health_problem_info", 1, "kind", kind, "where", where, NULL);
+        p_sample("thp_health_problem_info", 1, "kind", q->kind, "where", q->where, NULL);
     }
-    free(seen);
 }
 
-void sys_prom(const struct sysview *v)
+void sys_prom(const struct sysview *v, const struct sys_model *m)
 {
     prom_settings(v);
     prom_mthp(v);
@@ -216,11 +198,11 @@ void sys_prom(const struct sysview *v)
     p_sample("thp_thpalloc_preload", v->preload_entry[0] ? 1 : 0, NULL);
     p_family("thp_thpalloc_preload_dormant", "gauge",
              "1 when an entry before thpalloc's in /etc/ld.so.preload owns malloc.");
-    p_sample("thp_thpalloc_preload_dormant", v->preload_entry[0] && v->preload_owner[0], NULL);
+    p_sample("thp_thpalloc_preload_dormant", m->preload_dormant, NULL);
     /* every program then prints ld.so's "cannot be preloaded" error (thp-status's warning) */
     p_family("thp_thpalloc_preload_broken", "gauge",
              "1 when thpalloc's entry in /etc/ld.so.preload names a file that does not exist.");
-    p_sample("thp_thpalloc_preload_broken", v->preload_entry[0] && !v->preload_entry_exists, NULL);
+    p_sample("thp_thpalloc_preload_broken", m->preload_broken, NULL);
     for (int k = 0; k < CFG_NKEYS; k++) {
         char val[64], where[512];
         cfg_format_value(&v->pol, (enum cfg_key)k, val, sizeof val);
@@ -233,6 +215,6 @@ void sys_prom(const struct sysview *v)
              "Problems found in the thpalloc configuration (as thp-status --check).");
     p_sample("thp_thpalloc_config_problems", (double)v->conf.n, NULL);
     p_family("thp_warnings", "gauge", "Warnings thp-status prints for this system.");
-    p_sample("thp_warnings", v->nwarn + (v->conf.n ? 1 : 0), NULL);
-    prom_health(v);
+    p_sample("thp_warnings", (double)m->nwarning_lines, NULL);
+    prom_health(m);
 }

@@ -1,7 +1,9 @@
 /* thp-status: the system view. Every THP knob in sysfs (top level, khugepaged, per-size
  * mTHP), huge pages in use (/proc/meminfo), fault and collapse counters (/proc/vmstat),
- * the system-wide preload, the global policy, and the warnings a person needs; as text and
- * JSON (Prometheus: thp-status-sysprom.c). */
+ * the system-wide preload, the global policy, and the warnings a person needs. What the
+ * views share is worked out once (struct sys_model: the preload's state, the verdict's
+ * problems with where each is); out_text and out_json only lay it out, as sys_prom does
+ * (thp-status-sysprom.c). */
 #include "thp-status-system.h"
 #include "preload-owner.h"
 
@@ -32,6 +34,7 @@ static void knob_read(struct knob *k, const char *path)
     k->present = ts_read_small(path, k->raw, sizeof k->raw) == 0;
     if (k->present)
         ts_selected(k->raw, k->val, sizeof k->val);
+    k->choice = k->present && strchr(k->raw, '[') != NULL;
 }
 
 static int cmp_mthp(const void *a, const void *b)
@@ -58,6 +61,7 @@ static void read_mthp(struct sysview *v)
         struct mthp *m = &v->m[v->nm++];
         memset(m, 0, sizeof *m);
         m->size_kb = kb;
+        ts_human_bytes((uint64_t)kb * 1024, m->label, sizeof m->label);
         char path[PATH_MAX];
         snprintf(path, sizeof path, THP_DIR "/%s/enabled", e->d_name);
         knob_read(&m->enabled, path);
@@ -295,23 +299,6 @@ static void warnings(struct sysview *v)
                     v->preload_path, (unsigned)v->preload_mode);
 }
 
-/* The line the views give for the configuration's problems (each listed after it). */
-static void config_summary(const struct sysview *v, char *buf, size_t cap)
-{
-    snprintf(buf, cap,
-             "the configuration has %zu problem%s (ignored settings or files some processes "
-             "cannot read): thp-status --check",
-             v->conf.n, v->conf.n == 1 ? "" : "s");
-}
-
-void sys_problem_where(const struct ts_problem *p, char *buf, size_t cap)
-{
-    if (p->line > 0)
-        snprintf(buf, cap, "%s:%d", p->file, p->line);
-    else
-        snprintf(buf, cap, "%s", p->file);
-}
-
 static void read_overcommit(struct sysview *v)
 {
     char buf[32], *end;
@@ -327,7 +314,7 @@ static void read_overcommit(struct sysview *v)
         v->overcommit = (int)m;
 }
 
-const char *overcommit_name(int mode, const char **what)
+static const char *overcommit_name(int mode, const char **what)
 {
     static const char *const name[] = {"heuristic", "always", "strict"};
     static const char *const means[] = {"only obvious overcommits refused", "no commit check",
@@ -380,12 +367,53 @@ static void collect(struct sysview *v)
     warnings(v);
 }
 
-void mthp_label(unsigned long kb, char *buf, size_t cap)
+/* What the views derive alike from v: the preload's state, the overcommit mode's name, the
+ * verdict's problems with where each is. m->problem is allocated (sys_model_free). */
+static int sys_model(const struct sysview *v, struct sys_model *m)
 {
-    ts_human_bytes((uint64_t)kb * 1024, buf, cap);
+    memset(m, 0, sizeof *m);
+    m->preload_dormant = v->preload_entry[0] && v->preload_owner[0];
+    m->preload_broken = v->preload_entry[0] && !v->preload_entry_exists;
+    m->preload = m->preload_dormant         ? PRELOAD_DORMANT
+                 : v->preload_entry[0]      ? PRELOAD_ACTIVE
+                 : v->preload_entry_cr      ? PRELOAD_CRLF
+                 : v->preload_err == ENOENT ? PRELOAD_NO_FILE
+                 : v->preload_err           ? PRELOAD_UNREADABLE
+                                            : PRELOAD_NO_ENTRY;
+    m->overcommit_name = overcommit_name(v->overcommit, &m->overcommit_what);
+    m->nproblem = (size_t)v->nwarn + v->conf.n;
+    m->problem = m->nproblem ? calloc(m->nproblem, sizeof *m->problem) : NULL;
+    if (m->nproblem && !m->problem) {
+        fprintf(stderr, "thp-status: out of memory\n");
+        return -1;
+    }
+    for (size_t i = 0; i < m->nproblem; i++) {
+        struct sys_problem *q = &m->problem[i];
+        if (i < (size_t)v->nwarn) {
+            q->kind = v->warn[i].kind;
+            q->msg = v->warn[i].msg;
+            snprintf(q->where, sizeof q->where, "%s", v->warn[i].where);
+            continue;
+        }
+        const struct ts_problem *c = &v->conf.v[i - (size_t)v->nwarn];
+        q->kind = "config";
+        q->msg = c->msg;
+        q->config = true;
+        if (c->line > 0)
+            snprintf(q->where, sizeof q->where, "%s:%d", c->file, c->line);
+        else
+            snprintf(q->where, sizeof q->where, "%s", c->file);
+    }
+    if (v->conf.n)
+        snprintf(m->conf_summary, sizeof m->conf_summary,
+                 "the configuration has %zu problem%s (ignored settings or files some "
+                 "processes cannot read): thp-status --check",
+                 v->conf.n, v->conf.n == 1 ? "" : "s");
+    m->nwarning_lines = (size_t)v->nwarn + (v->conf.n ? 1 : 0);
+    return 0;
 }
 
-static void out_text(const struct sysview *v)
+static void text_thp(const struct sysview *v)
 {
     printf("Transparent huge pages (%s)\n", THP_DIR);
     if (!v->thp_present)
@@ -393,7 +421,7 @@ static void out_text(const struct sysview *v)
     for (size_t i = 0; i < N_TOP; i++) {
         if (!v->top[i].present)
             continue;
-        if (strchr(v->top[i].raw, '['))
+        if (v->top[i].choice)
             printf("  %-22s %-14s (%s)\n", top_knobs[i], ts_text(v->top[i].val),
                    ts_text(v->top[i].raw));
         else
@@ -403,40 +431,38 @@ static void out_text(const struct sysview *v)
     for (size_t i = 0; i < N_KHP; i++)
         if (v->khp[i].present)
             printf("  %-22s %s\n", khp_knobs[i], ts_text(v->khp[i].val));
-    if (v->nm) {
-        printf("Per-size THP (mTHP)\n");
-        printf("  %-6s %-9s %-9s %12s %12s %10s\n", "size", "enabled", "shmem", "fault_alloc",
-               "fallback", "nr_anon");
-        for (int i = 0; i < v->nm; i++) {
-            const struct mthp *m = &v->m[i];
-            char lbl[16];
-            uint64_t fa = 0, fb = 0, na = 0;
-            for (int s = 0; s < m->nstat; s++) {
-                if (!strcmp(m->stat[s].name, "anon_fault_alloc"))
-                    fa = m->stat[s].v;
-                if (!strcmp(m->stat[s].name, "anon_fault_fallback"))
-                    fb = m->stat[s].v;
-                if (!strcmp(m->stat[s].name, "nr_anon"))
-                    na = m->stat[s].v;
-            }
-            mthp_label(m->size_kb, lbl, sizeof lbl);
-            printf("  %-6s %-9s %-9s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 "\n", lbl,
-                   m->enabled.present ? m->enabled.val : "-", m->shmem.present ? m->shmem.val : "-",
-                   fa, fb, na);
-        }
+    if (!v->nm)
+        return;
+    printf("Per-size THP (mTHP)\n");
+    printf("  %-6s %-9s %-9s %12s %12s %10s\n", "size", "enabled", "shmem", "fault_alloc",
+           "fallback", "nr_anon");
+    static const char *const col[3] = {"anon_fault_alloc", "anon_fault_fallback", "nr_anon"};
+    for (int i = 0; i < v->nm; i++) {
+        const struct mthp *m = &v->m[i];
+        uint64_t x[3] = {0, 0, 0};
+        for (int s = 0; s < m->nstat; s++)
+            for (int c = 0; c < 3; c++)
+                if (!strcmp(m->stat[s].name, col[c]))
+                    x[c] = m->stat[s].v;
+        printf("  %-6s %-9s %-9s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 "\n", m->label,
+               m->enabled.present ? m->enabled.val : "-", m->shmem.present ? m->shmem.val : "-",
+               x[0], x[1], x[2]);
     }
+}
+
+static void text_memory(const struct sysview *v, const struct sys_model *m)
+{
     printf("Huge pages in use (/proc/meminfo)\n");
     for (size_t i = 0; i < N_MEMINFO; i++)
-        if (v->meminfo_has[i] && strcmp(meminfo_keys[i], "HugePages_Total") != 0)
-            printf("  %-22s %" PRIu64 " kB\n", meminfo_keys[i], v->meminfo[i]);
-        else if (v->meminfo_has[i])
-            printf("  %-22s %" PRIu64 "\n", meminfo_keys[i], v->meminfo[i]);
+        if (v->meminfo_has[i])
+            printf(meminfo_in_kb(i) ? "  %-22s %" PRIu64 " kB\n" : "  %-22s %" PRIu64 "\n",
+                   meminfo_keys[i], v->meminfo[i]);
     if (!v->meminfo_ok)
         printf("  /proc/meminfo unreadable\n");
     printf("Commit charge (vm.overcommit_memory, /proc/meminfo)\n");
-    const char *what, *name = overcommit_name(v->overcommit, &what);
-    if (name)
-        printf("  %-22s %d (%s: %s)\n", "overcommit_memory", v->overcommit, name, what);
+    if (m->overcommit_name)
+        printf("  %-22s %d (%s: %s)\n", "overcommit_memory", v->overcommit, m->overcommit_name,
+               m->overcommit_what);
     else
         printf("  %-22s unknown (%s: %s)\n", "overcommit_memory", ts_text(v->overcommit_path),
                strerror(v->overcommit_err));
@@ -454,47 +480,67 @@ static void out_text(const struct sysview *v)
         printf("  %-30s - (no huge-page faults yet)\n", "fault fallback rate");
     if (v->collapse_fail_rate >= 0)
         printf("  %-30s %.2f %%\n", "collapse failure rate", v->collapse_fail_rate * 100);
-    printf("thpalloc\n");
-    if (v->preload_entry[0] && v->preload_owner[0])
-        printf("  %-22s dormant: %s (%s), after %s, which owns malloc\n", "system-wide preload",
-               ts_text(v->preload_entry), v->preload_entry_exists ? "present" : "MISSING",
+}
+
+static void text_preload(const struct sysview *v, const struct sys_model *m)
+{
+    const char *entry = ts_text(v->preload_entry), *path = ts_text(v->preload_path);
+    const char *exists = v->preload_entry_exists ? "present" : "MISSING";
+    printf("  %-22s ", "system-wide preload");
+    switch (m->preload) {
+    case PRELOAD_DORMANT:
+        printf("dormant: %s (%s), after %s, which owns malloc\n", entry, exists,
                ts_text(v->preload_owner));
-    else if (v->preload_entry[0])
-        printf("  %-22s yes: %s (%s)\n", "system-wide preload", ts_text(v->preload_entry),
-               v->preload_entry_exists ? "present" : "MISSING");
-    else if (v->preload_entry_cr)
-        printf("  %-22s no: %s ends in a carriage return (a CRLF line): ld.so loads nothing\n",
-               "system-wide preload", ts_text(v->preload_cr_entry));
-    else if (v->preload_err == ENOENT)
-        printf("  %-22s no (%s does not exist)\n", "system-wide preload", ts_text(v->preload_path));
-    else if (v->preload_err)
-        printf("  %-22s unknown (%s: %s)\n", "system-wide preload", ts_text(v->preload_path),
-               strerror(v->preload_err));
-    else
-        printf("  %-22s no (no thpalloc entry in %s)\n", "system-wide preload",
-               ts_text(v->preload_path));
-    printf("  global policy (before [program], [path] and [unit] sections)\n");
-    ts_policy_text(&v->pol, "    ");
-    if (sys_health_problems(v)) {
+        break;
+    case PRELOAD_ACTIVE:
+        printf("yes: %s (%s)\n", entry, exists);
+        break;
+    case PRELOAD_CRLF:
+        printf("no: %s ends in a carriage return (a CRLF line): ld.so loads nothing\n",
+               ts_text(v->preload_cr_entry));
+        break;
+    case PRELOAD_NO_FILE:
+        printf("no (%s does not exist)\n", path);
+        break;
+    case PRELOAD_UNREADABLE:
+        printf("unknown (%s: %s)\n", path, strerror(v->preload_err));
+        break;
+    case PRELOAD_NO_ENTRY:
+        printf("no (no thpalloc entry in %s)\n", path);
+        break;
+    }
+}
+
+static void text_health(const struct sys_model *m)
+{
+    if (m->nproblem) {
         printf("Warnings\n");
-        for (int i = 0; i < v->nwarn; i++)
-            printf("  ! %s\n", ts_text(v->warn[i].msg));
-        if (v->conf.n) {
-            char sum[256], where[PATH_MAX + 32];
-            config_summary(v, sum, sizeof sum);
-            printf("  ! %s\n", sum);
-            for (size_t i = 0; i < v->conf.n; i++) {
-                sys_problem_where(&v->conf.v[i], where, sizeof where);
-                printf("    %s: %s\n", ts_text(where), ts_text(v->conf.v[i].msg));
-            }
-        }
+        for (size_t i = 0; i < m->nproblem; i++)
+            if (!m->problem[i].config)
+                printf("  ! %s\n", ts_text(m->problem[i].msg));
+        if (m->conf_summary[0])
+            printf("  ! %s\n", m->conf_summary);
+        for (size_t i = 0; i < m->nproblem; i++)
+            if (m->problem[i].config)
+                printf("    %s: %s\n", ts_text(m->problem[i].where), ts_text(m->problem[i].msg));
     }
     /* The verdict the exit status gives, and thp_health_status. */
-    if (sys_health_problems(v))
-        printf("Health\n  %zu problem%s (the warnings above)\n", sys_health_problems(v),
-               sys_health_problems(v) == 1 ? "" : "s");
+    if (m->nproblem)
+        printf("Health\n  %zu problem%s (the warnings above)\n", m->nproblem,
+               m->nproblem == 1 ? "" : "s");
     else
         printf("Health\n  healthy\n");
+}
+
+static void out_text(const struct sysview *v, const struct sys_model *m)
+{
+    text_thp(v);
+    text_memory(v, m);
+    printf("thpalloc\n");
+    text_preload(v, m);
+    printf("  global policy (before [program], [path] and [unit] sections)\n");
+    ts_policy_text(&v->pol, "    ");
+    text_health(m);
 }
 
 static void json_knob(const char *key, const struct knob *k)
@@ -505,17 +551,14 @@ static void json_knob(const char *key, const struct knob *k)
     }
     char *end;
     unsigned long long n = strtoull(k->val, &end, 10);
-    if (k->val[0] && *end == '\0' && !strchr(k->raw, '['))
+    if (k->val[0] && *end == '\0' && !k->choice)
         j_u64(key, n);
     else
         j_str(key, k->val);
 }
 
-static void out_json(const struct sysview *v)
+static void json_thp(const struct sysview *v)
 {
-    j_obj(NULL);
-    j_str("schema", TS_SCHEMA);
-    j_obj("system");
     j_obj("thp");
     j_bool("available", v->thp_present);
     for (size_t i = 0; i < N_TOP; i++)
@@ -538,81 +581,89 @@ static void out_json(const struct sysview *v)
     }
     j_end();
     j_end(); /* thp */
+}
+
+/* j_num(key, x), or null where x < 0 (no events yet) */
+static void json_ratio(const char *key, double x)
+{
+    if (x >= 0)
+        j_num(key, x);
+    else
+        j_null(key);
+}
+
+static void json_memory(const struct sysview *v, const struct sys_model *m)
+{
     j_obj("meminfo_kb");
     for (size_t i = 0; i < N_MEMINFO; i++)
         if (v->meminfo_has[i])
             j_u64(meminfo_keys[i], v->meminfo[i]);
     j_end();
     j_obj("overcommit");
-    const char *what, *name = overcommit_name(v->overcommit, &what);
-    if (name)
+    if (m->overcommit_name)
         j_int("mode", v->overcommit);
     else
         j_null("mode");
-    j_str("mode_name", name);
-    for (size_t i = 0; i < N_COMMIT; i++) {
-        static const char *const key[N_COMMIT] = {"commit_limit_kb", "committed_as_kb"};
+    j_str("mode_name", m->overcommit_name);
+    static const char *const key[N_COMMIT] = {"commit_limit_kb", "committed_as_kb"};
+    for (size_t i = 0; i < N_COMMIT; i++)
         if (v->commit_has[i])
             j_u64(key[i], v->commit[i]);
         else
             j_null(key[i]);
-    }
     j_end();
     j_obj("vmstat");
     for (int i = 0; i < v->nvm; i++)
         j_u64(v->vm[i].name, v->vm[i].v);
     j_end();
-    if (v->fallback_rate >= 0)
-        j_num("fault_fallback_ratio", v->fallback_rate);
-    else
-        j_null("fault_fallback_ratio");
-    if (v->collapse_fail_rate >= 0)
-        j_num("collapse_failure_ratio", v->collapse_fail_rate);
-    else
-        j_null("collapse_failure_ratio");
+    json_ratio("fault_fallback_ratio", v->fallback_rate);
+    json_ratio("collapse_failure_ratio", v->collapse_fail_rate);
+}
+
+static void json_health(const struct sys_model *m)
+{
+    /* The verdict: what the exit status and thp_health_status say, with each problem. */
+    j_obj("health");
+    j_str("status", m->nproblem ? "problems" : "healthy");
+    j_arr("problems");
+    for (size_t i = 0; i < m->nproblem; i++) {
+        j_obj(NULL);
+        j_str("kind", m->problem[i].kind);
+        j_str("where", m->problem[i].where);
+        j_str("message", m->problem[i].msg);
+        j_end();
+    }
+    j_end();
+    j_end(); /* health */
+}
+
+static void out_json(const struct sysview *v, const struct sys_model *m)
+{
+    j_obj(NULL);
+    j_str("schema", TS_SCHEMA);
+    j_obj("system");
+    json_thp(v);
+    json_memory(v, m);
     j_obj("preload");
     j_str("file", v->preload_path);
     j_bool("file_exists", v->preload_err != ENOENT);
     j_bool("thpalloc", v->preload_entry[0] != 0);
     j_str("entry", v->preload_entry[0] ? v->preload_entry : NULL);
     j_bool("entry_exists", v->preload_entry_exists);
-    j_bool("dormant", v->preload_entry[0] && v->preload_owner[0]);
-    j_str("malloc_owner", v->preload_entry[0] && v->preload_owner[0] ? v->preload_owner : NULL);
+    j_bool("dormant", m->preload_dormant);
+    j_str("malloc_owner", m->preload_dormant ? v->preload_owner : NULL);
     j_end();
     ts_policy_json("policy", &v->pol);
     j_int("policy_problems", (long long)v->conf.n);
     j_arr("warnings");
-    for (int i = 0; i < v->nwarn; i++)
-        j_str(NULL, v->warn[i].msg);
-    if (v->conf.n) {
-        char sum[256];
-        config_summary(v, sum, sizeof sum);
-        j_str(NULL, sum);
-    }
+    for (size_t i = 0; i < m->nproblem; i++)
+        if (!m->problem[i].config)
+            j_str(NULL, m->problem[i].msg);
+    if (m->conf_summary[0])
+        j_str(NULL, m->conf_summary);
     j_end();
     j_end(); /* system */
-    /* The verdict: what the exit status and thp_health_status say, with each problem. */
-    j_obj("health");
-    j_str("status", sys_health_problems(v) ? "problems" : "healthy");
-    j_arr("problems");
-    for (int i = 0; i < v->nwarn; i++) {
-        j_obj(NULL);
-        j_str("kind", v->warn[i].kind);
-        j_str("where", v->warn[i].where);
-        j_str("message", v->warn[i].msg);
-        j_end();
-    }
-    for (size_t i = 0; i < v->conf.n; i++) {
-        char where[PATH_MAX + 32];
-        sys_problem_where(&v->conf.v[i], where, sizeof where);
-        j_obj(NULL);
-        j_str("kind", "config");
-        j_str("where", where);
-        j_str("message", v->conf.v[i].msg);
-        j_end();
-    }
-    j_end();
-    j_end(); /* health */
+    json_health(m);
     j_end();
     j_finish();
 }
@@ -625,16 +676,21 @@ int ts_system(void)
         return 1;
     }
     collect(v);
-    if (ts_opt.format == TS_JSON)
-        out_json(v);
-    else if (ts_opt.format == TS_PROM)
-        sys_prom(v);
-    else
-        out_text(v);
-    /* 0 healthy, 1 problems: the verdict, for monitoring. --prometheus carries it in
-     * thp_health_status and exits 0 once written: a collector that fails leaves stale
-     * metrics behind, the opposite of what a verdict is for. */
-    int rc = sys_health_problems(v) && ts_opt.format != TS_PROM ? 1 : 0;
+    struct sys_model m;
+    int rc = 1;
+    if (sys_model(v, &m) == 0) {
+        if (ts_opt.format == TS_JSON)
+            out_json(v, &m);
+        else if (ts_opt.format == TS_PROM)
+            sys_prom(v, &m);
+        else
+            out_text(v, &m);
+        /* 0 healthy, 1 problems: the verdict, for monitoring. --prometheus carries it in
+         * thp_health_status and exits 0 once written: a collector that fails leaves stale
+         * metrics behind, the opposite of what a verdict is for. */
+        rc = m.nproblem && ts_opt.format != TS_PROM ? 1 : 0;
+    }
+    free(m.problem);
     ts_problems_free(&v->conf);
     free(v->m);
     free(v->vm);

@@ -1,9 +1,11 @@
-/* thp-status: what the system view reads (thp-status-system.c) and prints there (text,
- * JSON) and in thp-status-sysprom.c (Prometheus). */
+/* thp-status: what the system view reads (struct sysview), what its views derive alike from
+ * it (struct sys_model), both in thp-status-system.c, and the renderers that lay the two
+ * out: text and JSON there, Prometheus in thp-status-sysprom.c. */
 #ifndef THP_STATUS_SYSTEM_H
 #define THP_STATUS_SYSTEM_H
 
 #include <limits.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "thp-status.h"
@@ -24,10 +26,12 @@ struct knob {
     char raw[256]; /* as read */
     char val[64];  /* selected word or the number */
     bool present;
+    bool choice; /* a list of words with the selected one in brackets ("always [madvise]") */
 };
 
 struct mthp {
     unsigned long size_kb;
+    char label[16]; /* "2M" for hugepages-2048kB */
     struct knob enabled, shmem;
     struct {
         char name[40];
@@ -79,18 +83,47 @@ struct sysview {
     int nwarn;
 };
 
-/* The health verdict: the warnings and the configuration's problems, one count. */
-static inline size_t sys_health_problems(const struct sysview *v)
+/* HugePages_Total counts pages; every other meminfo figure is in kB. */
+static inline bool meminfo_in_kb(size_t i)
 {
-    return (size_t)v->nwarn + v->conf.n;
+    return strcmp(meminfo_keys[i], "HugePages_Total") != 0;
 }
 
-/* "2M" for a per-size THP directory of 2048 kB */
-void mthp_label(unsigned long kb, char *buf, size_t cap);
-/* vm.overcommit_memory's name, and what it means for an allocation; NULL when unknown. */
-const char *overcommit_name(int mode, const char **what);
-void sys_prom(const struct sysview *v);
-/* "FILE:LINE" of a configuration problem ("FILE" when it has no line). */
-void sys_problem_where(const struct ts_problem *p, char *buf, size_t cap);
+/* Where /etc/ld.so.preload leaves thpalloc, in the order the text view tells it. */
+enum preload_state {
+    PRELOAD_DORMANT,    /* our entry, after one that owns malloc */
+    PRELOAD_ACTIVE,     /* our entry (which may name a missing file: preload_entry_exists) */
+    PRELOAD_CRLF,       /* our only entry ends in '\r': ld.so loads nothing */
+    PRELOAD_NO_FILE,    /* no such file */
+    PRELOAD_UNREADABLE, /* the file could not be read (preload_err) */
+    PRELOAD_NO_ENTRY,   /* a file without a thpalloc entry */
+};
+
+/* One problem of the health verdict: a warning, or a problem of the configuration. */
+struct sys_problem {
+    const char *kind;          /* a word, for monitoring ("config" for the configuration's) */
+    const char *msg;           /* what is wrong */
+    char where[PATH_MAX + 32]; /* the file or setting; "FILE:LINE" for the configuration's */
+    bool config;
+};
+
+/* What the text, JSON and Prometheus views derive alike from struct sysview: the renderers
+ * only lay it out. */
+struct sys_model {
+    enum preload_state preload;
+    bool preload_dormant; /* our entry, after one that owns malloc */
+    bool preload_broken;  /* our entry names a file that does not exist */
+    /* vm.overcommit_memory's name and what it means; NULL name: unknown (unreadable) */
+    const char *overcommit_name, *overcommit_what;
+    /* the verdict: the warnings (v->warn, in order), then the configuration's problems */
+    size_t nproblem;
+    struct sys_problem *problem;
+    /* the line that stands for the configuration's problems among the warnings ("": none),
+     * and the count of warning lines with it */
+    char conf_summary[256];
+    size_t nwarning_lines;
+};
+
+void sys_prom(const struct sysview *v, const struct sys_model *m);
 
 #endif
