@@ -1,5 +1,5 @@
 /* thpalloc stress test: multithreaded allocation patterns, run under
- * LD_PRELOAD=$THPALLOC_LIB by tests/stress.sh (one TAP line per mode).
+ * LD_PRELOAD=$THPALLOC_LIB by tests/stress-threads.sh (one TAP line per mode).
  *
  *   stress-threads [-g] [-s SECONDS] MODE
  *   stress-threads-nopie ...   the same, built as a non-PIE executable that takes malloc's
