@@ -17,7 +17,7 @@
  * partly used page per thread and size class, + the unused rest of the last huge page of
  * each live block of 2 MiB or more: the thp policy's own cost) and prints
  *   "ok - phase N: ..." or "not ok - phase N: ..." (thpalloc), "# ..." in -g (glibc) mode
- * and "end" (the relay() format of tests/api-taplib.sh). */
+ * and "end" (tests/relay-report.h, relayed by tests/api-taplib.sh). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "relay-report.h"
 #include "thpalloc.h"
 
 #define KiB ((size_t)1024)
@@ -229,7 +230,8 @@ int main(int argc, char **argv)
     sleep_ms(50);
     long base, basehuge;
     if (!rollup(&base, &basehuge)) {
-        printf("not ok - read /proc/self/smaps_rollup\nend\n");
+        report(0, "read /proc/self/smaps_rollup");
+        puts("end");
         return 1;
     }
     printf("# start: anonymous %ld kB\n", base);
@@ -280,7 +282,7 @@ int main(int argc, char **argv)
         if (glibc_mode)
             printf("# %s\n", line);
         else {
-            printf("%sok - %s\n", extra <= bound_kb ? "" : "not ", line);
+            report(extra <= bound_kb, "%s", line);
             if (extra > bound_kb)
                 dump_big_mappings(ph);
         }

@@ -3,7 +3,7 @@
  * the purger's own 64 KiB stack pthread_create failed (EINVAL) and such a program never got
  * its memory back. 24 MiB freed (more than the 16 MiB that start the purger), then the
  * thread list is read from /proc/self/task until the purger shows, for up to 2 s.
- * Output: relay() lines (tests/api-taplib.sh). */
+ * Output: relay() lines (tests/relay-report.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "purger-running.h"
+#include "relay-report.h"
 
 static __thread unsigned char big_tls[256 << 10];
 
@@ -23,7 +24,8 @@ int main(void)
     size_t n = (size_t)24 << 20;
     unsigned char *volatile p = malloc(n);
     if (!p) {
-        printf("not ok - bigtls: malloc(24 MiB) failed\nend\n");
+        report(0, "bigtls: malloc(24 MiB) failed");
+        puts("end");
         return 1;
     }
     memset(p, 2, n);
@@ -33,8 +35,8 @@ int main(void)
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }
-    printf("%s - bigtls: with 256 KiB of static TLS per thread, the purger thread started "
-           "once 24 MiB waited\nend\n",
-           up ? "ok" : "not ok");
+    report(up, "bigtls: with 256 KiB of static TLS per thread, the purger thread started once "
+               "24 MiB waited");
+    puts("end");
     return 0;
 }

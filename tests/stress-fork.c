@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "relay-report.h"
+
 extern char **environ;
 
 #define KiB ((size_t)1024)
@@ -486,7 +488,7 @@ static int watchdog(pid_t pid, double stall_s)
                 for (int k = n - 1; k >= 0; k--)
                     kill(fam[k], SIGKILL);
                 waitpid(pid, &status, 0);
-                printf("not ok - no stall: progress never stopped for %.0f s\n", stall_s);
+                report(0, "no stall: progress never stopped for %.0f s", stall_s);
                 return 1;
             }
         }
@@ -496,16 +498,18 @@ static int watchdog(pid_t pid, double stall_s)
     printf("# %.1f s: %ld forks, %ld spawns, %ld threads churned, %ld SIGCHLD taken\n", secs,
            atomic_load(&sh->progress[P_FORKS]), atomic_load(&sh->progress[P_SPAWNS]),
            atomic_load(&sh->progress[P_THREADS]), atomic_load(&sh->sigchld));
-    printf("%s - no stall: every count moved within %.0f s until done\n", clean ? "ok" : "not ok",
-           stall_s);
-    printf("%s - %ld forks and %ld spawns: every child allocated, freed and exited 0\n",
-           atomic_load(&sh->child_failures) == 0 && clean ? "ok" : "not ok", forks_wanted,
+    report(clean, "no stall: every count moved within %.0f s until done", stall_s);
+    report(atomic_load(&sh->child_failures) == 0 && clean,
+           "%ld forks and %ld spawns: every child allocated, freed and exited 0", forks_wanted,
            spawns_wanted);
-    printf("%s - the forking thread freed its %ld pre-fork blocks intact\n",
-           atomic_load(&sh->inherited_freed) == forks_wanted ? "ok" : "not ok", forks_wanted);
-    if (!glibc_mode)
-        printf("thp-only - %s - the purger thread ran while the forks began and ended (%d)\n",
-               atomic_load(&sh->purger_seen) == 3 ? "ok" : "not ok", atomic_load(&sh->purger_seen));
+    report(atomic_load(&sh->inherited_freed) == forks_wanted,
+           "the forking thread freed its %ld pre-fork blocks intact", forks_wanted);
+    if (!glibc_mode) {
+        fputs("thp-only - ", stdout);
+        report(atomic_load(&sh->purger_seen) == 3,
+               "the purger thread ran while the forks began and ended (%d)",
+               atomic_load(&sh->purger_seen));
+    }
     printf("end\n");
     return clean && atomic_load(&sh->child_failures) == 0 ? 0 : 1;
 }

@@ -9,7 +9,7 @@
  * The request is made where no safe point follows: a thread frees 20 MiB in glibc's second
  * destructor pass, after the library's own key destructor has retired its heap. Each case
  * runs in a child process that must finish within 10 s; then the purger must start at the
- * next malloc/free of the program. Output: relay() lines (tests/api-taplib.sh). */
+ * next malloc/free of the program. Output: relay() lines (tests/relay-report.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "purger-running.h"
+#include "relay-report.h"
 
 #define MiB ((size_t)1 << 20)
 #define GLIBC_STACKS 8 /* 8 MiB each: glibc's cache of stacks holds 40 MiB */
@@ -115,13 +116,13 @@ static void run(const char *what)
     if (pid > 0 && waited == 200) {
         kill(pid, SIGKILL);
         waitpid(pid, &st, 0);
-        printf("not ok - %s: the joiner finished within 10 s (it hung: deadlock)\n", what);
+        report(0, "%s: the joiner finished within 10 s (it hung: deadlock)", what);
         return;
     }
-    printf("%s - %s: the joiner finished, and the purger started at the program's next "
-           "calls (exit status %d)\n",
-           WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "ok" : "not ok", what,
-           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    report(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "%s: the joiner finished, and the purger started at the program's next calls (exit "
+           "status %d)",
+           what, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
 int main(void)
