@@ -9,7 +9,7 @@
  * place, under the abandoned lock, so the chunk stays whole for the next thread and the
  * bytes in use stay exact. What nobody adopts within purge_delay the purger gives back
  * (reclaim_abandoned, reclaim.c): free pages and OS pages, and the chunk once it is empty. */
-#include "internal.h"
+#include "abandon.h"
 #include "list.h"
 
 static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -1,7 +1,7 @@
 /* api: the malloc family with glibc 2.36's behaviour. The fast paths
  * of malloc and free are here, inline: one TLS load, one page load, a list pop or push, no
  * lock and no atomic read-modify-write. */
-#include "internal.h"
+#include "alloc.h"
 
 #include <errno.h>
 #include <malloc.h>

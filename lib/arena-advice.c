@@ -2,7 +2,7 @@
  * decides what madvise each run needs for its use), and the padded tails: a large block's
  * last chunk that keeps the huge page it had, the rest of it purged after purge_delay.
  * Everything here runs under the arena lock. */
-#include "internal.h"
+#include "registry.h"
 
 /* Chunks that leave MADV_HUGEPAGE without an madvise (decommitted: a new mapping). */
 TEXT_COLD
@@ -38,12 +38,12 @@ bool advice_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t blo
 {
     bool padded = false;
     const struct thp_policy *pol = &policy_in_force.thp;
-    size_t pieces = use == THP_USE_SMALL ? 0 : block_size >> CHUNK_SHIFT;
+    size_t pieces = use == THP_USE_SMALL || use == THP_USE_DENSE ? 0 : block_size >> CHUNK_SHIFT;
     size_t i = 0;
     while (i < n) {
-        enum thp_use u = use == THP_USE_SMALL ? THP_USE_SMALL
-                         : i < pieces         ? THP_USE_LARGE_PIECE
-                                              : THP_USE_LARGE_TAIL;
+        enum thp_use u = use == THP_USE_SMALL || use == THP_USE_DENSE ? use
+                         : i < pieces                                 ? THP_USE_LARGE_PIECE
+                                                                      : THP_USE_LARGE_TAIL;
         enum thp_want want = thp_want(pol, u, block_size);
         enum os_advice cur = advice_get(a, first + i);
         /* The system setting is read only when some advice may be needed. */
@@ -53,9 +53,9 @@ bool advice_run(arena_t *a, size_t first, size_t n, enum thp_use use, size_t blo
             adv = thp_advice(thp_system_setting(), want, cur);
         size_t j = i + 1;
         while (j < n) {
-            enum thp_use uj = use == THP_USE_SMALL ? THP_USE_SMALL
-                              : j < pieces         ? THP_USE_LARGE_PIECE
-                                                   : THP_USE_LARGE_TAIL;
+            enum thp_use uj = use == THP_USE_SMALL || use == THP_USE_DENSE ? use
+                              : j < pieces                                 ? THP_USE_LARGE_PIECE
+                                                                           : THP_USE_LARGE_TAIL;
             if (uj != u || advice_get(a, first + j) != cur)
                 break;
             j++;

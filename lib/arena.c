@@ -4,7 +4,7 @@
  * that maps chunks to descriptors is registry.c; who is told that free chunks wait for
  * purge_delay, and the purger's sleep, purge-signal.c; the THP advice of the chunks and the
  * padded tails of large blocks, arena-advice.c. */
-#include "internal.h"
+#include "arena.h"
 
 #include <errno.h>
 #include <string.h>
@@ -589,6 +589,16 @@ void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)
 {
     pthread_mutex_lock(&arena_lock);
     advise(a, (size_t)(base - a->base) >> CHUNK_SHIFT, n, THP_USE_LARGE_PIECE, block_size, false);
+    pthread_mutex_unlock(&arena_lock);
+}
+
+/* A small-object chunk dense.c collapses under system always, where small chunks are
+ * VM_NOHUGEPAGE: huge-advised now (recorded, so that its next use is advised anew). */
+TEXT_COLD
+void arena_advise_dense(arena_t *a, uint8_t *base)
+{
+    pthread_mutex_lock(&arena_lock);
+    advise(a, (size_t)(base - a->base) >> CHUNK_SHIFT, 1, THP_USE_DENSE, CHUNK_SIZE, false);
     pthread_mutex_unlock(&arena_lock);
 }
 

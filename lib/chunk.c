@@ -2,7 +2,7 @@
  * for a class (an empty page another class keeps, a dirty slot, a free slot, a new chunk from the
  * arena), an empty page given back to its chunk, and the chunk to the arena when it empties.
  * A slot's states and who may move them are in types.h. */
-#include "internal.h"
+#include "chunk.h"
 #include "list.h"
 
 #include <errno.h>
@@ -34,6 +34,7 @@ void chunk_release(chunk_t *c)
     for (unsigned i = 0; i < c->npages; i++) /* every slot FREE before the chunk goes */
         LIB_ASSERT(atomic_load_explicit(&c->pages[i].in_use, memory_order_relaxed) == PAGE_FREE);
 #endif
+    chunk_dense_lost(c, false); /* the arena takes the huge page whole */
     registry_set(c->base, 1, registry_unused(c->arena));
     if (c->orphan)
         arena_free_chunks_purged(c->arena, c->base, 1);
@@ -87,6 +88,7 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
     c->npages = (uint8_t)(CHUNK_SIZE >> c->page_shift);
     c->pages_used = 0;
     c->used_hi = 0;
+    atomic_store_explicit(&c->dense, CHUNK_DENSE_NONE, memory_order_relaxed);
     c->arena = arena;
     c->nchunks = 1;
     /* A chunk the arena had not purged yet is resident: its other slots are dirty, so that
@@ -265,14 +267,15 @@ static int slot_new(heap_t *heap, enum chunk_kind kind, chunk_t **out, bool *was
         c = best;
     } else {
         /* A chunk with a dirty slot first (still resident: no new memory touched), else the
-         * first with room (full chunks sit at the back, an adopted one may sit in front). */
+         * fullest with room among the first few (full chunks sit at the back, an adopted one
+         * may sit in front): chunks fill, and dense.c can make them huge pages. */
         chunk_t *room = NULL;
         unsigned looked = 0;
         for (chunk_t *x = c; x && looked < 8; x = x->next) {
             if (x->pages_used == x->npages)
                 continue;
             looked++; /* bounded: a heap may own hundreds of chunks */
-            if (!room)
+            if (!room || x->pages_used > room->pages_used)
                 room = x;
             if (chunk_has_dirty(x)) {
                 room = x;
@@ -289,7 +292,12 @@ static int slot_new(heap_t *heap, enum chunk_kind kind, chunk_t **out, bool *was
             return -1;
         idx = 0;
     }
-    if (++c->pages_used == c->npages && c->next) {
+    ++c->pages_used;
+    unsigned dense = dense_percent();
+    if (dense && c->pages_used * 100u >= c->npages * dense &&
+        atomic_load_explicit(&c->dense, memory_order_relaxed) == CHUNK_DENSE_NONE)
+        dense_note(c);
+    if (c->pages_used == c->npages && c->next) {
         /* Full chunks go to the back: the front one always has room if any has. */
         DLIST_REMOVE(chunks, c);
         DLIST_PUSH_BACK(chunks, c);
@@ -491,6 +499,7 @@ bool chunk_page_free(heap_t *heap, page_t *page)
     if (page->capacity == 0 || !purge_inside_chunks()) {
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
     } else if (purge_delay() == 0) {
+        chunk_dense_lost(c, true);
         purge_give_back(page->start, page_size_of(c), purge_how());
         atomic_store_explicit(&page->in_use, PAGE_FREE, memory_order_release);
     } else {

@@ -263,6 +263,40 @@ static void format_log(int64_t v, char *buf, size_t cap)
     cfg_str_copy(buf, cap, log_words[v != 0]);
 }
 
+/* thp_dense: a percentage from CFG_THP_DENSE_MIN to 100 ("90" or "90%"), or off (0). */
+TEXT_WARM
+static bool parse_dense(const char *text, int64_t *v)
+{
+    if (strcasecmp(text, "off") == 0) {
+        *v = 0;
+        return true;
+    }
+    uint64_t n = 0;
+    const char *p = text;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9' && n <= 100; p++)
+        n = n * 10 + (uint64_t)(*p - '0');
+    if (*p == '%')
+        p++;
+    if (*p || n < CFG_THP_DENSE_MIN || n > 100)
+        return false;
+    *v = (int64_t)n;
+    return true;
+}
+
+TEXT_COLD
+static void format_dense(int64_t v, char *buf, size_t cap)
+{
+    if (v == 0) {
+        cfg_str_copy(buf, cap, "off");
+        return;
+    }
+    buf[0] = '\0';
+    cfg_str_cat_u64(buf, cap, (uint64_t)v);
+    cfg_str_cat(buf, cap, "%");
+}
+
 /* Indexed by stats_at_exit. */
 static const char *const stats_words[] = {"no", "exit"};
 
@@ -303,6 +337,9 @@ const struct cfg_key_info cfg_keys[CFG_NKEYS] = {
     [CFG_LOG_PROBLEMS] = {"log_problems", "THPALLOC_LOG_PROBLEMS", parse_log, format_log,
                           CFG_DEFAULT_LOG_PROBLEMS, "no or syslog",
                           FIELD(log_problems, CFG_FIELD_FLAG), NO_BLOCK},
+    [CFG_THP_DENSE] = {"thp_dense", "THPALLOC_THP_DENSE", parse_dense, format_dense,
+                       CFG_DEFAULT_THP_DENSE, "a percentage from 50% to 100%, or off",
+                       FIELD(thp_dense, CFG_FIELD_SIZE), NO_BLOCK},
 };
 
 /* Key k's field of v, through its own type. Not rare text: every process that loads the

@@ -24,6 +24,7 @@ enum cfg_key {
     CFG_PURGE,
     CFG_STATS,
     CFG_LOG_PROBLEMS,
+    CFG_THP_DENSE,
     CFG_NKEYS
 };
 
@@ -40,13 +41,16 @@ enum cfg_key {
 #define CFG_DEFAULT_PURGE OS_PURGE_DONTNEED
 #define CFG_DEFAULT_STATS_AT_EXIT false
 #define CFG_DEFAULT_LOG_PROBLEMS false
+/* Percent of a small-object chunk's 4 KiB pages in use from which it becomes a huge page. */
+#define CFG_DEFAULT_THP_DENSE ((size_t)90)
+#define CFG_THP_DENSE_MIN ((size_t)50)
 /* struct cfg_values at the defaults, for static storage (what cfg_defaults writes). */
 #define CFG_DEFAULT_VALUES                                                                         \
     {                                                                                              \
         .thp = CFG_DEFAULT_THP, .thp_threshold = CFG_DEFAULT_THP_THRESHOLD,                        \
         .arena_size = CFG_DEFAULT_ARENA_SIZE, .purge_delay_ms = CFG_DEFAULT_PURGE_DELAY_MS,        \
         .purge = CFG_DEFAULT_PURGE, .stats_at_exit = CFG_DEFAULT_STATS_AT_EXIT,                    \
-        .log_problems = CFG_DEFAULT_LOG_PROBLEMS,                                                  \
+        .log_problems = CFG_DEFAULT_LOG_PROBLEMS, .thp_dense = CFG_DEFAULT_THP_DENSE,              \
     }
 
 enum cfg_origin { CFG_FROM_DEFAULT = 0, CFG_FROM_FILE, CFG_FROM_ENV };
@@ -71,7 +75,8 @@ struct cfg_where {
     long purge_delay_ms; /* -1: never */                                                           \
     enum os_purge purge;                                                                           \
     bool stats_at_exit;                                                                            \
-    bool log_problems; /* one line to the system log when the configuration has problems */
+    bool log_problems; /* one line to the system log when the configuration has problems */        \
+    size_t thp_dense;  /* percent of a small-object chunk in use to collapse it; 0: off */
 struct cfg_values {
     CFG_VALUE_FIELDS
 };

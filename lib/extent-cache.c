@@ -13,7 +13,7 @@
  * small block does: a write after free is caught when it is handed out again. The cache is the
  * heap's, used inside the reclaim handshake (heap_enter). */
 #include "extent-map.h"
-#include "internal.h"
+#include "heap.h"
 
 #include <string.h>
 

@@ -14,7 +14,7 @@
 #ifndef THPALLOC_EXTENT_MAP_H
 #define THPALLOC_EXTENT_MAP_H
 
-#include "internal.h"
+#include "chunk.h"
 
 #define GRANULE_SHIFT 12
 #define GRANULE ((size_t)1 << GRANULE_SHIFT)

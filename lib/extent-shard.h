@@ -7,7 +7,7 @@
 #define THPALLOC_EXTENT_SHARD_H
 
 #include "extent-map.h"
-#include "internal.h"
+#include "chunk.h"
 
 #include <sched.h>
 

@@ -1,7 +1,7 @@
 /* fatal: heap corruption or misuse seen by the allocator: one line on standard error and
  * abort(), as glibc does; the failed invariant of a debug build the same way. No stdio, no
  * allocation: the heap may be broken. */
-#include "internal.h"
+#include "base.h"
 
 #include <stdlib.h>
 

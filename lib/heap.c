@@ -6,7 +6,7 @@
  * reclaim handshake. Queues are page-queue.c's, pages and chunks chunk.c's, abandoned
  * chunks abandon.c's, the heaps' lives thread.c's; extents and large blocks belong to no
  * heap. */
-#include "internal.h"
+#include "heap.h"
 #include "list.h"
 
 #include <errno.h>

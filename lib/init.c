@@ -1,7 +1,10 @@
 /* init: first use (dormancy, pass-through, the thread-exit key) and fork. Process start costs no
  * system call: the first arena is mapped by the first allocation, and the THP setting is
  * read by the first decision that needs it. */
-#include "internal.h"
+#include "init.h"
+/* Above init's layer, for the dormancy probe alone (lib_malloc_self: docs/design.md's one
+ * upward use, allowed by tools/dev/lib-layers with this include). */
+#include "alloc.h"
 /* The definition of thpalloc_owns() passes the address on to functions that take a
  * pointer; the attribute that tells callers it reads no memory would make gcc take those
  * calls for reads of the caller's block. */

@@ -4,7 +4,7 @@
  * publishes the policy once it is resolved, arena.c reports each range it maps and gives
  * back. thp-status reads it with process_vm_readv (tools/thp-status-introspect.c), so
  * its layout is an interface: within a version it only grows at its end. */
-#include "internal.h"
+#include "policy.h"
 #include "thpalloc.h"
 
 #include <string.h>

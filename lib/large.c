@@ -1,6 +1,6 @@
 /* large: blocks above the largest size class (1 MiB), each in a run of chunks of its own,
  * owned by no heap: allocated, resized in place and freed under the arena lock only. */
-#include "internal.h"
+#include "chunk.h"
 
 #include <errno.h>
 #include <string.h>

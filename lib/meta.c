@@ -2,7 +2,7 @@
  * It never comes from malloc and is never returned: descriptors are recycled through free
  * lists, so a racy reader (statistics, a late cross-thread free) never touches unmapped
  * memory. */
-#include "internal.h"
+#include "policy.h"
 
 #include <errno.h>
 #include <string.h>

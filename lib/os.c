@@ -304,6 +304,19 @@ size_t os_page_size(void)
     return (size_t)v;
 }
 
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+TEXT_WARM
+int os_collapse(void *addr, size_t size)
+{
+    int saved = errno;
+    int rc = madvise(addr, size, MADV_COLLAPSE) == 0 ? 0 : errno;
+    errno = saved;
+    return rc;
+}
+
 TEXT_WARM
 bool os_page_mapped(const void *addr)
 {

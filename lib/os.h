@@ -57,6 +57,10 @@ void os_release(void *addr, size_t size);
 bool os_purge(void *addr, size_t size, enum os_purge how);
 /* MADV_HUGEPAGE / MADV_NOHUGEPAGE; false when the kernel refused. */
 bool os_advise(void *addr, size_t size, enum os_advice advice);
+/* MADV_COLLAPSE (Linux 6.1): the range made huge pages now, at the caller's CPU cost. 0, or
+ * the errno (EINVAL: no such advice here, or the range is VM_NOHUGEPAGE; EAGAIN/ENOMEM: no
+ * huge page could be had). errno is left as it was. */
+int os_collapse(void *addr, size_t size);
 /* Names an anonymous mapping "[anon:NAME]"; best effort (EINVAL without
  * CONFIG_ANON_VMA_NAME). */
 void os_name(void *addr, size_t size, const char *name);

@@ -1,7 +1,7 @@
 /* page-queue: a heap's page queues (one per size class, and the full pages aside) and the
  * direct slots the malloc fast path reads: which page a class allocates from next. Only
  * the owner, or the purger holding the heap by its claim, changes them. */
-#include "internal.h"
+#include "page-queue.h"
 #include "list.h"
 
 page_t page_empty; /* free == NULL: every fast path through it falls to the slow path */

@@ -4,7 +4,7 @@
  * (reclaim.c). The size classes' tables are defined here, the lowest layer that reads them
  * (sizeclass.h). */
 #define SC_TABLES_DEFINE
-#include "internal.h"
+#include "page.h"
 
 #include <string.h>
 
@@ -178,6 +178,7 @@ size_t page_reset_empty(heap_t *heap, const chunk_t *c, page_t *page, enum os_pu
     len = (len + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
     if (len > page_size_of(c) || page->tail_resident)
         len = page_size_of(c);
+    chunk_dense_lost(c, true);
     if (!purge_give_back(page->start, len, how))
         return 0; /* nothing changed: the blocks are all still there */
     page->tail_resident = false;
@@ -294,6 +295,7 @@ void *page_block_named(page_t *page, void *p)
  * purge the kernel refused leaves the slots DIRTY, for a later pass. */
 static size_t purge_slots(chunk_t *c, unsigned first, unsigned end, size_t len)
 {
+    chunk_dense_lost(c, true);
     bool done = purge_give_back(c->base + ((size_t)first << c->page_shift), len, purge_how());
     size_t purged = 0;
     for (unsigned i = first; i < end; i++) {

@@ -4,7 +4,7 @@
  * thp-status reads (introspect.c), and THPALLOC_VERBOSE. The statistics printed at exit
  * (stats = exit) are stats.c's. */
 #include "config.h"
-#include "internal.h"
+#include "policy.h"
 #include "problem-log.h"
 #include "thpalloc.h"
 

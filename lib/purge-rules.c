@@ -1,6 +1,6 @@
 /* purge-rules: the one owner of the purge's rules. Whether memory that waits is given back
  * at all, when it is due, and how: every file asks here instead of reading purge_delay or
- * the THP mode (the rules themselves are internal.h's inlines of this block). What is kept
+ * the THP mode (the rules themselves are policy.h's inlines of this block). What is kept
  * here is the one piece of state the rules have: the longer wait of a process that takes
  * back what the delayed purge gave back (refaults).
  *
@@ -13,7 +13,7 @@
  * many waiting ones first (arena.c, purge_for_room). It ends at the first pass that finds
  * the process asleep (purger.c, refault_sleeping): an idle process gets its memory back one
  * purge_delay after its frees, as ever. */
-#include "internal.h"
+#include "policy.h"
 
 #define REFAULT_MAX_SHIFT 4u
 #define REFAULT_WINDOW_SHIFT 4u        /* 16 purge_delays */

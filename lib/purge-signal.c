@@ -9,7 +9,7 @@
  *
  * signal_lock guards the thread's state (asked for, waiting) and the condition variable it
  * waits on. The arena notes under its own lock, so the order is arena, then signal. */
-#include "internal.h"
+#include "registry.h"
 
 #include <time.h>
 
@@ -187,6 +187,29 @@ void purge_inline_arm(void)
 bool purger_thread_started(void)
 {
     return atomic_load(&purger_started);
+}
+
+/* dense.c noted a chunk to look at in a purge_delay: the thread, if the process has one, is
+ * woken; with as much noted as starts it for memory that waits (want_thread: 16 MiB), it is
+ * asked for; else the inline pass is armed, and the process collapses its few chunks at its
+ * own calls, one a pass. */
+TEXT_BUSY
+void purge_note_dense(bool want_thread)
+{
+    pthread_mutex_lock(&signal_lock);
+    atomic_fetch_add_explicit(&purge_wakes, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&purger_waiting, memory_order_relaxed)) {
+        pthread_cond_signal(&purger_cond);
+    } else if (!atomic_load_explicit(&purger_started, memory_order_relaxed)) {
+        if (want_thread && purger_min_pending <= PURGER_MIN_PENDING) {
+            atomic_store(&purger_started, true);
+            atomic_store(&purge_inline_armed, 0);
+            atomic_store(&purger_wanted, PURGER_WANT_THREAD);
+        } else {
+            purge_inline_arm();
+        }
+    }
+    pthread_mutex_unlock(&signal_lock);
 }
 
 /* The thread could not be created: ask again once twice as much waits. */

@@ -9,7 +9,7 @@
  * due is purged by the process's own slow paths (purge_inline): a small process gets back
  * what it freed once purge_delay has passed, within 16 of its calls that go beyond the
  * memory it holds, without a second thread. */
-#include "internal.h"
+#include "purger.h"
 
 #include <errno.h>
 
@@ -84,9 +84,11 @@ uint64_t purger_dirty_now(void)
 }
 
 /* What both the thread and the inline pass purge: free chunks, dirty page slots, free extent
- * runs and exited threads' chunks whose purge_delay has passed. Returns when the next is
- * due (0: nothing waits). */
-static uint32_t purge_due(uint32_t now)
+ * runs and exited threads' chunks whose purge_delay has passed; and the nearly full
+ * small-object chunks they collapse into huge pages (dense.c: up to collapses of them, one
+ * for the inline pass, which runs on an application thread). Returns when the next is due
+ * (0: nothing waits). */
+static uint32_t purge_due(uint32_t now, unsigned collapses)
 {
     bool longer = purge_refaulting();
     if (longer)
@@ -103,6 +105,7 @@ static uint32_t purge_due(uint32_t now)
     uint32_t abandoned_next = 0;
     reclaim_abandoned(now, false, &abandoned_next);
     due = due_min(due, abandoned_next);
+    due = due_min(due, dense_pass(now, collapses));
     if (due && longer && purge_refaulting()) { /* look again soon: the process may sleep */
         due = due_min(due, now + refault_look_gap());
     }
@@ -119,7 +122,7 @@ static void *purger_main(void *arg)
         pthread_mutex_lock(&pass_lock);
         uint32_t now = now_ms();
         uint32_t wakes = purge_wakes_seen();
-        uint32_t due = purge_due(now);
+        uint32_t due = purge_due(now, UINT32_MAX);
         uint32_t heaps_next = 0;
         reclaim_idle_heaps(now, false, &heaps_next);
         pthread_mutex_unlock(&pass_lock);
@@ -170,7 +173,7 @@ static void purge_inline(void)
      * fence, then look at purge_inline_armed): what comes in meanwhile arms it again. */
     atomic_store(&purge_inline_armed, 0);
     atomic_thread_fence(memory_order_seq_cst);
-    next = purge_due(now);
+    next = purge_due(now, 1);
     if (next != 0) {
         atomic_store_explicit(&inline_next_ms, next, memory_order_relaxed);
         purge_inline_arm();

@@ -16,7 +16,7 @@
  * store is visible and the purger backs off, or the owner's load comes after the barrier,
  * sees claimed and waits in heap_wait_reclaim until the purger is done. Without membarrier
  * (old kernel, a seccomp filter refusing it) nothing here runs. */
-#include "internal.h"
+#include "reclaim.h"
 #include "list.h"
 
 #include <pthread.h>
@@ -47,6 +47,8 @@ static size_t reset_split_slot(heap_t *heap, chunk_t *c, page_t *marker, enum os
             return 0; /* a live block: nothing here can go */
         resident |= p->capacity != 0;
     }
+    if (resident)
+        chunk_dense_lost(c, true);
     if (!resident || !purge_give_back(marker->start, page_size_of(c), how))
         return 0;
     marker->tail_resident = false;
@@ -149,6 +151,7 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
         unsigned n = 1;
         while (i + n < os_pages && (add & (1u << (i + n))))
             n++;
+        chunk_dense_lost(p->chunk, true);
         if (purge_give_back(p->start + (size_t)i * OS_PAGE_SIZE, (size_t)n * OS_PAGE_SIZE, how))
             bytes += (size_t)n * OS_PAGE_SIZE;
         i += n;
@@ -163,8 +166,10 @@ static size_t purge_tail(const chunk_t *c, page_t *page, enum os_purge how)
     page->tail_resident = false;
     size_t carved = (size_t)page->capacity * page->block_size;
     carved = (carved + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
-    if (carved >= page_size_of(c) ||
-        !purge_give_back(page->start + carved, page_size_of(c) - carved, how))
+    if (carved >= page_size_of(c))
+        return 0;
+    chunk_dense_lost(c, true);
+    if (!purge_give_back(page->start + carved, page_size_of(c) - carved, how))
         return 0;
     return page_size_of(c) - carved;
 }

@@ -2,10 +2,10 @@
  * in a leaf of their own (registry_hot), then a two-level table over the whole user address
  * space: a root of offsets in .bss (the first region's entry in .data, registry_hot) and leaves
  * from meta.c, never freed, so a lookup is one load or two with no lock and no NULL test
- * (registry_lookup, internal.h). Writers are
+ * (registry_lookup, registry.h). Writers are
  * arena-level events under the arena lock, or a large block's own resize; a leaf is installed with
  * a CAS. */
-#include "internal.h"
+#include "registry.h"
 
 /* Root entries are offsets from registry_empty_leaf (a leaf of NULLs in .bss, never
  * written), so that a lookup has no NULL test for a missing leaf: 0 means "empty". */

@@ -1,7 +1,7 @@
 /* stats: process-wide figures for thpalloc_get_stats() and mallinfo2(). Counters kept at
  * chunk level; bytes in use are summed on demand from the descriptors (a racy but
  * memory-safe walk), so the fast paths count nothing. */
-#include "internal.h"
+#include "alloc.h"
 #include "thpalloc.h"
 
 #include <errno.h>
@@ -56,6 +56,9 @@ void stats_collect(struct thpalloc_stats *s)
     s->committed = atomic_load_explicit(&stat_committed, memory_order_relaxed) +
                    atomic_load_explicit(&stat_purge_pending, memory_order_relaxed);
     s->huge_advised = atomic_load_explicit(&stat_huge_advised, memory_order_relaxed);
+    s->dense_huge = atomic_load_explicit(&stat_dense_huge, memory_order_relaxed);
+    s->dense_collapses = atomic_load_explicit(&stat_dense_collapses, memory_order_relaxed);
+    s->dense_splits = atomic_load_explicit(&stat_dense_splits, memory_order_relaxed);
     uint64_t cached = 0;
     thread_foreach_heap(sum_cached, &cached);
     uint64_t ext;

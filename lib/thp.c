@@ -23,6 +23,8 @@ enum thp_want thp_want(const struct thp_policy *pol, enum thp_use use, size_t bl
          * would pin 2 MiB, a 2.2 MiB block gets one huge page and a 4 KiB-page tail. */
         if (use == THP_USE_LARGE_PIECE && block_size >= pol->threshold && block_size >= CHUNK_BYTES)
             return THP_WANT_HUGE;
+        if (use == THP_USE_DENSE) /* full: a huge page costs nothing more */
+            return THP_WANT_HUGE;
         return THP_WANT_NOHUGE;
     }
 }

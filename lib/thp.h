@@ -18,6 +18,7 @@ enum thp_use {
     THP_USE_SMALL = 0,   /* a chunk of small/medium object pages */
     THP_USE_LARGE_PIECE, /* a full, 2 MiB-aligned 2 MiB piece of a large block */
     THP_USE_LARGE_TAIL,  /* the last, partial chunk of a large block */
+    THP_USE_DENSE,       /* a small-object chunk nearly all in use (dense.c) */
 };
 
 /* What the memory should carry: no advice, huge, or opted out. */

@@ -3,7 +3,7 @@
  * threads past their exit destructor; thread exit (the heap is parked whole, or abandons its
  * chunks and is recycled); the list of heaps the purger walks; fork. The pages and chunks
  * inside a heap are heap.c's. */
-#include "internal.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* thpalloc's types: every data structure of the allocator and its invariants, in one place
  * (as musl's mallocng keeps them), with the inlines that read them. What each layer does
- * with them is declared in internal.h. Layering: docs/design.md, "The library, bottom to
- * top". */
+ * with them is declared in the layers' headers (base.h and up, one a layer: docs/design.md,
+ * "The library, bottom to top"). */
 #ifndef THPALLOC_TYPES_H
 #define THPALLOC_TYPES_H
 
@@ -308,6 +308,8 @@ static inline bool block_in_hole(const page_t *page, const void *p)
  * index 0, with a shift count below the word size (a larger one is undefined behaviour). */
 #define PAGE_SHIFT_NONE (sizeof(uintptr_t) * 8 - 1)
 
+enum { CHUNK_DENSE_NONE = 0, CHUNK_DENSE_CANDIDATE, CHUNK_DENSE_HUGE };
+
 /* A chunk descriptor, kept outside the chunk so that large blocks start 2 MiB-aligned.
  * The registry maps every chunk address to its descriptor. */
 struct chunk {
@@ -322,7 +324,10 @@ struct chunk {
      * its life's instructions, and wrote every slot's descriptor page). The owner's, or
      * whoever holds the chunk unowned. */
     uint8_t used_hi;
-    _Atomic uint8_t ndirty;    /* slots in PAGE_DIRTY (counted before a slot shows it) */
+    _Atomic uint8_t ndirty; /* slots in PAGE_DIRTY (counted before a slot shows it) */
+    /* CHUNK_SMALL/MEDIUM: CHUNK_DENSE_* (dense.c): nearly all in use and waiting for the
+     * purger's look, or collapsed into a huge page (until a purge inside splits it). */
+    _Atomic uint8_t dense;
     _Atomic(heap_t *) owner;   /* NULL: abandoned, or large (not owned) */
     _Atomic uint8_t abandoned; /* on the abandoned list (changed under its lock) */
     bool orphan;               /* left unadopted for purge_delay: purged now when it empties */
@@ -477,6 +482,7 @@ struct policy {
             enum os_purge purge;
             bool stats_at_exit;
             bool log_problems;
+            size_t thp_dense; /* percent; 0: off (purge-rules.h, dense_*) */
         };
     };
     /* Without the purger thread, a free that leaves a resident extent run this long gives it
@@ -491,7 +497,7 @@ _Static_assert(POLICY_SAME(thp.mode, thp) && POLICY_SAME(thp.threshold, thp_thre
                    POLICY_SAME(arena_size, arena_size) &&
                    POLICY_SAME(purge_delay_ms, purge_delay_ms) && POLICY_SAME(purge, purge) &&
                    POLICY_SAME(stats_at_exit, stats_at_exit) &&
-                   POLICY_SAME(log_problems, log_problems),
+                   POLICY_SAME(log_problems, log_problems) && POLICY_SAME(thp_dense, thp_dense),
                "struct policy's names are struct cfg_values's fields");
 #undef POLICY_SAME
 /* 64 KiB: half glibc's trim threshold for the top of its heap, the one free memory glibc

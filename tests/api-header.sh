@@ -8,7 +8,7 @@
 btop=$(cd "$TESTS_BUILDDIR/.." && pwd)
 libdir=$(dirname "$THPALLOC_LIB")
 src=$TESTS_SRCDIR/api-header.c
-want="active=1 owns=1 stats=0 in_use>0=1 keys=7 first=thp purge=ok version=same"
+want="active=1 owns=1 stats=0 in_use>0=1 keys=8 first=thp purge=ok version=same"
 for cc in gcc clang g++ clang++; do
     if ! command -v "$cc" >/dev/null 2>&1; then
         skip "$cc: not installed"

@@ -850,6 +850,25 @@ static void set_phase(int ph)
     atomic_store(&shm->phase, ph);
 }
 
+/* The second free of P is no misuse when P is live again (the child's own allocations took
+ * its address): the case does not apply, the child says so and ends. */
+static void not_if_live(void *P)
+{
+    if (orc_holds((uintptr_t)P)) {
+        set_phase(PH_NA);
+        _exit(0);
+    }
+}
+
+/* The misuse itself: P freed again, between the phases the parent reads. */
+static void free_again(void *P)
+{
+    not_if_live(P);
+    set_phase(PH_MISUSE);
+    free(P);
+    set_phase(PH_RETURNED);
+}
+
 static uint32_t alloc_block(ws_t *w, const inj_t *j);
 
 static void *helper_main(void *arg)
@@ -1163,13 +1182,7 @@ static void *child_body(void *arg)
         for (unsigned i = 0; i < j->dist; i++)
             step(&m);
         m.avoid_lo = m.avoid_hi = 0;
-        if (orc_holds((uintptr_t)P)) {
-            set_phase(PH_NA);
-            _exit(0);
-        }
-        set_phase(PH_MISUSE);
-        free(P);
-        set_phase(PH_RETURNED);
+        free_again(P);
         break;
     case K_DF_REMOTE_OWNER:
         hb.rec = pr;
@@ -1223,13 +1236,7 @@ static void *child_body(void *arg)
             malloc_trim(0);
         else
             usleep((useconds_t)opt_purge_wait * 1000);
-        if (orc_holds((uintptr_t)P)) {
-            set_phase(PH_NA);
-            _exit(0);
-        }
-        set_phase(PH_MISUSE);
-        free(P);
-        set_phase(PH_RETURNED);
+        free_again(P);
         break;
     case K_DF_RACE: {
         rec_check(pr, "before its free");
@@ -1273,10 +1280,7 @@ static void *child_body(void *arg)
         break;
     case K_REALLOC_FREED:
         t_free(&m, pr);
-        if (orc_holds((uintptr_t)P)) {
-            set_phase(PH_NA);
-            _exit(0);
-        }
+        not_if_live(P);
         set_phase(PH_MISUSE);
         got = realloc(P, j->size2);
         set_phase(PH_RETURNED);

@@ -109,7 +109,7 @@ pid_of() { cut -d' ' -f1 "$S/$1.status" 2>/dev/null; }
 st_of() { cut -d' ' -f2 "$S/$1.status" 2>/dev/null; }
 is "$(grep -c . "$S/log.out" 2>/dev/null)" 2 "two lines in all: the two processes with problems and the key on"
 is "$(grep "\[$(pid_of on)\]" "$S/log.out")" \
-    "<12>$name[$(pid_of on)]: thpalloc: 1 configuration problem, running without what it would set: $S/on.conf:2: unknown key \"colour\" (keys: thp, thp_threshold, arena_size, purge_delay, purge, stats, log_problems)" \
+    "<12>$name[$(pid_of on)]: thpalloc: 1 configuration problem, running without what it would set: $S/on.conf:2: unknown key \"colour\" (keys: thp, thp_threshold, arena_size, purge_delay, purge, stats, log_problems, thp_dense)" \
     "key on, one problem: exactly one line, user.warning, the program's name and pid, the problem"
 is "$(grep "\[$(pid_of two)\]" "$S/log.out")" \
     "<12>$name[$(pid_of two)]: thpalloc: 2 configuration problems, running without what they would set: $S/two.conf:3: bad value \"3M\" for arena_size: expected a multiple of 2M from 2M to 1G, such as 64M (and more: thp-status --check)" \

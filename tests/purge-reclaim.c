@@ -962,7 +962,7 @@ static void test_loop(void)
              * page is kept; an extent (above 8 KiB) goes back to the shared runs, resident,
              * and counts as waiting for purge until the next malloc takes it again. In the
              * first pairs a small class may once leave its sub-page for a page of its own
-             * (SUB_KEEPS_MAX in lib/internal.h: 32), whose frees take the fast path; or,
+             * (SUB_KEEPS_MAX in lib/types.h: 32), whose frees take the fast path; or,
              * with no purger thread, trim the page it keeps once, until the next malloc
              * carves it again (a refault: heap.c, page_trim_kept). */
             int same = b.purged == a.purged && b.committed == a.committed &&

@@ -213,7 +213,7 @@ for T in $TOOLS; do
     is "$RC $(cat "$OUT")|$(cat "$ERR")" "1 |thp-status: --check-value: bad value \"\" for purge_delay: expected 0, a time with a unit (10ms, 1s, 5m; at most 24h) or never" \
         "$t: --check-value with an empty value: exit 1"
     run "$T" --check-value colour=blue
-    is "$RC $(head -n 1 "$ERR")" "2 thp-status: --check-value: expected KEY=VALUE, KEY one of thp, thp_threshold, arena_size, purge_delay, purge, stats, log_problems: 'colour=blue'" \
+    is "$RC $(head -n 1 "$ERR")" "2 thp-status: --check-value: expected KEY=VALUE, KEY one of thp, thp_threshold, arena_size, purge_delay, purge, stats, log_problems, thp_dense: 'colour=blue'" \
         "$t: --check-value of an unknown key: usage error, exit 2"
     run "$T" --check-value thp=never --json
     ok $([ "$RC" -eq 2 ]; echo $?) "$t: --check-value takes no other option (rc $RC)"
@@ -227,13 +227,14 @@ for T in $TOOLS; do
         "  thp            never     $R6_DIR/50-services.conf:9 [unit redis-server.service]" \
         '  thp_threshold  2M        default' '  arena_size     64M       default' \
         '  purge_delay    1s        default' '  purge          dontneed  default' \
-        '  stats          no        default' '  log_problems   no        default' 'rc 0')" "$t: thp-status --unit redis-server.service, as tools/examples/thpalloc-unit.conf says"
+        '  stats          no        default' '  log_problems   no        default' \
+        '  thp_dense      90%       default' 'rc 0')" "$t: thp-status --unit redis-server.service, as tools/examples/thpalloc-unit.conf says"
     run "$T" --json --root "$R6" --unit redis-server.service
     is "$(json "$OUT" "d['explain']['program'], d['explain']['exe'], d['explain']['unit'], d['explain']['policy'][0]['value']")" \
         "(None, None, 'redis-server.service', 'never')" "$t: --unit --json: no program, the unit, its policy"
     sanitizer_clean "$t"
 done
-ok $([ "$(wc -l <"$SCRATCH/defaults.table")" -eq 7 ] && cmp -s "$SCRATCH/defaults.table" "$SCRATCH/defaults.conf"; echo $?) \
+ok $([ "$(wc -l <"$SCRATCH/defaults.table")" -eq 8 ] && cmp -s "$SCRATCH/defaults.table" "$SCRATCH/defaults.conf"; echo $?) \
     "the shipped etc/thpalloc.conf shows every key at the table's default"
 ok $(cmp -s "$SCRATCH/defaults.table" "$SCRATCH/defaults.man"; echo $?) \
     "thpalloc.conf(5) gives every key the table's default"

@@ -29,6 +29,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "smaps-huge.h"
+
 #define MIB ((size_t)1 << 20)
 
 static unsigned char *block;
@@ -37,25 +39,6 @@ static void on_usr1(int sig)
 {
     (void)sig;
     madvise(block + 2 * MIB, 2 * MIB, MADV_DONTNEED);
-}
-
-/* AnonHugePages (kB) of the mappings that overlap [b, b + len). */
-static unsigned long huge_kb(uintptr_t b, size_t len)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
-    unsigned long total = 0, kb;
-    int in = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long s, e;
-        if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
-            in = s < b + len && e > b;
-        else if (in && sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
-            total += kb;
-    }
-    if (f)
-        fclose(f);
-    return total;
 }
 
 /* len bytes on a 2 MiB boundary, MADV_HUGEPAGE, one byte written every 2 MiB. */

@@ -18,6 +18,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "smaps-huge.h"
+
 #define MIB ((size_t)1 << 20)
 
 static void *block;
@@ -27,25 +29,6 @@ static void on_usr1(int sig)
 {
     (void)sig;
     munmap(block, block_len);
-}
-
-/* AnonHugePages (kB) of the mappings that overlap [b, b + len). */
-static unsigned long huge_kb(uintptr_t b, size_t len)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
-    unsigned long total = 0, kb;
-    int in = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long s, e;
-        if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
-            in = s < b + len && e > b;
-        else if (in && sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
-            total += kb;
-    }
-    if (f)
-        fclose(f);
-    return total;
 }
 
 int main(int argc, char **argv)

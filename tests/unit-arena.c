@@ -5,7 +5,7 @@
  * arenas unmapped after purge_delay but one spare, strict overcommit (chunks committed as handed
  * out, PROT_NONE again once purged), mappings of their own resized in place or moved. The figures
  * come from the kernel (/proc/self/maps). */
-#include "internal.h"
+#include "arena.h"
 #include "tap.h"
 
 #include <stdio.h>

@@ -428,9 +428,12 @@ static void test_key_table(void)
     tap_ok(cfg_key_lookup("colour") == -1, "an unknown key is not found");
     char list[128];
     cfg_key_list(list, sizeof list);
-    tap_ok(strcmp(list,
-                  "thp, thp_threshold, arena_size, purge_delay, purge, stats, log_problems") == 0,
-           "the key list (%s)", list);
+    tap_ok(
+        strcmp(
+            list,
+            "thp, thp_threshold, arena_size, purge_delay, purge, stats, log_problems, thp_dense") ==
+            0,
+        "the key list (%s)", list);
 }
 
 static void test_cgroup(void)

@@ -8,7 +8,7 @@
  * every operation. (Keeping the newest blocks of a full cache instead of none was tried and
  * raised xchange's peak: docs/benchmarks-log.md, 2026-12-05, branch extent-cache.) */
 #include "extent-map.h"
-#include "internal.h"
+#include "heap.h"
 #include "tap.h"
 #include "unit-extent-env.h"
 

@@ -3,7 +3,7 @@
  * fatal paths; and their count of the extents' bytes out. Included by one source of each. */
 #ifndef THPALLOC_UNIT_EXTENT_ENV_H
 #define THPALLOC_UNIT_EXTENT_ENV_H
-#include "internal.h"
+#include "chunk.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * THPALLOC_DEBUG, so that every operation also checks the map's invariants (runs tile the chunk, no
  * two free runs touch, the counts add up), over a random run checked against a shadow model. */
 #include "extent-map.h"
-#include "internal.h"
+#include "chunk.h"
 #include "tap.h"
 
 #include <sched.h>

@@ -2,7 +2,7 @@
  * covers. Entries are only recorded, never dereferenced, so addresses no mapping of this
  * machine can have are tested as well: the top of arm64's 48-bit user space (where its
  * mmap hands out memory), both sides of 2^47, and on 32-bit the top of the 4 GiB. */
-#include "internal.h"
+#include "registry.h"
 #include "tap.h"
 
 #include <stdint.h>

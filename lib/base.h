@@ -1,0 +1,63 @@
+/* thpalloc internals, layer 1: the fatal path, the counters, the fork hooks' phases.
+ *
+ * One header a layer of docs/design.md ("The library, bottom to top"), each including the
+ * one below it: base.h < policy.h < registry.h < arena.h < page.h < page-queue.h < chunk.h
+ * < abandon.h < heap.h < thread.h < reclaim.h < purger.h < init.h < alloc.h. A file includes
+ * its own layer's header, and so sees what its layer and the layers below export, nothing
+ * above. A header holds one block per file of its layer, in the order of the layers, with
+ * exactly what that file exports and the inlines of the fast paths that call it. Why a
+ * function does what it does is said beside its definition; the data structures and their
+ * invariants are in types.h. tools/dev/lib-layers --check checks each block's names against
+ * its file, the blocks' order, every file's includes and the calls of every header's
+ * inlines. */
+#ifndef THPALLOC_BASE_H
+#define THPALLOC_BASE_H
+
+#include "types.h"
+
+/* ---- the fork hooks: one per file that holds a lock, FILE_fork (init.c calls them in the
+ * lock order) ------------------------------------------------------------------------------ */
+enum fork_phase { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
+/* What a hook does with one mutex: take it before fork, release it after, and make it anew
+ * in the child (only the forking thread exists there). */
+static inline void fork_mutex(pthread_mutex_t *m, enum fork_phase phase)
+{
+    if (phase == FORK_PREPARE)
+        pthread_mutex_lock(m);
+    else if (phase == FORK_PARENT)
+        pthread_mutex_unlock(m);
+    else
+        pthread_mutex_init(m, NULL);
+}
+
+/* ---- fatal.c ---------------------------------------------------------------------------- */
+HIDDEN void lib_fatal(const char *msg, const void *p) __attribute__((noreturn, cold));
+/* lib_fatal for paths that make no call but tail calls (free's fast path, heap_free_full,
+ * heap_free_remote), jumped to: a call of a noreturn function stays a call, and made them
+ * align their stack on every free. */
+HIDDEN void lib_fatal_tail(const char *msg, void *p) __attribute__((cold));
+
+/* ---- counters.c ------------------------------------------------------------------------- */
+extern HIDDEN _Atomic uint64_t stat_reserved, stat_huge_advised, stat_purged, stat_purge_pending,
+    stat_committed;
+extern HIDDEN _Atomic uint64_t stat_pages_dirty, stat_tail_padded;
+extern HIDDEN _Atomic uint64_t stat_dense_huge, stat_dense_collapses, stat_dense_splits;
+
+/* A purge inside chunk c (a page's slot, a hole, a tail), or c itself going back: a chunk
+ * dense.c collapsed is a huge page no more (the kernel splits it at the purge, or the arena
+ * takes it whole). split: count it as a split. */
+static inline void chunk_dense_lost(const chunk_t *c, bool split)
+{
+    /* the one field a holder of a const descriptor may change */
+    _Atomic uint8_t *dense = (_Atomic uint8_t *)&c->dense;
+    uint8_t huge = CHUNK_DENSE_HUGE;
+    if (likely(atomic_load_explicit(dense, memory_order_relaxed) != CHUNK_DENSE_HUGE) ||
+        !atomic_compare_exchange_strong_explicit(dense, &huge, CHUNK_DENSE_NONE,
+                                                 memory_order_relaxed, memory_order_relaxed))
+        return;
+    atomic_fetch_sub_explicit(&stat_dense_huge, CHUNK_SIZE, memory_order_relaxed);
+    if (split)
+        atomic_fetch_add_explicit(&stat_dense_splits, 1, memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,56 @@
+#!/bin/bash
+# thp_dense (thpalloc.conf(5)): small-object memory nearly all in use becomes huge pages,
+# collapsed by the background purge (the purger thread, which 16 MiB of them start) once
+# the chunks filled, at no more than
+# the part not in use yet in resident size; freed, it goes back to 4 KiB pages and to the
+# kernel after purge_delay. Figures from the real kernel (smaps_rollup) and the library's
+# statistics. thp_dense = off and thp = never collapse nothing.
+set -u
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
+probe=$TESTS_BUILDDIR/policy-dense-probe
+test -x "$probe" || bail "$probe not built"
+enabled=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+case $enabled in
+*"[never]"* | "") skip_all "the kernel gives no huge pages (THP enabled: ${enabled:-absent})" ;;
+esac
+can=$("$probe" can-collapse)
+case $can in
+collapse=1) ;;
+*) skip_all "this kernel does not collapse a range on request (MADV_COLLAPSE: $can)" ;;
+esac
+get() { sed -n "s/^$1=//p" <<<"$out"; }
+run() {
+    out=$(env "$@" LD_PRELOAD="$THPALLOC_LIB" timeout 60 "$probe" 256 48)
+    rc=$?
+    sed 's/^/# /' <<<"$out"
+}
+
+run THPALLOC_PURGE_DELAY=500ms
+is "$rc" 0 "the probe ran: every block kept its contents through the collapses"
+c=$(get busy_collapses)
+test "$c" -ge 20
+ok $? "thp_dense 90% (the default): 48 MiB of 256-byte blocks, $c chunks collapsed (at least 20 of 24)"
+test "$(get busy_anonhuge_kb)" -ge $((40 * 1024))
+ok $? "the kernel backs them with huge pages: AnonHugePages $(get busy_anonhuge_kb) kB (at least 40 MiB)"
+test "$(get busy_dense_huge_kb)" -eq $((c * 2048))
+ok $? "the statistics count them: dense_huge $(get busy_dense_huge_kb) kB = $c x 2 MiB"
+grow=$(($(get busy_rss_kb) - $(get filled_rss_kb)))
+test "$grow" -le $((48 * 1024 / 10))
+ok $? "resident size grew by $grow kB, at most the 10 % of 48 MiB not yet in use"
+test "$(get freed_dense_huge_kb)" -eq 0
+ok $? "freed and idle past purge_delay: no collapsed chunk left (dense_huge $(get freed_dense_huge_kb) kB)"
+test "$(get freed_anonhuge_kb)" -le 2048
+ok $? "freed and idle: the kernel's huge pages are gone too (AnonHugePages $(get freed_anonhuge_kb) kB)"
+test "$(get freed_rss_kb)" -le $((16 * 1024))
+ok $? "freed and idle: resident size back to $(get freed_rss_kb) kB (at most 16 MiB)"
+
+run THPALLOC_PURGE_DELAY=500ms THPALLOC_THP_DENSE=off
+is "$(get busy_collapses) $(get busy_dense_huge_kb)" "0 0" "thp_dense = off: nothing collapsed"
+test "$(get busy_anonhuge_kb)" -le 4096
+ok $? "thp_dense = off: small objects on 4 KiB pages (AnonHugePages $(get busy_anonhuge_kb) kB)"
+run THPALLOC_PURGE_DELAY=500ms THPALLOC_THP=never
+is "$(get busy_collapses) $(get busy_dense_huge_kb)" "0 0" "thp = never: nothing collapsed"
+run THPALLOC_PURGE_DELAY=500ms THPALLOC_THP_DENSE=40%
+test "$(get busy_collapses)" -ge 20
+ok $? "a value out of range (40%) is refused and the default 90% applies ($(get busy_collapses) collapsed)"
+done_testing
