@@ -2,7 +2,7 @@
 # this file for the #PRELOAD_FUNCTIONS# line of both (dh_installdeb --define), so it is
 # written once but is no file of the package: postrm runs after the package's files are
 # gone, and the fallback below exists for when the tool (package thpalloc) is gone too.
-# tests/preload-fallback.sh runs the functions on scratch roots.
+# tests/pkg-preload-fallback.sh runs the functions on scratch roots.
 # shellcheck shell=sh
 
 # ld.so.preload as glibc's ld.so reads it (elf/rtld.c): entries are separated by blanks,

@@ -550,7 +550,7 @@ void *foreign_realloc(void *p, size_t size)
 /* glibc's own malloc_usable_size (malloc.c, musable) for one of its blocks, read from its
  * chunk header: glibc exports no __libc_ name for it, and a dlsym on the allocator's path may
  * allocate. The header layout (size word before the block; IS_MMAPPED = 2, PREV_INUSE = 1 in
- * the next chunk) has not changed since glibc 2.0; tests/foreign.sh compares the result with
+ * the next chunk) has not changed since glibc 2.0; tests/api-foreign.sh compares the result with
  * glibc's function for every kind of glibc block. */
 TEXT_WARM
 size_t foreign_usable_size(void *p)

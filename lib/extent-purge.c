@@ -23,7 +23,7 @@ static _Atomic bool trim_want_thread; /* a storm asks for the purger (note_pendi
  * their chunk stayed, each below the threshold. Not a whole chunk: an empty chunk is the
  * spare or waits as a chunk (chunk_maybe_drop); trimmed, it went back to the arena at once,
  * and the next block took it back as a new chunk, whose runs carry no trim (a whole
- * chunk's madvise per malloc/free pair: rel-reclaim's loop). */
+ * chunk's madvise per malloc/free pair: purge-reclaim's loop). */
 static bool trim_due(const struct ext_shard *s, const struct ext_free *n, unsigned held)
 {
     size_t min = policy_in_force.trim_threshold;

@@ -26,7 +26,7 @@ struct policy policy_in_force = {
 /* The resolved policy with each key's origin, for thpalloc_policy(): copied here only when
  * something but the defaults was read (a file, a variable), and in a section after .bss
  * (layout.ld), so that a process on the defaults never writes its 3 KiB: they pushed the
- * variables every process writes onto a second page (tests/rel-footprint.sh). */
+ * variables every process writes onto a second page (tests/footprint-idle.sh). */
 static struct cfg_settings settings __attribute__((section(".bss.thp_rare")));
 static bool settings_kept;
 static _Atomic int load_state; /* 0 not loaded, 1 loading, 2 loaded */

@@ -237,7 +237,7 @@ void purger_start_if_wanted(const void *caller)
     /* Nor from a free that ld.so makes: it frees a finished thread's TLS (pthread_join, a
      * detached thread's end) with glibc's stack-cache lock held, which pthread_create takes
      * too, so the thread would wait for itself forever with every signal blocked
-     * (tests/rel-joinfree). The request stays for the next call from anywhere else. */
+     * (tests/stress-joinfree). The request stays for the next call from anywhere else. */
     if (caller &&
         atomic_load_explicit(&purger_wanted, memory_order_relaxed) == PURGER_WANT_THREAD &&
         os_in_loader(caller))

@@ -60,7 +60,7 @@ bool registry_set(uint8_t *base, size_t nchunks, chunk_t *desc)
 {
     LIB_ASSERT(((uintptr_t)desc & REG_TAG_MASK) == 0);
     /* its page_shift is set, and stays while registered; the marker's is known without a
-     * read: chunk_unused lies with the rare text, which no small process touches (rel-layout) */
+     * read: chunk_unused lies with the rare text, which no small process touches (build-layout) */
     uintptr_t e = desc == &chunk_unused
                       ? (uintptr_t)&chunk_unused | ((PAGE_SHIFT_NONE - 7u) & REG_SHIFT_BITS)
                       : registry_tag(desc);

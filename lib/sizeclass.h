@@ -53,7 +53,7 @@ static inline unsigned sc_floor_log2(size_t x)
      ((s) > 2960) + ((s) > 3264) + ((s) > 3440) + ((s) > 3632))
 /* The two tables below are defined once, where SC_TABLES_DEFINE is (page.c; the unit
  * test, which links no library object): a static copy in each file that reads them took 512
- * B of the one page of .rodata every process maps (tests/rel-layout.sh). */
+ * B of the one page of .rodata every process maps (tests/build-layout.sh). */
 #ifdef SC_TABLES_DEFINE
 #define SC_TABLE_(decl, ...) __attribute__((visibility("hidden"))) const decl = __VA_ARGS__
 #else

@@ -24,7 +24,7 @@
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
-/* Word-size dependent edges (the program is also built with -m32, tests/rel-m32.sh):
+/* Word-size dependent edges (the program is also built with -m32, tests/m32-suites.sh):
  * BEYOND no process can map; ALIGN_BEYOND a power of two no mapping is aligned to;
  * ROOT * ROOT wraps to 0. */
 #if SIZE_MAX > 0xffffffffu

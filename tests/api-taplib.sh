@@ -1,4 +1,5 @@
-# Shared TAP helpers for the api-, foreign-, oom- and dormant- tests. Sourced (POSIX sh).
+# Shared TAP helpers of the tests that run C programs (relay of tests/relay-report.h lines,
+# timeouts, a scratch directory, stand-in mode). Sourced (POSIX sh).
 #
 # Environment (exported by `make check`, see Makefile.am):
 #   THPALLOC_LIB     absolute path of the built libthpalloc.so.1

@@ -1,5 +1,5 @@
-# Sourced by the tests that build and run 32-bit (gcc -m32) programs: rel-m32.sh,
-# rel-preload-world.sh. Linking is not enough: a kernel built without IA-32 emulation (or
+# Sourced by the tests that build and run 32-bit (gcc -m32) programs: m32-suites.sh,
+# real-preload-world.sh. Linking is not enough: a kernel built without IA-32 emulation (or
 # booted with ia32_emulation=0) links nothing less, then refuses to execute the result
 # ("Exec format error", status 126).
 #

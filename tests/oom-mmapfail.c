@@ -1,4 +1,4 @@
-/* oom-mmapfail: run under LD_PRELOAD="mmapfail-interpose.so:ALLOCATOR" with
+/* oom-mmapfail: run under LD_PRELOAD="oom-mmapfail-interpose.so:ALLOCATOR" with
  * MMAPFAIL_AFTER=N. From the Nth anonymous mmap (and mremap, mprotect; madvise with
  * MMAPFAIL_MADVISE=1) on, the kernel "fails": every allocation must then either work or
  * return NULL with ENOMEM (posix_memalign: return ENOMEM), blocks that were handed out

@@ -1,5 +1,5 @@
 #!/bin/sh
-# oom-mmapfail: LD_PRELOAD="mmapfail-interpose.so:$THPALLOC_LIB" makes anonymous mmap (and
+# oom-mmapfail: LD_PRELOAD="oom-mmapfail-interpose.so:$THPALLOC_LIB" makes anonymous mmap (and
 # mremap, mprotect; madvise in a second pass) fail from the Nth call, N = 1..40. Each run
 # must end normally (no crash, no hang: each runs under `timeout`); every NULL must come
 # with ENOMEM; blocks keep their contents; calloc memory is zero; once the program turns
@@ -9,7 +9,7 @@
 . "${TESTS_SRCDIR:-$(dirname "$0")}/api-taplib.sh"
 
 prog=$TESTS_BUILDDIR/oom-mmapfail
-interposer=$TESTS_BUILDDIR/.libs/mmapfail-interpose.so
+interposer=$TESTS_BUILDDIR/.libs/oom-mmapfail-interpose.so
 test -x "$prog" || bail "$prog not built"
 test -r "$interposer" || bail "$interposer not built"
 

@@ -462,7 +462,7 @@ ok $? "the CRLF entry: a warning that says what ld.so does with it"
 in_chroot /bin/sh -c 'grep -c libthpalloc /proc/self/maps' >"$work/out" 2>/dev/null
 [ "$(head -1 "$work/out")" -gt 0 ] 2>/dev/null
 ok $? "with the CRLF file, programs run on thpalloc (our entry is a line of its own)"
-# (The warning about the CRLF entry is checked in tests/preload-matrix.sh: without /sys in
+# (The warning about the CRLF entry is checked in tests/pkg-preload-matrix.sh: without /sys in
 # this chroot, thp-status lists only the missing THP.)
 in_chroot thp-status >"$work/out" 2>/dev/null
 in_chroot thp-status --prometheus >"$work/prom" 2>/dev/null

@@ -7,7 +7,7 @@
 # statistics. thp_dense = off and thp = never collapse nothing.
 set -u
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
-probe=$TESTS_BUILDDIR/dense-probe
+probe=$TESTS_BUILDDIR/policy-dense-probe
 test -x "$probe" || bail "$probe not built"
 enabled=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
 case $enabled in

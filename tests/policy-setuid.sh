@@ -62,7 +62,7 @@ run() { # as nobody, with hostile environment, optionally under strace (as root:
 out=$(run setpriv --reuid=65534 --regid=65534 --clear-groups env THPALLOC_THP=always \
     THPALLOC_CONF="$tmp/evil.conf" THPALLOC_VERBOSE=1 THPALLOC_PURGE_DELAY=0 \
     "$tmp/probe" policy 2>"$tmp/err")
-echo "$out" | sed 's/^/# /'
+diag "$out"
 grep -q '^secure=1$' <<<"$out"
 ok $? "the setuid probe runs in secure execution (AT_SECURE)"
 grep -q '^thp=large default$' <<<"$out"
@@ -83,7 +83,7 @@ ok $? "a drop-in linked to a root-owned file in a directory another user owns is
 status=$TESTS_BUILDDIR/../tools/thp-status/thp-status
 if [ -x "$status" ]; then
     chk=$(run "$status" --check 2>&1)
-    echo "$chk" | sed 's/^/# check: /'
+    printf '%s\n' "$chk" | sed 's/^/check: /' | diag
     grep -q '/thpalloc.d/70-user-dir.conf: a directory on its path is not owned by root (or you) or is writable by group or others: setuid/setcap programs ignore it$' <<<"$chk" &&
         ! grep -q '60-ok.conf' <<<"$chk"
     ok $? "thp-status --check reports the linked drop-in setuid programs ignore, not the other"
@@ -102,13 +102,13 @@ if [ -x "$status" ]; then
     view=$("$status" "$sp" 2>&1)
     kill "$sp" 2>/dev/null
     wait "$sp" 2>/dev/null
-    echo "$view" | grep -E 'secure|thp_threshold|arena_size' | sed 's/^/# view: /'
+    printf '%s\n' "$view" | grep -E 'secure|thp_threshold|arena_size' | sed 's/^/view: /' | diag
     grep -qE '^    arena_size +128M +.*/thpalloc.d/60-ok.conf:2 \[global\]$' <<<"$view" &&
         grep -qE '^    thp_threshold +2M +default$' <<<"$view"
     ok $? "the PID view of a setuid process: the same two decisions"
 else
-    echo "ok $((n += 1)) - thp-status --check # SKIP tools/thp-status/thp-status not built"
-    echo "ok $((n += 1)) - thp-status PID # SKIP tools/thp-status/thp-status not built"
+    skip "thp-status --check" "tools/thp-status/thp-status not built"
+    skip "thp-status PID" "tools/thp-status/thp-status not built"
 fi
 run strace -f -qq -e trace=openat -o "$tmp/strace" setpriv --reuid=65534 --regid=65534 \
     --clear-groups env THPALLOC_CONF="$tmp/evil.conf" "$tmp/probe" policy >/dev/null 2>&1

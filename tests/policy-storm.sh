@@ -6,20 +6,18 @@
 # node freed (123 a MiB). And the emptied page slots of a chunk go back in ranges; a process
 # that takes back what the delayed purge gave back keeps it while it works.
 set -u
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 shim=$TESTS_BUILDDIR/.libs/libpolicyshim.so
 prog=$TESTS_BUILDDIR/bench/listdrain
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
 
 for helpers in 0 4; do
     rm -f "$tmp/out"
     # timeout outside the preload: the shim's count is written at exit, the last one wins
     out=$(timeout 120 env POLICY_SHIM_OUT="$tmp/out" LD_PRELOAD="$shim:$THPALLOC_LIB" \
         "$prog" 2 300000 $helpers)
-    echo "# $out"
-    echo "# madvise: $(cat "$tmp/out" 2>/dev/null)"
+    diag "$out" "madvise: $(cat "$tmp/out" 2>/dev/null)"
     freed=$(sed -n 's/.*freed_mib=\([0-9]*\).*/\1/p' <<<"$out")
     calls=$(sed -n 's/.*other=\([0-9]*\).*/\1/p' "$tmp/out" 2>/dev/null)
     test -n "$freed" -a -n "$calls" && test "$calls" -le $((2 * freed))
@@ -31,7 +29,7 @@ done
 rm -f "$tmp/out"
 out=$(timeout 60 env POLICY_SHIM_OUT="$tmp/out" LD_PRELOAD="$shim:$THPALLOC_LIB" \
     "$TESTS_BUILDDIR/policy-probe" slots 16)
-echo "# $out; madvise: $(cat "$tmp/out" 2>/dev/null)"
+diag "$out; madvise: $(cat "$tmp/out" 2>/dev/null)"
 kept=$(sed -n 's/^kept=//p' <<<"$out")
 calls=$(sed -n 's/.*other=\([0-9]*\).*/\1/p' "$tmp/out" 2>/dev/null)
 test -n "$kept" -a -n "$calls" && test "$calls" -le $((3 * kept))
@@ -43,11 +41,11 @@ ok $? "emptied page slots of ${kept:-?} live chunks: ${calls:-?} madvise (at mos
 # 1.26x glibc's page faults).
 out=$(timeout 60 env THPALLOC_PURGE_DELAY=200ms LD_PRELOAD="$THPALLOC_LIB" \
     "$TESTS_BUILDDIR/policy-probe" refault | tr '\n' ' ')
-echo "# $out"
+diag "$out"
 busy=$(sed -n 's/.*busy_kb=\([0-9]*\).*/\1/p' <<<"$out")
 idle=$(sed -n 's/.*idle_kb=\([0-9]*\).*/\1/p' <<<"$out")
 test -n "$busy" && test "$busy" -ge $((30 * 1024))
 ok $? "refault: freed again after a refault, 32 MiB stays resident while the process works 5 purge_delays (${busy:-?} kB)"
 test -n "$idle" && test "$idle" -le $((4 * 1024))
 ok $? "refault: and goes back once it sleeps 5 purge_delays (${idle:-?} kB)"
-echo "1..$n"
+done_testing

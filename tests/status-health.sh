@@ -6,7 +6,7 @@
 # thp_thpalloc_config_problems 2, thp_health_status 1, thp_health_problems and one
 # thp_health_problem_info per problem (and exits 0: its verdict is in the metric). The
 # machine's own warnings (its THP settings, counted alike) are measured first with an
-# empty --root and added. thpalloc-preload status: 1 when dormant (tests/preload-matrix.sh).
+# empty --root and added. thpalloc-preload status: 1 when dormant (tests/pkg-preload-matrix.sh).
 . "$TESTS_SRCDIR/status-lib.sh"
 
 set -- $TOOLS

@@ -1,5 +1,5 @@
 /* thpalloc stress test: multithreaded allocation patterns, run under
- * LD_PRELOAD=$THPALLOC_LIB by tests/stress.sh (one TAP line per mode).
+ * LD_PRELOAD=$THPALLOC_LIB by tests/stress-threads.sh (one TAP line per mode).
  *
  *   stress-threads [-g] [-s SECONDS] MODE
  *   stress-threads-nopie ...   the same, built as a non-PIE executable that takes malloc's
@@ -16,7 +16,8 @@
  * (thpalloc_active() == 1, found with dlsym) and checks thpalloc_get_stats():
  * in_use must come back to its start value (nothing leaks), heaps must stay bounded.
  * -g ("glibc mode") skips those checks so the same program can run under any malloc.
- * Exit status 0 on success; every failure is printed with "FAIL:" on stderr. */
+ * Output (tests/relay-report.h): "# FAIL: ..." for each of the first 20 failures, then one
+ * "ok - ..." or "not ok - ..." line and "end"; exit status 0 on success. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
@@ -36,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "relay-report.h"
 #include "thpalloc.h"
 
 #define KiB ((size_t)1024)
@@ -67,7 +69,7 @@ static void fail(const char *fmt, ...)
     va_end(ap);
     /* Cap the noise: the first 20 failures are enough to diagnose. */
     if (atomic_fetch_add(&failures, 1) < 20)
-        fprintf(stderr, "FAIL: %s\n", buf);
+        printf("# FAIL: %s\n", buf); /* one call: threads' lines do not mix */
 }
 
 static double now_s(void)
@@ -186,7 +188,7 @@ static void *xmalloc(size_t size, const char *what)
     void *p = malloc(size);
     check_block(p, size, what);
     if (!p) {
-        fprintf(stderr, "FAIL: out of memory, giving up\n");
+        printf("# FAIL: out of memory, giving up\n");
         exit(2);
     }
     return p;
@@ -1027,8 +1029,10 @@ int main(int argc, char **argv)
         printf("# non-PIE build: &malloc = %p lies in %s\n", (void *)(uintptr_t)malloc_address,
                di.dli_fname);
 #endif
-    if (thpalloc_setup() != 0)
+    if (thpalloc_setup() != 0) {
+        report(0, "thpalloc is the process's malloc");
         return 1;
+    }
     if (!strcmp(mode, "prodcons"))
         mode_prodcons();
     else if (!strcmp(mode, "manythreads"))
@@ -1042,10 +1046,7 @@ int main(int argc, char **argv)
     else
         usage();
     long f = atomic_load(&failures);
-    if (f) {
-        fprintf(stderr, "FAIL: %s: %ld failure(s)\n", mode, f);
-        return 1;
-    }
-    printf("# %s: all checks passed\n", mode);
-    return 0;
+    report(f == 0, "every check passed (%ld failure(s))", f);
+    puts("end");
+    return f ? 1 : 0;
 }

@@ -1,6 +1,6 @@
 /* fuzz-alloc: libFuzzer harness for the allocator API, driven by a byte stream.
  *
- * The allocator under test is thpalloc itself: tests/rel-fuzz.sh builds the lib/ sources into a
+ * The allocator under test is thpalloc itself: tests/build-fuzz.sh builds the lib/ sources into a
  * private libthpalloc.so.1 with -fsanitize=fuzzer-no-link,undefined (coverage of the
  * allocator guides the fuzzer; UBSan checks it) and links this harness against it with
  * -fsanitize=fuzzer,undefined and no ASan (ASan would replace malloc). Every malloc of

@@ -14,7 +14,7 @@
  * default/file/environment with a rank matching it, formatted values are NUL-terminated
  * and non-empty, and an identical second resolution gives identical settings.
  *
- * Build (tests/rel-fuzz.sh): clang -fsanitize=fuzzer,address,undefined -Ilib
+ * Build (tests/build-fuzz.sh): clang -fsanitize=fuzzer,address,undefined -Ilib
  *   tests/fuzz/fuzz-config.c lib/config*.c lib/thp.c lib/os.c libinih.a */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
