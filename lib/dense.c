@@ -22,7 +22,10 @@
  * The notes are a ring of slots that owners fill by CAS and the pass (under the purge pass
  * lock: one at a time) empties; a full ring drops the note (the chunk is noted again at its
  * next new page). A chunk noted, then given back before the pass looks, is recognised by
- * its base and kind; the descriptor itself is never unmapped. */
+ * its base and kind; the descriptor itself is never unmapped. The pass checks the chunk just
+ * before the collapse, not under its owner: an owner that gives the chunk back to the arena
+ * in between (a few instructions) leaves a huge page of zeros in a free chunk until the
+ * arena reuses it; memory, never a block's contents. */
 #include "chunk.h"
 
 #include <errno.h>
