@@ -860,13 +860,19 @@ static void not_if_live(void *P)
     }
 }
 
-/* The misuse itself: P freed again, between the phases the parent reads. */
-static void free_again(void *P)
+/* The misuse itself: P freed, between the phases the parent reads. */
+static void misuse_free(void *P)
 {
-    not_if_live(P);
     set_phase(PH_MISUSE);
     free(P);
     set_phase(PH_RETURNED);
+}
+
+/* P freed again, unless it is live again (not_if_live). */
+static void free_again(void *P)
+{
+    not_if_live(P);
+    misuse_free(P);
 }
 
 static uint32_t alloc_block(ws_t *w, const inj_t *j);
@@ -1161,18 +1167,14 @@ static void *child_body(void *arg)
         break;
     case K_DF_NOW:
         t_free(&m, pr);
-        set_phase(PH_MISUSE);
-        free(P);
-        set_phase(PH_RETURNED);
+        misuse_free(P);
         break;
     case K_DF_ABA: {
         uint32_t xr = alloc_block(&m, j);
         X = (void *)recs[xr].p;
         t_free(&m, pr);
         t_free(&m, xr);
-        set_phase(PH_MISUSE);
-        free(P);
-        set_phase(PH_RETURNED);
+        misuse_free(P);
         break;
     }
     case K_DF_LATER:
@@ -1191,9 +1193,7 @@ static void *child_body(void *arg)
             helper_stop(&hb);
             use_b = 0;
         }
-        set_phase(PH_MISUSE);
-        free(P);
-        set_phase(PH_RETURNED);
+        misuse_free(P);
         break;
     case K_DF_OWNER_REMOTE:
         t_free(&m, pr);
@@ -1220,9 +1220,7 @@ static void *child_body(void *arg)
         }
         helper_stop(&hb);
         use_b = 0;
-        set_phase(PH_MISUSE);
-        free(P);
-        set_phase(PH_RETURNED);
+        misuse_free(P);
         break;
     case K_DF_TRIM:
     case K_DF_PURGE:
