@@ -152,6 +152,19 @@ static bool parse_word(const char *const *words, int n, const char *text, int64_
     return false;
 }
 
+/* A key of two words, value 0 and 1 (any other value formats as the second word, which
+ * parses back as 1: cfg_value_ok refuses it): its words, parse_NAME and format_NAME. */
+#define TWO_WORDS(name, word0, word1)                                                              \
+    static const char *const name##_words[] = {word0, word1};                                      \
+    TEXT_WARM static bool parse_##name(const char *text, int64_t *v)                               \
+    {                                                                                              \
+        return parse_word(name##_words, 2, text, v);                                               \
+    }                                                                                              \
+    TEXT_COLD static void format_##name(int64_t v, char *buf, size_t cap)                          \
+    {                                                                                              \
+        cfg_str_copy(buf, cap, name##_words[v != 0]);                                              \
+    }
+
 TEXT_WARM
 static bool parse_mode(const char *text, int64_t *v)
 {
@@ -234,34 +247,10 @@ static void format_time(int64_t v, char *buf, size_t cap)
 }
 
 /* Indexed by enum os_purge. */
-static const char *const purge_words[] = {"dontneed", "free"};
-
-TEXT_WARM
-static bool parse_purge(const char *text, int64_t *v)
-{
-    return parse_word(purge_words, 2, text, v);
-}
-
-TEXT_COLD
-static void format_purge(int64_t v, char *buf, size_t cap)
-{
-    cfg_str_copy(buf, cap, purge_words[v != 0]);
-}
+TWO_WORDS(purge, "dontneed", "free")
 
 /* Indexed by log_problems. */
-static const char *const log_words[] = {"no", "syslog"};
-
-TEXT_WARM
-static bool parse_log(const char *text, int64_t *v)
-{
-    return parse_word(log_words, 2, text, v);
-}
-
-TEXT_COLD
-static void format_log(int64_t v, char *buf, size_t cap)
-{
-    cfg_str_copy(buf, cap, log_words[v != 0]);
-}
+TWO_WORDS(log, "no", "syslog")
 
 /* thp_dense: a percentage from CFG_THP_DENSE_MIN to 100 ("90" or "90%"), or off (0). */
 TEXT_WARM
@@ -298,19 +287,7 @@ static void format_dense(int64_t v, char *buf, size_t cap)
 }
 
 /* Indexed by stats_at_exit. */
-static const char *const stats_words[] = {"no", "exit"};
-
-TEXT_WARM
-static bool parse_stats(const char *text, int64_t *v)
-{
-    return parse_word(stats_words, 2, text, v);
-}
-
-TEXT_COLD
-static void format_stats(int64_t v, char *buf, size_t cap)
-{
-    cfg_str_copy(buf, cap, stats_words[v != 0]);
-}
+TWO_WORDS(stats, "no", "exit")
 
 #define FIELD(f, kind) offsetof(struct cfg_values, f), kind
 #define BLOCK(f)                                                                                   \

@@ -184,24 +184,26 @@ void ts_lint_section(void *ctx, const char *file, int line, const char *kind, co
 
 /* ---- who can read the files ---------------------------------------------------------- */
 
+/* name, or "uid 1000" (kind "uid") where the id has none. */
+static const char *id_name(const char *name, const char *kind, unsigned id, char *buf, size_t cap)
+{
+    if (name)
+        snprintf(buf, cap, "%s", name);
+    else
+        snprintf(buf, cap, "%s %u", kind, id);
+    return buf;
+}
+
 static const char *user_name(uid_t uid, char *buf, size_t cap)
 {
     struct passwd *pw = getpwuid(uid);
-    if (pw)
-        snprintf(buf, cap, "%s", pw->pw_name);
-    else
-        snprintf(buf, cap, "uid %u", (unsigned)uid);
-    return buf;
+    return id_name(pw ? pw->pw_name : NULL, "uid", (unsigned)uid, buf, cap);
 }
 
 static const char *group_name(gid_t gid, char *buf, size_t cap)
 {
     struct group *gr = getgrgid(gid);
-    if (gr)
-        snprintf(buf, cap, "%s", gr->gr_name);
-    else
-        snprintf(buf, cap, "gid %u", (unsigned)gid);
-    return buf;
+    return id_name(gr ? gr->gr_name : NULL, "gid", (unsigned)gid, buf, cap);
 }
 
 /* The library runs as each process's user: one that is neither the owner of a file nor in

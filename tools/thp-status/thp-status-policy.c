@@ -122,6 +122,21 @@ void ts_config_problems(struct ts_problems *probs)
     check_files(NULL, probs);
 }
 
+/* The array key of problems as JSON objects: file, the line (with_line), message. */
+static void problems_json(const char *key, const struct ts_problems *p, bool with_line)
+{
+    j_arr(key);
+    for (size_t i = 0; i < p->n; i++) {
+        j_obj(NULL);
+        j_str("file", p->v[i].file);
+        if (with_line)
+            j_int("line", p->v[i].line);
+        j_str("message", p->v[i].msg);
+        j_end();
+    }
+    j_end();
+}
+
 int ts_check(char **files, int nfiles)
 {
     char conf[PATH_MAX], dir[PATH_MAX];
@@ -154,15 +169,7 @@ int ts_check(char **files, int nfiles)
         }
         j_end();
         j_bool("ok", probs.n == 0);
-        j_arr("problems");
-        for (size_t i = 0; i < probs.n; i++) {
-            j_obj(NULL);
-            j_str("file", probs.v[i].file);
-            j_int("line", probs.v[i].line);
-            j_str("message", probs.v[i].msg);
-            j_end();
-        }
-        j_end();
+        problems_json("problems", &probs, true);
         j_end();
         j_end();
         j_finish();
@@ -225,14 +232,7 @@ int ts_explain(const char *program, const char *unit, bool with_env)
         j_bool("environment", with_env);
         ts_policy_json("policy", &s);
         j_int("problems", (long long)probs.n);
-        j_arr("warnings");
-        for (size_t i = 0; i < warn.n; i++) {
-            j_obj(NULL);
-            j_str("file", warn.v[i].file);
-            j_str("message", warn.v[i].msg);
-            j_end();
-        }
-        j_end();
+        problems_json("warnings", &warn, false);
         j_end();
         j_end();
         j_finish();

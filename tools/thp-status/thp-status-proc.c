@@ -284,16 +284,26 @@ char *lines_next(struct lines *l)
     }
 }
 
+/* p's file name for reading by lines, at most cap bytes, after the tests' pause of that
+ * name; NULL (the error recorded in p) when it cannot be opened. */
+static struct lines *proc_lines(struct proc *p, const char *name, uint64_t cap)
+{
+    ts_test_pause(name);
+    struct lines *in = malloc(sizeof *in);
+    int err = in ? lines_open(in, p->dirfd, name, cap) : ENOMEM;
+    if (err) {
+        add_err(p, name, err);
+        free(in);
+        return NULL;
+    }
+    return in;
+}
+
 void proc_read_maps(struct proc *p)
 {
-    ts_test_pause("maps");
-    struct lines *in = malloc(sizeof *in);
-    int err = in ? lines_open(in, p->dirfd, "maps", PROC_MAPS_CAP) : ENOMEM;
-    if (err) {
-        add_err(p, "maps", err);
-        free(in);
+    struct lines *in = proc_lines(p, "maps", PROC_MAPS_CAP);
+    if (!in)
         return;
-    }
     free(p->maps);
     p->maps = NULL;
     p->nmaps = 0;
@@ -424,14 +434,9 @@ static void vma_account(struct proc *p, const struct vma *v)
 
 static void read_smaps(struct proc *p)
 {
-    ts_test_pause("smaps");
-    struct lines *in = malloc(sizeof *in);
-    int err = in ? lines_open(in, p->dirfd, "smaps", PROC_SMAPS_CAP) : ENOMEM;
-    if (err) {
-        add_err(p, "smaps", err);
-        free(in);
+    struct lines *in = proc_lines(p, "smaps", PROC_SMAPS_CAP);
+    if (!in)
         return;
-    }
     struct vma v = {0};
     for (char *l; (l = lines_next(in));) {
         unsigned long long s, e;
@@ -463,7 +468,7 @@ static void read_smaps(struct proc *p)
         vma_account(p, &v);
     p->smaps_cut = in->cut;
     uint64_t total = in->total;
-    err = in->err;
+    int err = in->err;
     lines_close(in);
     free(in);
     if (err || total == 0) {
@@ -532,12 +537,18 @@ void proc_free(struct proc *p)
     p->env = NULL;
 }
 
-void proc_collect(struct proc *p, pid_t pid, bool full)
+/* p for pid with nothing read yet: unknown (-1) where 0 would be a value. */
+static void proc_init(struct proc *p, pid_t pid)
 {
     memset(p, 0, sizeof *p);
     p->pid = pid;
     p->thp_enabled = -1;
     p->secure = -1;
+}
+
+void proc_collect(struct proc *p, pid_t pid, bool full)
+{
+    proc_init(p, pid);
     char path[64];
     snprintf(path, sizeof path, "/proc/%d", (int)pid);
     p->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -696,10 +707,7 @@ static void not_read(struct proc *p, pid_t pid, const char *why)
 {
     bool had = p->exists && p->pid == pid; /* its first part arrived */
     if (!had) {
-        memset(p, 0, sizeof *p);
-        p->pid = pid;
-        p->thp_enabled = -1;
-        p->secure = -1;
+        proc_init(p, pid);
         char path[64];
         snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
         int fd = open(path, O_RDONLY | O_CLOEXEC);

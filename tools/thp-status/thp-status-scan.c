@@ -892,20 +892,28 @@ static void prom_not_read(const unsigned *counts)
         p_sample("thp_scan_processes_not_read", counts[r], "reason", reasons[r], NULL);
 }
 
+/* The scan's three series per owner, in the thp_unit_, thp_ and thp_process_ families:
+ * their names after the prefix, their help, and their figure (prom_figure). */
+static const char *const prom_fam[3] = {"huge_scanned_bytes", "huge_zero_bytes",
+                                        "huge_splittable_pages"};
+static const char *const prom_help[3] = {
+    "Anonymous PMD-mapped huge pages read by --scan.",
+    "Zero-filled 4 KiB pieces inside them (--scan).",
+    "Huge pages with more than max_ptes_none zero-filled pieces (--scan)."};
+static const char *const prom_owner[2] = {"thpalloc", "rest"};
+
+static uint64_t prom_figure(int f, const struct scan_owner *w)
+{
+    return f == 0 ? w->pages * HUGE_SIZE : f == 1 ? w->zero_bytes : w->splittable;
+}
+
 /* Per systemd service (as the other series) and owner, then the totals per owner. */
 void scan_all_prom(const struct proc *v, size_t n, const char *(*group)(const struct proc *))
 {
-    static const char *const fam[3] = {"huge_scanned_bytes", "huge_zero_bytes",
-                                       "huge_splittable_pages"};
-    static const char *const help[3] = {
-        "Anonymous PMD-mapped huge pages read by --scan.",
-        "Zero-filled 4 KiB pieces inside them (--scan).",
-        "Huge pages with more than max_ptes_none zero-filled pieces (--scan)."};
-    const char *owner_label[2] = {"thpalloc", "rest"};
     char name[96], h[160];
     for (int f = 0; f < 3; f++) {
-        snprintf(name, sizeof name, "thp_unit_%s", fam[f]);
-        snprintf(h, sizeof h, "%s Sum over a systemd service's processes.", help[f]);
+        snprintf(name, sizeof name, "thp_unit_%s", prom_fam[f]);
+        snprintf(h, sizeof h, "%s Sum over a systemd service's processes.", prom_help[f]);
         /* units in order of first appearance after sorting by name: collect them */
         const char **units = NULL;
         size_t nu = 0;
@@ -932,25 +940,21 @@ void scan_all_prom(const struct proc *v, size_t n, const char *(*group)(const st
                     if (!s || !s->method || strcmp(group(&v[i]), units[k]))
                         continue;
                     struct scan_owner w = own_once(s, o);
-                    sum += f == 0 ? w.pages * HUGE_SIZE : f == 1 ? w.zero_bytes : w.splittable;
+                    sum += prom_figure(f, &w);
                 }
                 p_family(name, "gauge", h);
-                p_sample(name, (double)sum, "unit", units[k], "owner", owner_label[o], NULL);
+                p_sample(name, (double)sum, "unit", units[k], "owner", prom_owner[o], NULL);
             }
         free(units);
     }
     struct totals t;
     totals(v, n, &t);
     for (int f = 0; f < 3; f++) {
-        snprintf(name, sizeof name, "thp_%s", fam[f]);
-        snprintf(h, sizeof h, "%s Sum over every process.", help[f]);
+        snprintf(name, sizeof name, "thp_%s", prom_fam[f]);
+        snprintf(h, sizeof h, "%s Sum over every process.", prom_help[f]);
         p_family(name, "gauge", h);
         for (int o = 0; o < 2; o++)
-            p_sample(name,
-                     f == 0   ? (double)(t.own[o].pages * HUGE_SIZE)
-                     : f == 1 ? (double)t.own[o].zero_bytes
-                              : (double)t.own[o].splittable,
-                     "owner", owner_label[o], NULL);
+            p_sample(name, (double)prom_figure(f, &t.own[o]), "owner", prom_owner[o], NULL);
     }
     p_family("thp_scan_processes_skipped", "gauge",
              "Processes --scan skipped: more huge pages than --scan-max.");
@@ -1003,26 +1007,16 @@ int scan_procs_prom(char **pids, int npids)
         proc_free(p);
     }
     free(p);
-    static const char *const fam[3] = {"thp_process_huge_scanned_bytes",
-                                       "thp_process_huge_zero_bytes",
-                                       "thp_process_huge_splittable_pages"};
-    static const char *const help[3] = {
-        "Anonymous PMD-mapped huge pages read by --scan.",
-        "Zero-filled 4 KiB pieces inside them (--scan).",
-        "Huge pages with more than max_ptes_none zero-filled pieces (--scan)."};
-    const char *owner_label[2] = {"thpalloc", "rest"};
-    for (int f = 0; f < 3; f++)
+    char name[96];
+    for (int f = 0; f < 3; f++) {
+        snprintf(name, sizeof name, "thp_process_%s", prom_fam[f]);
         for (int i = 0; i < n; i++)
             for (int o = 0; o < 2 && !rows[i].s.not_read; o++) {
-                const struct scan_owner *w = &rows[i].s.own[o];
-                p_family(fam[f], "gauge", help[f]);
-                p_sample(fam[f],
-                         f == 0   ? (double)(w->pages * HUGE_SIZE)
-                         : f == 1 ? (double)w->zero_bytes
-                                  : (double)w->splittable,
-                         "pid", rows[i].pid, "comm", rows[i].comm, "unit", rows[i].unit, "owner",
-                         owner_label[o], NULL);
+                p_family(name, "gauge", prom_help[f]);
+                p_sample(name, (double)prom_figure(f, &rows[i].s.own[o]), "pid", rows[i].pid,
+                         "comm", rows[i].comm, "unit", rows[i].unit, "owner", prom_owner[o], NULL);
             }
+    }
     if (n)
         p_family("thp_process_scan_complete", "gauge",
                  "1 when --scan read the process in full (0: not read, it exited, or pages "

@@ -275,24 +275,25 @@ static void j_key(const char *key)
     }
 }
 
-void j_obj(const char *key)
+/* An object or an array, which j_end closes with closer. */
+static void j_open(const char *key, char opener, char closer)
 {
     j_key(key);
-    putchar('{');
+    putchar(opener);
     if (j_depth + 1 < J_MAX_DEPTH) {
         j_need_comma[++j_depth] = false;
-        j_closer[j_depth] = '}';
+        j_closer[j_depth] = closer;
     }
+}
+
+void j_obj(const char *key)
+{
+    j_open(key, '{', '}');
 }
 
 void j_arr(const char *key)
 {
-    j_key(key);
-    putchar('[');
-    if (j_depth + 1 < J_MAX_DEPTH) {
-        j_need_comma[++j_depth] = false;
-        j_closer[j_depth] = ']';
-    }
+    j_open(key, '[', ']');
 }
 
 void j_end(void)

@@ -543,6 +543,36 @@ static bool in_root(const char *rel)
     return true;
 }
 
+/* Whether prog (absolute) exists inside DIR; on_host: whether this system can run it. */
+static bool in_root_abs(const char *prog)
+{
+    return in_root(prog + 1);
+}
+
+static bool on_host(const char *prog)
+{
+    return access(prog, X_OK) == 0;
+}
+
+/* The smoke test's programs with smoke_one(in, sandbox, lib): /bin/true; /bin/ls, a real
+ * program that allocates, where has() finds it; then the probe, unless NULL. */
+static bool smoke_programs(const char *in, bool sandbox, const char *lib,
+                           bool (*has)(const char *prog), const char *probe, char *why, size_t cap)
+{
+    char *t[] = {"/bin/true", NULL};
+    if (!smoke_one(in, sandbox, lib, t, why, cap))
+        return false;
+    if (has("/bin/ls")) {
+        char *l[] = {"/bin/ls", "-la", "/", NULL};
+        if (!smoke_one(in, sandbox, lib, l, why, cap))
+            return false;
+    }
+    if (!probe)
+        return true;
+    char *p[] = {(char *)probe, PROBE_ARG, (char *)lib, NULL};
+    return smoke_one(in, sandbox, lib, p, why, cap);
+}
+
 /* The smoke test inside a chroot of DIR, without privileges: its programs, its ld.so, its
  * library; the probe is DIR's own thpalloc-preload when it has one. */
 static bool smoke_in_root(char *why, size_t cap)
@@ -554,16 +584,9 @@ static bool smoke_in_root(char *why, size_t cap)
                  root);
         return false;
     }
-    char *t[] = {"/bin/true", NULL};
-    bool ok = smoke_one(root, true, entry, t, why, cap);
-    if (ok && in_root("bin/ls")) {
-        char *l[] = {"/bin/ls", "-la", "/", NULL};
-        ok = smoke_one(root, true, entry, l, why, cap);
-    }
-    if (ok && in_root(THPALLOC_SBINDIR "/thpalloc-preload" + 1)) {
-        char *a[] = {THPALLOC_SBINDIR "/thpalloc-preload", PROBE_ARG, entry, NULL};
-        ok = smoke_one(root, true, entry, a, why, cap);
-    }
+    const char *probe = THPALLOC_SBINDIR "/thpalloc-preload";
+    bool ok =
+        smoke_programs(root, true, entry, in_root_abs, in_root_abs(probe) ? probe : NULL, why, cap);
     if (!ok) {
         char tmp[2048];
         snprintf(tmp, sizeof tmp, "in a chroot of %.500s: %.1500s", root, why);
@@ -598,17 +621,7 @@ static bool smoke(char *why, size_t cap)
                  root);
         return false;
     }
-    char *t[] = {"/bin/true", NULL};
-    if (!smoke_one(NULL, sandbox, lib, t, why, cap))
-        return false;
-    /* A real program that allocates, when there is one. */
-    if (access("/bin/ls", X_OK) == 0) {
-        char *l[] = {"/bin/ls", "-la", "/", NULL};
-        if (!smoke_one(NULL, sandbox, lib, l, why, cap))
-            return false;
-    }
-    char *p[] = {(char *)probe_exe(), PROBE_ARG, lib, NULL};
-    return smoke_one(NULL, sandbox, lib, p, why, cap);
+    return smoke_programs(NULL, sandbox, lib, on_host, probe_exe(), why, cap);
 }
 
 /* dpkg architectures and where their libraries go (the $LIB of their ld.so). */
