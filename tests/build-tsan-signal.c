@@ -4,8 +4,9 @@
  * chunks and busy heaps, tick the inline pass, ask for the thread and report it not created,
  * all without a lock of their own. Every note the purger sleeps through would hang it: the
  * run ends only if each sleep is woken. Linked with the layers below purge-signal (as
- * unit-arena); the policy is stood in for. */
+ * unit-arena); the policy is stood in for, the layers above it as standins.h has them. */
 #include "registry.h"
+#include "standins.h"
 #include "tap.h"
 
 #include <pthread.h>
@@ -18,21 +19,6 @@ struct policy policy_in_force = {
     .purge_delay_ms = 50,
     .purge = OS_PURGE_DONTNEED,
 };
-void policy_ensure_loaded(void) {}
-void introspect_add_range(void *base, size_t size)
-{
-    (void)base;
-    (void)size;
-}
-void introspect_remove_range(void *base)
-{
-    (void)base;
-}
-void lib_fatal(const char *msg, const void *p)
-{
-    fprintf(stderr, "fatal: %s %p\n", msg, p);
-    abort();
-}
 
 #define NOTERS 3
 #define ROUNDS 20000

@@ -95,6 +95,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -121,16 +122,47 @@ static void announce(const void *p)
     fflush(stdout);
 }
 
+/* malloc(n) written whole, so that the misuse meets a block in use: NULL when out of
+ * memory. */
+static char *filled(size_t n)
+{
+    char *p = malloc(n);
+    if (p)
+        memset(p, 0x5a, n);
+    return p;
+}
+
+/* filled(n), then the pointer the misuse will be handed, p + off, announced: that pointer;
+ * NULL when out of memory. */
+static char *announced(size_t n, size_t off)
+{
+    char *p = filled(n);
+    if (!p)
+        return NULL;
+    announce(p + off);
+    return p + off;
+}
+
+/* The misuse returned: says what its aftermath showed (a silent corruption, or nothing),
+ * flushed before anything else can stop the process; 3, the exit status of that outcome. */
+__attribute__((format(printf, 1, 2))) static int undetected(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    return 3;
+}
+
 /* After an undetected double free of a block of size n: do two allocations of that size
- * return the same address? */
-static void look_for_duplicates(size_t n)
+ * return the same address? 3. */
+static int look_for_duplicates(size_t n)
 {
     void *a = malloc(n), *b = malloc(n);
     if (a && a == b)
-        printf("silent corruption: malloc(%zu) returned %p twice\n", n, a);
-    else
-        printf("misuse went undetected (no duplicate seen at once)\n");
-    fflush(stdout);
+        return undetected("silent corruption: malloc(%zu) returned %p twice\n", n, a);
+    return undetected("misuse went undetected (no duplicate seen at once)\n");
 }
 
 static void *alloc_once(void *arg)
@@ -146,57 +178,52 @@ static int second_heap(void)
     return pthread_create(&t, NULL, alloc_once, NULL) || pthread_join(t, NULL);
 }
 
-static int double_free(size_t n)
+/* The double free with another free between (p's list link then leads to x, and x's back
+ * to p: a cycle that a look at the last free alone does not see), p announced. */
+static void free_around(char *p, char *x)
 {
-    char *p = malloc(n);
-    if (!p)
-        return 2;
-    memset(p, 0x5a, n);
     announce(p);
     free(p);
+    free(x);
     free(launder(p));
-    look_for_duplicates(n);
-    return 3;
+}
+
+static int double_free(size_t n)
+{
+    char *p = announced(n, 0);
+    if (!p)
+        return 2;
+    free(p);
+    free(launder(p));
+    return look_for_duplicates(n);
 }
 
 static int interior(size_t n, size_t off)
 {
-    char *p = malloc(n);
+    char *p = announced(n, off);
     if (!p)
         return 2;
-    memset(p, 0x5a, n);
-    announce(p + off);
-    free(launder(p + off));
-    printf("misuse went undetected\n");
-    fflush(stdout);
-    return 3;
+    free(launder(p));
+    return undetected("misuse went undetected\n");
 }
 
 static int realloc_freed(size_t n)
 {
-    char *p = malloc(n);
+    char *p = announced(n, 0);
     if (!p)
         return 2;
-    memset(p, 0x5a, n);
-    announce(p);
     free(p);
     void *q = realloc(launder(p), 2 * n);
-    printf("misuse went undetected (realloc returned %p)\n", q);
-    fflush(stdout);
-    return 3;
+    return undetected("misuse went undetected (realloc returned %p)\n", q);
 }
 
 static int realloc_interior(size_t n, size_t off, size_t to)
 {
-    char *p = malloc(n);
+    char *p = announced(n, off);
     if (!p)
         return 2;
-    memset(p, 0x5a, n);
-    announce(p + off);
-    void *q = realloc(launder(p + off), to);
-    printf("misuse went undetected (realloc returned %p)\n", q);
-    fflush(stdout);
-    return 3;
+    void *q = realloc(launder(p), to);
+    return undetected("misuse went undetected (realloc returned %p)\n", q);
 }
 
 static int usable_interior(void)
@@ -206,9 +233,7 @@ static int usable_interior(void)
         return 2;
     announce(p + 16);
     size_t u = malloc_usable_size(launder(p + 16));
-    printf("misuse went undetected (malloc_usable_size said %zu)\n", u);
-    fflush(stdout);
-    return 3;
+    return undetected("misuse went undetected (malloc_usable_size said %zu)\n", u);
 }
 
 /* Thread A of the cross-thread double free: frees its block, and mallocs the same length
@@ -218,9 +243,7 @@ static int xt_exit;
 static void *xt_a(void *arg)
 {
     free(launder(malloc(48))); /* a heap of its own: medium blocks alone make none */
-    char *p = malloc(16 * KiB);
-    if (p)
-        memset(p, 0x5a, 16 * KiB);
+    char *p = filled(16 * KiB);
     free(p);
     *(void **)arg = p;
     pthread_barrier_wait(&xt_barrier); /* main frees p */
@@ -246,11 +269,8 @@ static int xthread_double(int exit_first)
         return 2;
     void *m1 = malloc(16 * KiB), *m2 = exit_first ? malloc(16 * KiB) : a_got;
     if (m1 && (m1 == m2 || m1 == a_got))
-        printf("silent corruption: malloc(16384) returned %p twice\n", m1);
-    else
-        printf("misuse went undetected (no duplicate seen at once)\n");
-    fflush(stdout);
-    return 3;
+        return undetected("silent corruption: malloc(16384) returned %p twice\n", m1);
+    return undetected("misuse went undetected (no duplicate seen at once)\n");
 }
 
 /* Two threads free one block at once: one of the frees must fail, however they interleave
@@ -268,10 +288,9 @@ static int race_double(void)
 {
     pthread_t t[2];
     void *got[2];
-    char *p = malloc(16 * KiB);
+    char *p = filled(16 * KiB);
     if (!p || pthread_barrier_init(&xt_barrier, NULL, 2))
         return 2;
-    memset(p, 0x5a, 16 * KiB);
     announce(p);
     for (int i = 0; i < 2; i++)
         if (pthread_create(&t[i], NULL, race_free, p))
@@ -280,11 +299,8 @@ static int race_double(void)
         if (pthread_join(t[i], &got[i]))
             return 2;
     if (got[0] && got[0] == got[1])
-        printf("silent corruption: malloc(16384) returned %p in both threads\n", got[0]);
-    else
-        printf("misuse went undetected (no duplicate seen at once)\n");
-    fflush(stdout);
-    return 3;
+        return undetected("silent corruption: malloc(16384) returned %p in both threads\n", got[0]);
+    return undetected("misuse went undetected (no duplicate seen at once)\n");
 }
 
 /* A write after free that wipes a cached extent's key, a second free, and the thread's exit
@@ -293,10 +309,9 @@ static int race_double(void)
 static void *scribble_flush(void *arg)
 {
     free(launder(malloc(48))); /* a heap, and so an extent cache */
-    char *p = malloc(20 * KiB);
+    char *p = filled(20 * KiB);
     if (!p)
         return arg;
-    memset(p, 0x5a, 20 * KiB);
     announce(p);
     free(p);
     memset(launder(p), 0x41, 64);
@@ -310,28 +325,23 @@ static int scribble_double(void)
     void *r;
     if (second_heap() || pthread_create(&t, NULL, scribble_flush, NULL) || pthread_join(t, &r))
         return 2;
-    look_for_duplicates(20 * KiB);
-    return 3;
+    return look_for_duplicates(20 * KiB);
 }
 
 /* realloc of a freed block to a size it holds (glibc aborts): accepted, it handed out a
  * block that malloc gives again. */
 static int realloc_freed_fits(size_t n)
 {
-    char *p = malloc(n), *g = malloc(16);
+    char *p = filled(n), *g = malloc(16);
     if (!p || !g)
         return 2;
-    memset(p, 0x5a, n);
     announce(p);
     free(p);
     void *q = realloc(launder(p), n - 8);
     void *r = malloc(n);
     if (q && q == r)
-        printf("silent corruption: realloc returned %p, and malloc(%zu) too\n", q, n);
-    else
-        printf("misuse went undetected (realloc returned %p)\n", q);
-    fflush(stdout);
-    return 3;
+        return undetected("silent corruption: realloc returned %p, and malloc(%zu) too\n", q, n);
+    return undetected("misuse went undetected (realloc returned %p)\n", q);
 }
 
 /* An interior pointer of a block in a page that also holds memalign'd blocks. */
@@ -340,27 +350,23 @@ static int aligned_interior(int how)
     for (int i = 0; i < 8; i++)
         if (!memalign(64, 48))
             return 2;
-    char *p = malloc(100);
+    char *p = filled(100);
     if (!p)
         return 2;
-    memset(p, 0x5a, 100);
     announce(p + 40);
     if (how == 0) {
         free(launder(p + 40));
         void *q = malloc(100);
         if (q == p)
-            printf("silent corruption: malloc(100) returned the live block %p\n", q);
-        else
-            printf("misuse went undetected\n");
-    } else if (how == 1) {
-        void *q = realloc(launder(p + 40), 500);
-        printf("misuse went undetected (realloc returned %p)\n", q);
-    } else {
-        size_t u = malloc_usable_size(launder(p + 40));
-        printf("misuse went undetected (malloc_usable_size said %zu)\n", u);
+            return undetected("silent corruption: malloc(100) returned the live block %p\n", q);
+        return undetected("misuse went undetected\n");
     }
-    fflush(stdout);
-    return 3;
+    if (how == 1) {
+        void *q = realloc(launder(p + 40), 500);
+        return undetected("misuse went undetected (realloc returned %p)\n", q);
+    }
+    size_t u = malloc_usable_size(launder(p + 40));
+    return undetected("misuse went undetected (malloc_usable_size said %zu)\n", u);
 }
 
 /* Where an attacker wants malloc to hand out memory. */
@@ -374,19 +380,14 @@ static int allocate_until_target_seen(char *const *abc)
     for (int i = 0; i < 2000; i++) {
         /* laundered: the compiler may assume malloc never returns target's address */
         void *p = launder(malloc(48));
-        if (p == (void *)target) {
-            printf("silent corruption: malloc returned the attacker's address %p\n", p);
-            fflush(stdout);
-            return 3;
-        }
+        if (p == (void *)target)
+            return undetected("silent corruption: malloc returned the attacker's address %p\n", p);
         if (abc && (p == abc[1] || p == abc[2])) {
             printf("%c handed out\n", p == abc[2] ? 'c' : 'b');
             fflush(stdout);
         }
     }
-    printf("misuse went undetected (no abort, target never returned)\n");
-    fflush(stdout);
-    return 3;
+    return undetected("misuse went undetected (no abort, target never returned)\n");
 }
 
 static int allocate_until_target(void)
@@ -431,15 +432,11 @@ static int partial_link(void)
     ((volatile unsigned char *)launder(b))[0] ^= 16;
     for (int i = 0; i < 2000; i++) {
         void *p = launder(malloc(48));
-        if (p == off) {
-            printf("silent corruption: malloc returned %p, 16 bytes off block %p\n", p, (void *)a);
-            fflush(stdout);
-            return 3;
-        }
+        if (p == off)
+            return undetected("silent corruption: malloc returned %p, 16 bytes off block %p\n", p,
+                              (void *)a);
     }
-    printf("misuse went undetected (no abort, %p never returned)\n", off);
-    fflush(stdout);
-    return 3;
+    return undetected("misuse went undetected (no abort, %p never returned)\n", off);
 }
 
 static void *free_it(void *p)
@@ -546,10 +543,7 @@ static void *cycle_then_idle(void *arg)
     int k = carved_run(blk, CYCLE_N, 2);
     if (k < 0)
         return NULL;
-    announce(blk[k]);
-    free(blk[k]);
-    free(blk[k + 1]);
-    free(launder(blk[k]));
+    free_around(blk[k], blk[k + 1]);
     pthread_mutex_lock(&idle_mu);
     idle_ready = 1;
     pthread_cond_signal(&idle_cv);
@@ -573,9 +567,7 @@ static int purge_cycle(void)
         pthread_cond_wait(&idle_cv, &idle_mu);
     pthread_mutex_unlock(&idle_mu);
     purge();
-    printf("misuse went undetected (thpalloc_purge returned)\n");
-    fflush(stdout);
-    return 3;
+    return undetected("misuse went undetected (thpalloc_purge returned)\n");
 }
 
 /* After an undetected double free: the live blocks keep their contents (fill) and no
@@ -589,25 +581,19 @@ static int watch_live(char *const *live, int nlive, size_t size, unsigned char f
         if (!q)
             return 2;
         for (int k = 0; k < nlive; k++) {
-            if (q == live[k]) {
-                printf("silent corruption: malloc(%zu) returned the live block %p\n", size, q);
-                fflush(stdout);
-                return 3;
-            }
+            if (q == live[k])
+                return undetected("silent corruption: malloc(%zu) returned the live block %p\n",
+                                  size, q);
         }
     }
     for (int k = 0; k < nlive; k++) {
         for (size_t j = 0; j < size; j++) {
-            if ((unsigned char)live[k][j] != fill) {
-                printf("silent corruption: the live block %p lost its contents\n", live[k]);
-                fflush(stdout);
-                return 3;
-            }
+            if ((unsigned char)live[k][j] != fill)
+                return undetected("silent corruption: the live block %p lost its contents\n",
+                                  live[k]);
         }
     }
-    printf("misuse went undetected\n");
-    fflush(stdout);
-    return 3;
+    return undetected("misuse went undetected\n");
 }
 
 /* A run of blocks of size bytes carved one after the other at one step (what a fresh
@@ -658,11 +644,27 @@ static int owner_double(size_t size, int nlive)
         return 2;
     char *p = run[0], *x = run[1];
     printf("live=%d\n", n - 2);
-    announce(p);
-    free(p);
-    free(x);
-    free(launder(p));
+    free_around(p, x);
     return watch_live(run + 2, n - 2, size, 0x6c);
+}
+
+/* The cases where the owner and another thread free p: p, the first of 64 blocks of 48
+ * bytes carved in one page of the main thread's, announced (NULL when there is no such
+ * page); watch_owner_page then watches the 63 others, live. */
+static char **owner_page;
+static int owner_page_n;
+static char *owner_page_first(void)
+{
+    owner_page_n = 64;
+    if (!(owner_page = carved_blocks(48, &owner_page_n)))
+        return NULL;
+    announce(owner_page[0]);
+    return owner_page[0];
+}
+
+static int watch_owner_page(void)
+{
+    return watch_live(owner_page + 1, owner_page_n - 1, 48, 0x6c);
 }
 
 static void *free_it_now(void *p)
@@ -675,21 +677,16 @@ static void *free_it_now(void *p)
  * freed by another thread, then by the owner. */
 static int remote_owner_double(const char *after)
 {
-    int n = 64;
-    char **run = carved_blocks(48, &n);
-    if (!run)
-        return 2;
-    char *p = run[0];
+    char *p = owner_page_first();
     pthread_t t;
-    announce(p);
-    if (pthread_create(&t, NULL, free_it_now, p) || pthread_join(t, NULL))
+    if (!p || pthread_create(&t, NULL, free_it_now, p) || pthread_join(t, NULL))
         return 2;
     if (!strcmp(after, "trim"))
         malloc_trim(0);
     else if (!strcmp(after, "purger"))
         sleep(1); /* no allocator call: the purger thread reclaims the idle heap */
     free(launder(p));
-    return watch_live(run + 1, n - 1, 48, 0x6c);
+    return watch_owner_page();
 }
 
 /* owner-remote-race: the owner (main) and another thread free p at once. */
@@ -702,16 +699,10 @@ static void *race_other_free(void *p)
 
 static int owner_remote_race(void)
 {
-    int n = 64;
-    char **run = carved_blocks(48, &n);
-    if (!run)
-        return 2;
-    char *p = run[0];
+    char *p = owner_page_first();
     pthread_t t;
-    if (pthread_barrier_init(&xt_barrier, NULL, 2))
-        return 2;
-    announce(p);
-    if (pthread_create(&t, NULL, race_other_free, p))
+    if (!p || pthread_barrier_init(&xt_barrier, NULL, 2) ||
+        pthread_create(&t, NULL, race_other_free, p))
         return 2;
     race_armed((volatile uintptr_t *)p + 1); /* the other thread exists: a watchpoint can name it */
     pthread_barrier_wait(&xt_barrier);
@@ -719,7 +710,7 @@ static int owner_remote_race(void)
     if (pthread_join(t, NULL))
         return 2;
     /* both frees returned: p is on the owner's list and on the page's list of remote frees */
-    return watch_live(run + 1, n - 1, 48, 0x6c);
+    return watch_owner_page();
 }
 
 /* Blocks of 48 bytes that fill pages: the middle one's page is on the full list. */
@@ -747,9 +738,7 @@ static int malloc_until_collected(void)
     for (int i = 0; i < 20000; i++)
         if (!malloc(48))
             return 2;
-    printf("misuse went undetected\n");
-    fflush(stdout);
-    return 3;
+    return undetected("misuse went undetected\n");
 }
 
 static int full_remote_double(int owner_frees)
@@ -763,8 +752,7 @@ static int full_remote_double(int owner_frees)
         return 2;
     if (owner_frees) {
         free(launder(b));
-        look_for_duplicates(48);
-        return 3;
+        return look_for_duplicates(48);
     }
     return malloc_until_collected();
 }
@@ -783,8 +771,7 @@ static int full_tail(void)
             char *p = full_blk[i] + 48;
             announce(p);
             free(launder(p));
-            look_for_duplicates(48);
-            return 3;
+            return look_for_duplicates(48);
         }
     }
     return 2;
@@ -826,11 +813,9 @@ static bool race_two_frees(void *p)
 
 static int remote_race_double(void)
 {
-    char *p = malloc(48);
+    char *p = announced(48, 0);
     if (!p)
         return 2;
-    memset(p, 0x5a, 48);
-    announce(p);
     race_armed((volatile uintptr_t *)p + 1);
     if (!race_two_frees(p))
         return 2;
@@ -849,11 +834,8 @@ static int race_double_sized(char *p, size_t size, const char *what)
         return 2;
     void *a = malloc(size), *b = malloc(size);
     if (a && a == b)
-        printf("silent corruption: malloc(%s) returned %p twice\n", what, a);
-    else
-        printf("misuse went undetected (a=%p b=%p)\n", a, b);
-    fflush(stdout);
-    return 3;
+        return undetected("silent corruption: malloc(%s) returned %p twice\n", what, a);
+    return undetected("misuse went undetected (a=%p b=%p)\n", a, b);
 }
 
 /* extent-big-race-double: two threads free p = malloc(256 KiB) at once, an extent above what a
@@ -882,17 +864,91 @@ static int mid_double(void)
     char *p = malloc(2000), *q = malloc(2000);
     if (!p || !q)
         return 2;
-    announce(p);
-    free(p);
-    free(q);
-    free(launder(p));
+    free_around(p, q);
     void *a = malloc(2000), *b = malloc(2000), *c = malloc(2000);
     if (a && a == c)
-        printf("silent corruption: malloc(2000) returned %p twice (%p between)\n", a, b);
-    else
-        printf("misuse went undetected\n");
-    fflush(stdout);
-    return 3;
+        return undetected("silent corruption: malloc(2000) returned %p twice (%p between)\n", a, b);
+    return undetected("misuse went undetected\n");
+}
+
+/* ok: no misuse at all, the control. */
+static int no_misuse(void)
+{
+    char *p = malloc(48), *q = malloc(4 * MiB);
+    if (!p || !q)
+        return 2;
+    announce(p);
+    free(launder(p));
+    free(launder(q));
+    return 0;
+}
+
+/* The cases that take no argument, by name: the function that runs one (the one of its
+ * signature that is set) and what it is handed. */
+static const struct misuse_case {
+    const char *name;
+    int (*run)(void);
+    int (*variant)(int v);
+    int (*sized)(size_t n);
+    int (*at)(size_t n, size_t off);
+    int (*at_to)(size_t n, size_t off, size_t to);
+    int v;
+    size_t n, off, to;
+    bool second_heap; /* a second thread allocates first */
+} cases[] = {
+    {"owner-remote-race", .run = owner_remote_race},
+    {"small-double", .sized = double_free, .n = 48},
+    {"extent-double", .sized = double_free, .n = 100 * KiB},
+    {"extent-cached-double", .sized = double_free, .n = 20 * KiB, .second_heap = true},
+    {"extent-interior", .at = interior, .n = 100 * KiB, .off = 4096},
+    {"extent-realloc-interior", .at_to = realloc_interior, .n = 100 * KiB, .off = 16,
+     .to = 200 * KiB},
+    {"large-double", .sized = double_free, .n = 4 * MiB},
+    {"huge-double", .sized = double_free, .n = 40 * MiB},
+    {"small-interior", .at = interior, .n = 256, .off = 16},
+    {"large-interior", .at = interior, .n = 4 * MiB, .off = 4096},
+    {"large-realloc", .sized = realloc_freed, .n = 4 * MiB},
+    {"small-realloc-interior", .at_to = realloc_interior, .n = 256, .off = 16, .to = 256},
+    {"large-realloc-interior", .at_to = realloc_interior, .n = 4 * MiB, .off = 4096, .to = 8 * MiB},
+    {"usable-interior", .run = usable_interior},
+    {"extent-xthread-double", .variant = xthread_double, .v = 0},
+    {"extent-xthread-double-exit", .variant = xthread_double, .v = 1},
+    {"extent-race-double", .run = race_double},
+    {"extent-scribble-flush", .run = scribble_double},
+    {"small-realloc-freed", .sized = realloc_freed_fits, .n = 4000},
+    {"extent-realloc-freed", .sized = realloc_freed_fits, .n = 20000, .second_heap = true},
+    {"aligned-interior", .variant = aligned_interior, .v = 0},
+    {"aligned-realloc-interior", .variant = aligned_interior, .v = 1},
+    {"aligned-usable-interior", .variant = aligned_interior, .v = 2},
+    {"uaf-link", .variant = redirect, .v = 0},
+    {"overflow-link", .variant = redirect, .v = 1},
+    {"remote-link", .run = remote_redirect},
+    {"remote-link-mid", .run = remote_link_mid},
+    {"partial-link", .run = partial_link},
+    {"full-remote-double", .variant = full_remote_double, .v = 1},
+    {"remote-double", .variant = full_remote_double, .v = 0},
+    {"full-tail", .run = full_tail},
+    {"remote-race-double", .run = remote_race_double},
+    {"large-race-double", .run = large_race_double},
+    {"extent-big-race-double", .run = extent_big_race_double},
+    {"mid-double", .run = mid_double},
+    {"purge-cycle", .run = purge_cycle},
+    {"ok", .run = no_misuse},
+};
+
+static int run_case(const struct misuse_case *k)
+{
+    if (k->second_heap && second_heap())
+        return 2;
+    if (k->run)
+        return k->run();
+    if (k->variant)
+        return k->variant(k->v);
+    if (k->sized)
+        return k->sized(k->n);
+    if (k->at)
+        return k->at(k->n, k->off);
+    return k->at_to(k->n, k->off, k->to);
 }
 
 int main(int argc, char **argv)
@@ -906,87 +962,9 @@ int main(int argc, char **argv)
         return owner_double(strtoul(argv[2], NULL, 0), atoi(argv[3]));
     if (!strcmp(c, "remote-owner-double"))
         return remote_owner_double(argc > 2 ? argv[2] : "");
-    if (!strcmp(c, "owner-remote-race"))
-        return owner_remote_race();
-    if (!strcmp(c, "small-double"))
-        return double_free(48);
-    if (!strcmp(c, "extent-double"))
-        return double_free(100 * KiB);
-    if (!strcmp(c, "extent-cached-double"))
-        return second_heap() ? 2 : double_free(20 * KiB);
-    if (!strcmp(c, "extent-interior"))
-        return interior(100 * KiB, 4096);
-    if (!strcmp(c, "extent-realloc-interior"))
-        return realloc_interior(100 * KiB, 16, 200 * KiB);
-    if (!strcmp(c, "large-double"))
-        return double_free(4 * MiB);
-    if (!strcmp(c, "huge-double"))
-        return double_free(40 * MiB);
-    if (!strcmp(c, "small-interior"))
-        return interior(256, 16);
-    if (!strcmp(c, "large-interior"))
-        return interior(4 * MiB, 4096);
-    if (!strcmp(c, "large-realloc"))
-        return realloc_freed(4 * MiB);
-    if (!strcmp(c, "small-realloc-interior"))
-        return realloc_interior(256, 16, 256);
-    if (!strcmp(c, "large-realloc-interior"))
-        return realloc_interior(4 * MiB, 4096, 8 * MiB);
-    if (!strcmp(c, "usable-interior"))
-        return usable_interior();
-    if (!strcmp(c, "extent-xthread-double"))
-        return xthread_double(0);
-    if (!strcmp(c, "extent-xthread-double-exit"))
-        return xthread_double(1);
-    if (!strcmp(c, "extent-race-double"))
-        return race_double();
-    if (!strcmp(c, "extent-scribble-flush"))
-        return scribble_double();
-    if (!strcmp(c, "small-realloc-freed"))
-        return realloc_freed_fits(4000);
-    if (!strcmp(c, "extent-realloc-freed"))
-        return second_heap() ? 2 : realloc_freed_fits(20000);
-    if (!strcmp(c, "aligned-interior"))
-        return aligned_interior(0);
-    if (!strcmp(c, "aligned-realloc-interior"))
-        return aligned_interior(1);
-    if (!strcmp(c, "aligned-usable-interior"))
-        return aligned_interior(2);
-    if (!strcmp(c, "uaf-link"))
-        return redirect(0);
-    if (!strcmp(c, "overflow-link"))
-        return redirect(1);
-    if (!strcmp(c, "remote-link"))
-        return remote_redirect();
-    if (!strcmp(c, "remote-link-mid"))
-        return remote_link_mid();
-    if (!strcmp(c, "partial-link"))
-        return partial_link();
-    if (!strcmp(c, "full-remote-double"))
-        return full_remote_double(1);
-    if (!strcmp(c, "remote-double"))
-        return full_remote_double(0);
-    if (!strcmp(c, "full-tail"))
-        return full_tail();
-    if (!strcmp(c, "remote-race-double"))
-        return remote_race_double();
-    if (!strcmp(c, "large-race-double"))
-        return large_race_double();
-    if (!strcmp(c, "extent-big-race-double"))
-        return extent_big_race_double();
-    if (!strcmp(c, "mid-double"))
-        return mid_double();
-    if (!strcmp(c, "purge-cycle"))
-        return purge_cycle();
-    if (!strcmp(c, "ok")) {
-        char *p = malloc(48), *q = malloc(4 * MiB);
-        if (!p || !q)
-            return 2;
-        announce(p);
-        free(launder(p));
-        free(launder(q));
-        return 0;
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (!strcmp(c, cases[i].name))
+            return run_case(&cases[i]);
     fprintf(stderr, "misuse-cases: unknown case %s\n", c);
     return 2;
 }

@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "fill-chain.h"
 #include "proc-status.h"
 #include "relay-report.h"
 
@@ -87,30 +88,13 @@ static int exhaust(size_t size)
         return 2;
     printf("# VmSize %zu MiB, RLIMIT_AS %zu MiB\n", vm / MiB, (size_t)rl.rlim_cur / MiB);
     /* Fill: blocks chained through their first word. */
-    void *head = NULL;
-    size_t count = 0, total = 0;
-    int err = 0;
-    for (;;) {
-        void *p = malloc(size);
-        if (!p) {
-            err = errno;
-            break;
-        }
-        *(void **)p = head;
-        ((unsigned char *)p)[size - 1] = 0x5a;
-        head = p;
-        count++;
-        total += size;
-        if (total > CAP)
-            break;
-    }
+    size_t count;
+    int err;
+    void *head = fill_chain(size, CAP / size, false, &count, &err);
+    size_t total = count * size;
     report(total <= CAP && err == ENOMEM,
            "%zu-byte blocks: NULL + ENOMEM after %zu blocks (%zu MiB)", size, count, total / MiB);
-    while (head) {
-        void *next = *(void **)head;
-        free(head);
-        head = next;
-    }
+    free_chain(head);
     size_t vm_freed = vm_size();
     printf("# VmSize after freeing them all: %zu MiB\n", vm_freed / MiB);
     size_t bad_main = 0, bad_thread = 0;

@@ -433,31 +433,33 @@ ok $? "dpkg -P thpalloc-preload (unconfigured)"
 # (Its standard error is left out: ld.so's errors about the stale entries tried below.)
 audit_clean() { in_chroot dpkg --audit >"$work/audit" 2>/dev/null && [ ! -s "$work/audit" ] ||
     { sed 's/^/# audit: /' "$work/audit"; return 1; }; }
+# t_clean COMMAND...: t COMMAND, its status in rc; 0 when it succeeded and dpkg --audit is clean.
+t_clean() {
+    t "$@"
+    rc=$?
+    [ $rc -eq 0 ] && audit_clean
+}
+# warned TEXT: thpalloc-preload's last output warns "/etc/ld.so.preload: TEXT".
+warned() { grep -qF "thpalloc-preload: warning: /etc/ld.so.preload: $1" "$work/t.out"; }
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 E='/usr/$LIB/libthpalloc.so.1'
 stale=/usr/lib/$ma/libstale-gone.so
 # A stale entry (a library since removed): the package configures, warns about it, adds ours.
 printf '%s\n' "$stale" >"$chroot_dir/etc/ld.so.preload"
-t dpkg -i "$D_PRE"
-rc=$?
-[ $rc -eq 0 ] && audit_clean
+t_clean dpkg -i "$D_PRE"
 ok $? "a stale entry: dpkg -i thpalloc-preload configures (rc=$rc), dpkg --audit clean"
-grep -qF "thpalloc-preload: warning: /etc/ld.so.preload: $stale does not exist: ld.so prints an error for it in every program; take the entry out" "$work/t.out"
+warned "$stale does not exist: ld.so prints an error for it in every program; take the entry out"
 ok $? "the stale entry: a warning that names it and says what to do"
 printf '%s\n' "$stale" "$E" | cmp -s - "$chroot_dir/etc/ld.so.preload"
 ok $? "the stale entry kept, ours added after it"
-t dpkg -P thpalloc-preload
-rc=$?
-[ $rc -eq 0 ] && audit_clean && printf '%s\n' "$stale" | cmp -s - "$chroot_dir/etc/ld.so.preload"
+t_clean dpkg -P thpalloc-preload && printf '%s\n' "$stale" | cmp -s - "$chroot_dir/etc/ld.so.preload"
 ok $? "dpkg -P thpalloc-preload: ours out, the stale entry as it was, dpkg --audit clean"
 # A Windows-style file (every line CRLF): the same, and ld.so's view said.
 printf '/usr/lib/%s/libm.so.6\r\n# mine\r\n' "$ma" >"$chroot_dir/etc/ld.so.preload"
 cp "$chroot_dir/etc/ld.so.preload" "$work/crlf.mine"
-t dpkg -i "$D_PRE"
-rc=$?
-[ $rc -eq 0 ] && audit_clean
+t_clean dpkg -i "$D_PRE"
 ok $? "a CRLF file: dpkg -i thpalloc-preload configures (rc=$rc), dpkg --audit clean"
-grep -qF "thpalloc-preload: warning: /etc/ld.so.preload: /usr/lib/$ma/libm.so.6 ends in a carriage return (a CRLF line)" "$work/t.out"
+warned "/usr/lib/$ma/libm.so.6 ends in a carriage return (a CRLF line)"
 ok $? "the CRLF entry: a warning that says what ld.so does with it"
 in_chroot /bin/sh -c 'grep -c libthpalloc /proc/self/maps' >"$work/out" 2>/dev/null
 [ "$(head -1 "$work/out")" -gt 0 ] 2>/dev/null
@@ -471,26 +473,20 @@ grep -q 'system-wide preload *yes: /usr/\$LIB/libthpalloc.so.1 (present)' "$work
 rc=$?
 [ $rc -eq 0 ] || grep -e '!' -e preload "$work/out" | sed 's/^/# thp-status: /'
 ok $rc "thp-status: ours is loaded beside the CRLF entry, thp_thpalloc_preload 1 ($(grep 'system-wide preload' "$work/out"))"
-t dpkg -P thpalloc-preload
-rc=$?
-[ $rc -eq 0 ] && audit_clean && cmp -s "$work/crlf.mine" "$chroot_dir/etc/ld.so.preload"
+t_clean dpkg -P thpalloc-preload && cmp -s "$work/crlf.mine" "$chroot_dir/etc/ld.so.preload"
 ok $? "dpkg -P thpalloc-preload: the CRLF file byte for byte as it was, dpkg --audit clean"
 rm -f "$chroot_dir/etc/ld.so.preload"
 # A NUL byte stops enable (exit 3): the package configures without the entry, saying so.
 printf '/usr/lib/%s/libm.so.6\n\0\n' "$ma" >"$chroot_dir/etc/ld.so.preload"
 cp "$chroot_dir/etc/ld.so.preload" "$work/nul.mine"
-t dpkg -i "$D_PRE"
-rc=$?
-[ $rc -eq 0 ] && audit_clean && cmp -s "$work/nul.mine" "$chroot_dir/etc/ld.so.preload" &&
+t_clean dpkg -i "$D_PRE" && cmp -s "$work/nul.mine" "$chroot_dir/etc/ld.so.preload" &&
     grep -q 'thpalloc is NOT preloaded' "$work/t.out"
 ok $? "a NUL byte in the file: configured without the entry, said so, file as it was, audit clean (rc=$rc)"
 t dpkg -P thpalloc-preload >/dev/null
 rm -f "$chroot_dir/etc/ld.so.preload"
 # An entry added with the command never outlives the library.
 t thpalloc-preload enable >/dev/null
-t dpkg -r thpalloc libthpalloc1
-rc=$?
-[ $rc -eq 0 ] && [ ! -e "$chroot_dir/etc/ld.so.preload" ] && audit_clean
+t_clean dpkg -r thpalloc libthpalloc1 && [ ! -e "$chroot_dir/etc/ld.so.preload" ]
 ok $? "thpalloc-preload enable, then dpkg -r thpalloc libthpalloc1: the entry goes with the library (rc=$rc)"
 in_chroot /bin/true 2>"$work/err" && [ ! -s "$work/err" ]
 ok $? "programs run without an ld.so error afterwards"
@@ -517,18 +513,12 @@ done
 t dpkg -i "$D_LIB" "$D_TOOLS" "$D_PRE" >/dev/null
 printf '%s\n' "$stale" "$E" '# after ours' >"$chroot_dir/etc/ld.so.preload"
 cp "$chroot_dir/etc/ld.so.preload" "$work/up.mine"
-t sh -c 'dpkg -i /tmp/debs2/*.deb'
-rc=$?
-[ $rc -eq 0 ] && audit_clean && cmp -s "$work/up.mine" "$chroot_dir/etc/ld.so.preload" &&
+t_clean sh -c 'dpkg -i /tmp/debs2/*.deb' && cmp -s "$work/up.mine" "$chroot_dir/etc/ld.so.preload" &&
     [ "$(in_chroot dpkg-query -W -f '${Version}' thpalloc-preload)" = "$V2" ]
 ok $? "upgrade $V -> $V2 of all three: the file byte for byte, dpkg --audit clean (rc=$rc)"
-t dpkg -r thpalloc-preload
-rc=$?
-[ $rc -eq 0 ] && audit_clean && printf '%s\n' "$stale" '# after ours' | cmp -s - "$chroot_dir/etc/ld.so.preload"
+t_clean dpkg -r thpalloc-preload && printf '%s\n' "$stale" '# after ours' | cmp -s - "$chroot_dir/etc/ld.so.preload"
 ok $? "remove after the upgrade: ours out, the rest kept, dpkg --audit clean"
-t dpkg -P thpalloc-preload thpalloc libthpalloc1
-rc=$?
-[ $rc -eq 0 ] && audit_clean && printf '%s\n' "$stale" '# after ours' | cmp -s - "$chroot_dir/etc/ld.so.preload"
+t_clean dpkg -P thpalloc-preload thpalloc libthpalloc1 && printf '%s\n' "$stale" '# after ours' | cmp -s - "$chroot_dir/etc/ld.so.preload"
 ok $? "purge of everything: no thpalloc entry left, dpkg --audit clean"
 rm -rf "$chroot_dir/etc/ld.so.preload" "$chroot_dir/tmp/debs2"
 t dpkg -i "$D_LIB" "$D_TOOLS" >/dev/null

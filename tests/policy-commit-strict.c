@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "fill-chain.h"
 #include "proc-status.h"
 #include "relay-report.h"
 #include "intro-range.h"
@@ -218,28 +219,12 @@ static int strict(void)
     size_t data_now = proc_status_bytes("VmData");
     lim.rlim_cur = data_now + 64 * MiB;
     setrlimit(RLIMIT_DATA, &lim);
-    void *head = NULL;
-    size_t got = 0;
-    int err = 0;
-    for (;;) {
-        void *p = malloc(MiB);
-        if (!p) {
-            err = errno;
-            break;
-        }
-        memset(p, 1, MiB);
-        *(void **)p = head;
-        head = p;
-        if (++got > 1024)
-            break;
-    }
+    size_t got;
+    int err;
+    void *head = fill_chain(MiB, 1024, true, &got, &err);
     report(err == ENOMEM && got >= 40 && got <= 80,
            "strict: RLIMIT_DATA of VmData + 64 MiB: NULL + ENOMEM after %zu blocks of 1 MiB", got);
-    while (head) {
-        void *n = *(void **)head;
-        free(head);
-        head = n;
-    }
+    free_chain(head);
     void *again = malloc(MiB);
     report(again != NULL, "strict: after freeing them, malloc(1 MiB) succeeds under the limit");
     free(again);

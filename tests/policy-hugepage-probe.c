@@ -28,27 +28,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "read-whole.h"
 #include "thpalloc.h"
 
 static char buf[8 << 20];
 
 static size_t slurp(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    size_t n = 0;
-    if (fd < 0)
-        return 0;
-    for (;;) {
-        ssize_t r = read(fd, buf + n, sizeof buf - 1 - n);
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-        if (n == sizeof buf - 1)
-            break;
-    }
-    close(fd);
-    buf[n] = 0;
-    return n;
+    return read_whole(path, buf, sizeof buf);
 }
 
 /* The value (in kB) of "key:" in a /proc file of "Key:   123 kB" lines, or -1. */

@@ -100,10 +100,38 @@ static uint8_t *arena_like(size_t len)
     return a;
 }
 
+/* /proc/self/maps as it is now (its first 64 KiB). */
+static char *self_maps(void)
+{
+    static char text[1 << 16];
+    FILE *f = fopen("/proc/self/maps", "r");
+    size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[got] = '\0';
+    return text;
+}
+
+/* The line after l; NULL after the last. */
+static char *next_line(char *l)
+{
+    char *nl = strchr(l, '\n');
+    return nl ? nl + 1 : NULL;
+}
+
+/* Range n: in the block's own slots, or beyond them in the table more. */
+static void set_range(struct thpalloc_introspect *t, struct thpalloc_range *more, uint64_t n,
+                      struct thpalloc_range r)
+{
+    if (n < THPALLOC_RANGES_INLINE)
+        t->range[n] = r;
+    else
+        more[n - THPALLOC_RANGES_INLINE] = r;
+}
+
 /* Ranges over its unnamed anonymous mappings: the first over one of 3 MiB and a page. */
 static void anon_ranges(struct thpalloc_introspect *t)
 {
-    static char text[1 << 16];
     size_t len = (3 << 20) + 4096;
     uint8_t *m = map(len);
     uint8_t *probe = map(4096);
@@ -111,27 +139,14 @@ static void anon_ranges(struct thpalloc_introspect *t)
                            (unsigned long)"probe") == 0;
     struct thpalloc_range *more = calloc(THPALLOC_RANGES_MAX, sizeof *more);
     t->range[0] = (struct thpalloc_range){(uintptr_t)m, len};
-    FILE *f = fopen("/proc/self/maps", "r");
-    size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    if (f)
-        fclose(f);
-    text[got] = '\0';
     uint64_t n = 1;
-    for (char *l = text; *l && n < THPALLOC_RANGES_MAX; l = strchr(l, '\n') + 1) {
+    for (char *l = self_maps(); l && *l && n < THPALLOC_RANGES_MAX; l = next_line(l)) {
         unsigned long long b, e, ino;
         int pos = 0;
         if (sscanf(l, "%llx-%llx %*s %*x %*x:%*x %llu%n", &b, &e, &ino, &pos) == 3 && pos &&
             ino == 0 && l[pos + strspn(l + pos, " ")] == '\n' &&
-            (e <= (uintptr_t)m || b >= (uintptr_t)m + len)) {
-            struct thpalloc_range r = {b, e - b};
-            if (n < THPALLOC_RANGES_INLINE)
-                t->range[n] = r;
-            else
-                more[n - THPALLOC_RANGES_INLINE] = r;
-            n++;
-        }
-        if (!strchr(l, '\n'))
-            break;
+            (e <= (uintptr_t)m || b >= (uintptr_t)m + len))
+            set_range(t, more, n++, (struct thpalloc_range){b, e - b});
     }
     t->ranges_used = n;
     t->more = (uintptr_t)more;
@@ -182,26 +197,12 @@ static void lie(struct thpalloc_introspect *t, const char *mode)
         t->arena_size = 12345;
         t->purge_delay_ms = (int64_t)1 << 40;
     } else if (!strcmp(mode, "files")) {
-        static char text[1 << 16];
         struct thpalloc_range *more = calloc(THPALLOC_RANGES_MAX, sizeof *more);
-        FILE *f = fopen("/proc/self/maps", "r");
-        size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
-        if (f)
-            fclose(f);
-        text[got] = '\0';
         uint64_t n = 0;
-        for (char *l = text; *l && n < THPALLOC_RANGES_MAX; l = strchr(l, '\n') + 1) {
+        for (char *l = self_maps(); l && *l && n < THPALLOC_RANGES_MAX; l = next_line(l)) {
             unsigned long long b, e;
-            if (sscanf(l, "%llx-%llx", &b, &e) == 2 && e < (1ULL << 47)) {
-                struct thpalloc_range r = {b, e - b};
-                if (n < THPALLOC_RANGES_INLINE)
-                    t->range[n] = r;
-                else
-                    more[n - THPALLOC_RANGES_INLINE] = r;
-                n++;
-            }
-            if (!strchr(l, '\n'))
-                break;
+            if (sscanf(l, "%llx-%llx", &b, &e) == 2 && e < (1ULL << 47))
+                set_range(t, more, n++, (struct thpalloc_range){b, e - b});
         }
         t->ranges_used = n;
         t->more = (uintptr_t)more;
@@ -209,13 +210,9 @@ static void lie(struct thpalloc_introspect *t, const char *mode)
         uint8_t *six = map(6 << 20);
         struct thpalloc_range *more = calloc(THPALLOC_RANGES_MAX, sizeof *more);
         t->ranges_used = 6;
-        for (int i = 0; i < 6; i++) {
-            struct thpalloc_range r = {(uintptr_t)six + ((size_t)i << 20), 1 << 20};
-            if (i < THPALLOC_RANGES_INLINE)
-                t->range[i] = r;
-            else
-                more[i - THPALLOC_RANGES_INLINE] = r;
-        }
+        for (int i = 0; i < 6; i++)
+            set_range(t, more, i,
+                      (struct thpalloc_range){(uintptr_t)six + ((size_t)i << 20), 1 << 20});
         t->more = (uintptr_t)more;
     } else if (!strcmp(mode, "v1")) {
         /* the same head (sane's fields), then version 1's slots where `more` was */

@@ -42,16 +42,10 @@ if [ "$(id -u)" = 0 ] && [ -d "$SYSCONF" ] && unshare -m true 2>/dev/null; then
         "$ROOT$SYSCONF" "$SYSCONF" env LD_PRELOAD="$THPALLOC_LIB" "$HOLDER" 1 >"$SCRATCH/ns.out" 2>&1 &
     NS=$!
     CLEANUP_PIDS="$CLEANUP_PIDS $NS"
-    i=0
-    while ! grep -q '^ready' "$SCRATCH/ns.out" 2>/dev/null; do
-        i=$((i + 1))
-        if [ $i -gt 300 ] || ! kill -0 "$NS" 2>/dev/null; then
-            sed 's/^/#   /' "$SCRATCH/ns.out"
-            NS=
-            break
-        fi
-        sleep 0.05
-    done
+    if ! wait_line "$NS" "$SCRATCH/ns.out"; then
+        sed 's/^/#   /' "$SCRATCH/ns.out"
+        NS=
+    fi
 fi
 
 for T in $TOOLS; do

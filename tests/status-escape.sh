@@ -106,6 +106,26 @@ for pid, h in zip(pids, hexes):
     print(pid, name)
 PY
 }
+# inv_each FORMAT CHECK DESCRIPTION: one assertion that CHECK PID EXPECTED finds each line
+# of inv_expect FORMAT in the tool's output (CHECK adds what it misses to $bad).
+inv_each() {
+    inv_expect "$1" >"$SCRATCH/inv.want"
+    bad=
+    while read -r pid want; do
+        "$2" "$pid" "$want"
+    done <"$SCRATCH/inv.want"
+    ok $([ -z "$bad" ]; echo $?) "$3${bad:+ (missing:$bad)}"
+}
+inv_in_text() { grep -qxF "PID $1  $2" "$SCRATCH/inv.text" || bad="$bad $1:$2"; }
+inv_in_all() {
+    grep -qE "^ *$1 +[^ ]+ +$(printf '%s' "$2" | sed 's/[][\\.]/\\&/g') +[0-9]" "$SCRATCH/inv.all" ||
+        bad="$bad $1:$2"
+}
+inv_in_json() {
+    grep -qF "\"name\":\"$2\"" "$SCRATCH/inv.json" || bad="$bad $1:$2"
+    grep -qF "\"name\":\"$2\"" "$SCRATCH/inv.alljson" || bad="$bad all:$1:$2"
+}
+inv_in_prom() { grep -qF "pid=\"$1\",comm=\"$2\"" "$SCRATCH/inv.prom" || bad="$bad $1"; }
 
 set -- $TOOLS
 SYSCONF=$("$1" --check --json | "$PYTHON" -c 'import json,sys,os; print(os.path.dirname(json.load(sys.stdin)["check"]["files"][0]))')
@@ -209,25 +229,9 @@ PY
         [ -z "$r" ] || bad="$bad $f: $r;"
     done
     ok $([ -z "$bad" ]; echo $?) "$t: no invisible character raw in the PID view, --all, --json, --all --json, --prometheus${bad:+ (wrong:$bad)}"
-    inv_expect text >"$SCRATCH/inv.want"
-    bad=
-    while read -r pid want; do
-        grep -qxF "PID $pid  $want" "$SCRATCH/inv.text" || bad="$bad $pid:$want"
-    done <"$SCRATCH/inv.want"
-    ok $([ -z "$bad" ]; echo $?) "$t: PID view: each invisible character escaped byte for byte (ss\\xe2\\x80\\x8bhd)${bad:+ (missing:$bad)}"
-    inv_expect all >"$SCRATCH/inv.want"
-    bad=
-    while read -r pid want; do
-        grep -qE "^ *$pid +[^ ]+ +$(printf '%s' "$want" | sed 's/[][\\.]/\\&/g') +[0-9]" "$SCRATCH/inv.all" || bad="$bad $pid:$want"
-    done <"$SCRATCH/inv.want"
-    ok $([ -z "$bad" ]; echo $?) "$t: --all: each name escaped, cut to 15 characters between escapes${bad:+ (missing:$bad)}"
-    inv_expect json >"$SCRATCH/inv.want"
-    bad=
-    while read -r pid want; do
-        grep -qF "\"name\":\"$want\"" "$SCRATCH/inv.json" || bad="$bad $pid:$want"
-        grep -qF "\"name\":\"$want\"" "$SCRATCH/inv.alljson" || bad="$bad all:$pid:$want"
-    done <"$SCRATCH/inv.want"
-    ok $([ -z "$bad" ]; echo $?) "$t: --json, --all --json: each name with \\uXXXX (a surrogate pair above U+FFFF)${bad:+ (missing:$bad)}"
+    inv_each text inv_in_text "$t: PID view: each invisible character escaped byte for byte (ss\\xe2\\x80\\x8bhd)"
+    inv_each all inv_in_all "$t: --all: each name escaped, cut to 15 characters between escapes"
+    inv_each json inv_in_json "$t: --json, --all --json: each name with \\uXXXX (a surrogate pair above U+FFFF)"
     bad=
     for f in json alljson; do
         "$PYTHON" -m json.tool "$SCRATCH/inv.$f" >/dev/null 2>"$SCRATCH/jt.err" || bad="$bad $f: $(head -c 200 "$SCRATCH/jt.err")"
@@ -240,12 +244,7 @@ print(names == ["ss" + bytes.fromhex(h).decode() + "hd" for h in sys.argv[2:]])
 PY
 )
     ok $([ -z "$bad" ] && [ "$got" = True ]; echo $?) "$t: that JSON passes python3 -m json.tool and decodes to the names as they are${bad:+ ($bad)}"
-    inv_expect prom >"$SCRATCH/inv.want"
-    bad=
-    while read -r pid want; do
-        grep -qF "pid=\"$pid\",comm=\"$want\"" "$SCRATCH/inv.prom" || bad="$bad $pid"
-    done <"$SCRATCH/inv.want"
-    ok $([ -z "$bad" ]; echo $?) "$t: --prometheus: each invisible character in a comm label as U+FFFD${bad:+ (missing:$bad)}"
+    inv_each prom inv_in_prom "$t: --prometheus: each invisible character in a comm label as U+FFFD"
     promtool_check "$SCRATCH/inv.prom" "$t: --all --prometheus --per-process with invisible names"
     sanitizer_clean "$t"
 done

@@ -49,29 +49,6 @@ why() {
     esac
 }
 
-# bogus self|lib MODE: a status-bogus lying in MODE; sets BPID.
-BOGUS_EXE=$SCRATCH/bogus/libthpalloc.so.1
-mkdir -p "$SCRATCH/bogus"
-cp "$TESTS_BUILDDIR/status-bogus" "$BOGUS_EXE"
-bogus() {
-    f=$SCRATCH/bogus.$1.$2
-    # The file is the previous tool's otherwise: its "ready" line, read before the new
-    # shell truncates it, sent thp-status to a PID that was still sh, not yet exec'd.
-    rm -f "$f"
-    if [ "$1" = self ]; then
-        "$BOGUS_EXE" self "$2" >"$f" 2>&1 &
-    else
-        LD_PRELOAD=$THPALLOC_LIB "$TESTS_BUILDDIR/status-bogus" lib "$2" >"$f" 2>&1 &
-    fi
-    BPID=$!
-    CLEANUP_PIDS="$CLEANUP_PIDS $BPID"
-    i=0
-    while ! grep -qx "ready $BPID" "$f" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -gt 200 ] || ! kill -0 "$BPID" 2>/dev/null && { sed 's/^/#   /' "$f"; return 1; }
-        sleep 0.05
-    done
-}
 # What thp-status finds wrong with each lie.
 lie() {
     case $1 in
@@ -134,7 +111,7 @@ for T in $TOOLS; do
     for how in self lib; do
         for mode in sizes count outside fields overlap more values files valid many v1; do
             case $how:$mode in lib:valid | lib:many | lib:v1) continue ;; esac
-            if ! bogus $how $mode; then
+            if ! start_bogus $how $mode; then
                 ok 1 "$t: status-bogus $how $mode starts"
                 continue
             fi
@@ -167,7 +144,7 @@ for T in $TOOLS; do
     done
     # The library keeps its own count and table: a block pointed elsewhere is not written
     # through when the process records more ranges.
-    if bogus lib more-map; then
+    if start_bogus lib more-map; then
         run timeout $LIMIT "$T" "$BPID"
         ok $([ "$RC" -eq 0 ] && kill -0 "$BPID" 2>/dev/null && grep -q '^    state          in charge$' "$OUT"; echo $?) \
             "$t: a lying 'more', then six new ranges: the process lives on, the tool reads it (rc $RC)"

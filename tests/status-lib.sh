@@ -111,6 +111,20 @@ within() {
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 rollup() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/smaps_rollup"; }
 
+# wait_line PID FILE [PATTERN [TRIES]]: waits, 0.05 s a try, until FILE has a line that
+# matches PATTERN (a grep pattern, ^ready unless given); 1 when PID ends first or TRIES
+# tries (300 unless given) are spent.
+wait_line() {
+    _wtry=0
+    while ! grep -q "${3:-^ready}" "$2" 2>/dev/null; do
+        _wtry=$((_wtry + 1))
+        if [ $_wtry -gt "${4:-300}" ] || ! kill -0 "$1" 2>/dev/null; then
+            return 1
+        fi
+        sleep 0.05
+    done
+}
+
 # start_holder [N] [ENV...]: a status-holder under thpalloc ($HOLDER_PRELOAD when set, else
 # $THPALLOC_LIB); sets HOLDER_PID, HOLDER_OUT.
 start_holder() {
@@ -121,16 +135,36 @@ start_holder() {
     env "$@" LD_PRELOAD="${HOLDER_PRELOAD:-$THPALLOC_LIB}" "$HOLDER" "$n" >"$HOLDER_OUT" 2>&1 &
     HOLDER_PID=$!
     CLEANUP_PIDS="$CLEANUP_PIDS $HOLDER_PID"
-    i=0
-    while ! grep -q '^ready' "$HOLDER_OUT" 2>/dev/null; do
-        i=$((i + 1))
-        if [ $i -gt 300 ] || ! kill -0 "$HOLDER_PID" 2>/dev/null; then
-            diag "status-holder did not start:"
-            sed 's/^/#   /' "$HOLDER_OUT"
-            return 1
-        fi
-        sleep 0.05
-    done
+    if ! wait_line "$HOLDER_PID" "$HOLDER_OUT"; then
+        diag "status-holder did not start:"
+        sed 's/^/#   /' "$HOLDER_OUT"
+        return 1
+    fi
+}
+
+# start_bogus self|lib MODE [ENV...]: a status-bogus (tests/status-bogus.c) lying in MODE,
+# run as a copy named libthpalloc.so.1 (self) or with the real library preloaded (lib);
+# sets BPID and BOUT, its output (shown when it does not start: 1).
+start_bogus() {
+    _bhow=$1 _bmode=$2
+    shift 2
+    BOGUS_EXE=$SCRATCH/bogus/libthpalloc.so.1
+    if [ ! -e "$BOGUS_EXE" ]; then
+        mkdir -p "$SCRATCH/bogus"
+        cp "$TESTS_BUILDDIR/status-bogus" "$BOGUS_EXE"
+    fi
+    BOUT=$SCRATCH/bogus.$_bhow.$_bmode
+    # The file is the previous run's otherwise: its "ready" line, read before the new
+    # shell truncates it, sent thp-status to a PID that was still sh, not yet exec'd.
+    rm -f "$BOUT"
+    if [ "$_bhow" = self ]; then
+        env "$@" "$BOGUS_EXE" self "$_bmode" >"$BOUT" 2>&1 &
+    else
+        env "$@" LD_PRELOAD="$THPALLOC_LIB" "$TESTS_BUILDDIR/status-bogus" lib "$_bmode" >"$BOUT" 2>&1 &
+    fi
+    BPID=$!
+    CLEANUP_PIDS="$CLEANUP_PIDS $BPID"
+    wait_line "$BPID" "$BOUT" "^ready $BPID\$" 200 || { sed 's/^/#   /' "$BOUT"; return 1; }
 }
 
 # promtool (Prometheus's checker): $PROMTOOL, on PATH, or where tools/dev/install-build-deps

@@ -27,16 +27,11 @@ unshare -m --propagation private sh -c \
     >"$OUTF" 2>&1 &
 H=$!
 CLEANUP_PIDS="$CLEANUP_PIDS $H"
-i=0
-while ! grep -q '^ready' "$OUTF" 2>/dev/null; do
-    i=$((i + 1))
-    if [ $i -gt 300 ] || ! kill -0 "$H" 2>/dev/null; then
-        sed 's/^/#   /' "$OUTF"
-        skip "mount namespaces" "the holder did not start in a chroot of a private mount namespace"
-        done_testing
-    fi
-    sleep 0.05
-done
+if ! wait_line "$H" "$OUTF"; then
+    sed 's/^/#   /' "$OUTF"
+    skip "mount namespaces" "the holder did not start in a chroot of a private mount namespace"
+    done_testing
+fi
 MP=$(awk '$6 ~ /libthpalloc/ { print $6; exit }' "/proc/$H/maps")
 case $MP in
 "$TREE"/*) ok 0 "maps shows the library under the tree's path ($MP)" ;;

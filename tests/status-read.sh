@@ -20,14 +20,7 @@ start() {
     "$PROG" "$@" >"$PROG_OUT" 2>&1 &
     _bg=$!
     CLEANUP_PIDS="$CLEANUP_PIDS $_bg"
-    i=0
-    while ! grep -q '^ready' "$PROG_OUT" 2>/dev/null; do
-        i=$((i + 1))
-        if [ $i -gt 300 ] || ! kill -0 "$_bg" 2>/dev/null; then
-            return 1
-        fi
-        sleep 0.05
-    done
+    wait_line "$_bg" "$PROG_OUT" || return 1
     PROG_PID=$(awk '$1 == "ready" { print $2 }' "$PROG_OUT")
     return 0
 }

@@ -25,14 +25,7 @@ start_prog() {
     env "$@" "$PROG" "$_m" "$_s" >"$PROG_OUT" 2>&1 &
     PROG_PID=$!
     CLEANUP_PIDS="$CLEANUP_PIDS $PROG_PID"
-    i=0
-    while ! grep -q '^ready' "$PROG_OUT" 2>/dev/null; do
-        i=$((i + 1))
-        if [ $i -gt 300 ] || ! kill -0 "$PROG_PID" 2>/dev/null; then
-            bail "status-scan-prog $_m did not start: $(cat "$PROG_OUT")"
-        fi
-        sleep 0.05
-    done
+    wait_line "$PROG_PID" "$PROG_OUT" || bail "status-scan-prog $_m did not start: $(cat "$PROG_OUT")"
 }
 field() { awk -v k="$1" '$1 == k { print $2 }' "$PROG_OUT"; }
 # granted KB: the last program got KB of huge pages (under load or fragmentation the

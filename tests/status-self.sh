@@ -22,27 +22,6 @@ LIMIT=${STATUS_LIMIT:-30}
 CONF=$SCRATCH/empty.conf # the configuration of every process here: the defaults
 : >"$CONF"
 
-# bogus self|lib MODE: a status-bogus (tests/status-bogus.c) in MODE; sets BPID, BOUT.
-BOGUS_EXE=$SCRATCH/bogus/libthpalloc.so.1
-mkdir -p "$SCRATCH/bogus"
-cp "$TESTS_BUILDDIR/status-bogus" "$BOGUS_EXE"
-bogus() {
-    BOUT=$SCRATCH/bogus.$1.$2
-    rm -f "$BOUT"
-    if [ "$1" = self ]; then
-        THPALLOC_CONF=$CONF "$BOGUS_EXE" self "$2" >"$BOUT" 2>&1 &
-    else
-        THPALLOC_CONF=$CONF LD_PRELOAD=$THPALLOC_LIB "$TESTS_BUILDDIR/status-bogus" lib "$2" >"$BOUT" 2>&1 &
-    fi
-    BPID=$!
-    CLEANUP_PIDS="$CLEANUP_PIDS $BPID"
-    i=0
-    while ! grep -qx "ready $BPID" "$BOUT" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -gt 200 ] || ! kill -0 "$BPID" 2>/dev/null && { sed 's/^/#   /' "$BOUT"; return 1; }
-        sleep 0.05
-    done
-}
 stop() {
     kill "$BPID"
     wait "$BPID" 2>/dev/null
@@ -73,7 +52,7 @@ for T in $TOOLS; do
 
     # arena_size=128M where the files give 64M: in a block of its own, and in the library's.
     for how in self lib; do
-        if ! bogus $how arena128; then
+        if ! start_bogus $how arena128 THPALLOC_CONF="$CONF"; then
             ok 1 "$t: status-bogus $how arena128 starts"
             continue
         fi
@@ -93,7 +72,7 @@ $WHY" ]; echo $?) \
 
     # A table of the process's unnamed anonymous mappings: believed as its word, each range
     # flagged; range 0 (3 MiB and a page) at least, as the process printed it.
-    if bogus self anon; then
+    if start_bogus self anon THPALLOC_CONF="$CONF"; then
         r0=$(sed -n 's/^range0 //p' "$BOUT")
         unnamed=
         grep -qx 'names 1' "$BOUT" && unnamed=", not named [anon:thpalloc]"

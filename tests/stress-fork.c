@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "late-free.h"
 #include "relay-report.h"
 
 extern char **environ;
@@ -221,18 +222,7 @@ static int child_work(uint64_t seed)
 /* A thread's last frees, in glibc's second destructor pass (after the library's own key
  * destructor retired its heap), where no safe point of the thread may start the purger:
  * the request waits, and the joiner's next free was the one that started it, inside
- * pthread_join with glibc's stack-cache lock held (tests/stress-joinfree). */
-static pthread_key_t late_key;
-static __thread int late_passes;
-
-static void late_free(void *p)
-{
-    if (late_passes++ == 0)
-        pthread_setspecific(late_key, p);
-    else
-        free(p);
-}
-
+ * pthread_join with glibc's stack-cache lock held (tests/stress-joinfree): late-free.h. */
 static void *child_thread(void *arg)
 {
     intptr_t bad = child_work((uintptr_t)arg);

@@ -24,26 +24,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "late-free.h"
 #include "purger-running.h"
 #include "relay-report.h"
 
 #define MiB ((size_t)1 << 20)
 #define GLIBC_STACKS 8 /* 8 MiB each: glibc's cache of stacks holds 40 MiB */
 
-static pthread_key_t late_key;
-static __thread int late_passes;
 static pthread_t joinee[GLIBC_STACKS];
 static int user_stack;
-
-/* Called again in the second pass: by then the library's destructor has run, so this free
- * asks for the purger and no safe point of this thread will start it. */
-static void late_free(void *p)
-{
-    if (late_passes++ == 0)
-        pthread_setspecific(late_key, p);
-    else
-        free(p);
-}
 
 static void *joinee_main(void *arg)
 {

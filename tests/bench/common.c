@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #endif
 #include "common.h"
+#include "../read-whole.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -101,20 +102,8 @@ uint64_t bench_count(int argc, char **argv, int i, uint64_t dflt, const char *us
 long bench_proc_kib(const char *path, const char *key)
 {
     char buf[8192];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (!read_whole(path, buf, sizeof buf))
         return -1;
-    size_t len = 0;
-    for (;;) {
-        ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        if (len == sizeof buf - 1)
-            break;
-    }
-    close(fd);
-    buf[len] = 0;
     size_t klen = strlen(key);
     for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
         if (strncmp(p, key, klen) == 0 && p[klen] == ':')
