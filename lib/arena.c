@@ -592,13 +592,25 @@ void arena_readvise(arena_t *a, uint8_t *base, size_t n, size_t block_size)
     pthread_mutex_unlock(&arena_lock);
 }
 
-/* A small-object chunk dense.c collapses under system always, where small chunks are
- * VM_NOHUGEPAGE: huge-advised now (recorded, so that its next use is advised anew). */
+/* A small-object chunk dense.c collapses where it is VM_NOHUGEPAGE (small chunks under system
+ * always, a chunk whose earlier huge page split): huge-advised now (recorded, so that its
+ * next use is advised anew). */
 TEXT_COLD
 void arena_advise_dense(arena_t *a, uint8_t *base)
 {
     pthread_mutex_lock(&arena_lock);
     advise(a, (size_t)(base - a->base) >> CHUNK_SHIFT, 1, THP_USE_DENSE, CHUNK_SIZE, false);
+    pthread_mutex_unlock(&arena_lock);
+}
+
+/* A huge-advised small-object chunk (dense.c's, or chunk_new's for a growing heap) split by
+ * a purge inside: the advice a small-object chunk has (khugepaged collapses a huge-advised
+ * range with a single page resident). */
+TEXT_COLD
+void arena_advise_small(arena_t *a, uint8_t *base)
+{
+    pthread_mutex_lock(&arena_lock);
+    advise(a, (size_t)(base - a->base) >> CHUNK_SHIFT, 1, THP_USE_SMALL, CHUNK_SIZE, false);
     pthread_mutex_unlock(&arena_lock);
 }
 

@@ -17,6 +17,7 @@ HIDDEN uint8_t *arena_resize_dedicated(arena_t *arena, chunk_t *desc, size_t wan
 HIDDEN uint32_t arena_freed_at(const arena_t *a, const uint8_t *base);
 HIDDEN void arena_readvise(arena_t *arena, uint8_t *base, size_t n, size_t block_size);
 HIDDEN void arena_advise_dense(arena_t *arena, uint8_t *base);
+HIDDEN void arena_advise_small(arena_t *arena, uint8_t *base);
 HIDDEN uint32_t arena_purge_due(uint32_t now);
 HIDDEN size_t arena_purge_chunks(bool force);
 HIDDEN void arena_fork(enum fork_phase phase);

@@ -41,6 +41,7 @@ HIDDEN void lib_fatal_tail(const char *msg, void *p) __attribute__((cold));
 extern HIDDEN _Atomic uint64_t stat_reserved, stat_huge_advised, stat_purged, stat_purge_pending,
     stat_committed;
 extern HIDDEN _Atomic uint64_t stat_pages_dirty, stat_tail_padded;
-extern HIDDEN _Atomic uint64_t stat_dense_huge, stat_dense_collapses, stat_dense_splits;
+extern HIDDEN _Atomic uint64_t stat_dense_huge, stat_dense_collapses, stat_dense_splits,
+    stat_dense_ahead;
 
 #endif

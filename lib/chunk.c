@@ -67,6 +67,28 @@ static enum chunk_kind kind_of_class(unsigned cls)
 
 void (*chunk_new_prepare)(heap_t *heap);
 
+/* Full chunks of a heap's kind that make its next one a huge page from its first touch. */
+#define AHEAD_FULL 2
+
+/* The heap asks for a chunk of kind with every chunk of that kind full (slot_new found no
+ * room), AHEAD_FULL of them at least: it grows, and its next chunk will fill too. Taken
+ * huge-advised, its first touch faults a huge page whole (no 4 KiB faults, no collapse's
+ * copy later); its slots but the first are dirty, so that what it does not fill goes back
+ * after purge_delay (splitting the huge page, chunk_dense_lost) like a resident chunk's. */
+static bool chunk_growing(heap_t *heap, enum chunk_kind kind)
+{
+    if (!dense_percent() || !purge_inside_chunks() || purge_delay() <= 0)
+        return false;
+    unsigned full = 0;
+    for (chunk_t *x = heap->chunks[kind == CHUNK_MEDIUM].last; x && full < AHEAD_FULL;
+         x = x->prev) {
+        if (x->pages_used != x->npages)
+            return false;
+        full++;
+    }
+    return full == AHEAD_FULL;
+}
+
 static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
 {
     arena_t *arena;
@@ -74,7 +96,9 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
     if (chunk_new_prepare)
         chunk_new_prepare(heap); /* what other threads emptied in idle heaps, first */
     extents_release_empty();
-    uint8_t *base = arena_alloc_chunks(1, CHUNK_SIZE, THP_USE_SMALL, CHUNK_SIZE, &arena, &zero);
+    bool ahead = chunk_growing(heap, kind);
+    uint8_t *base = arena_alloc_chunks(1, CHUNK_SIZE, ahead ? THP_USE_DENSE : THP_USE_SMALL,
+                                       CHUNK_SIZE, &arena, &zero);
     if (!base)
         return NULL;
     chunk_t *c = chunk_desc_alloc();
@@ -89,15 +113,21 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
     c->pages_used = 0;
     c->used_hi = 0;
     atomic_store_explicit(&c->dense, CHUNK_DENSE_NONE, memory_order_relaxed);
+    atomic_store_explicit(&c->dense_advised, ahead, memory_order_relaxed);
+    if (ahead) {
+        atomic_fetch_add_explicit(&stat_dense_ahead, 1, memory_order_relaxed);
+        introspect_set_dense();
+    }
     c->arena = arena;
     c->nchunks = 1;
     /* A chunk the arena had not purged yet is resident: its other slots are dirty, so that
      * the purger gives back the ones left unused (and new pages take them first). The
      * first is the caller's: taken here, before the purger can see the chunk. They have
-     * waited since the chunk was freed: the rest of purge_delay, not all of it again. */
+     * waited since the chunk was freed: the rest of purge_delay, not all of it again. A
+     * chunk taken ahead is resident whole at its first touch: dirty from now. */
     *dirty_out = !zero;
-    bool dirty = !zero && c->npages > 1 && purge_inside_chunks() && purge_delay() > 0;
-    uint32_t now = dirty ? arena_freed_at(arena, base) : 0;
+    bool dirty = (!zero || ahead) && c->npages > 1 && purge_inside_chunks() && purge_delay() > 0;
+    uint32_t now = !dirty ? 0 : zero ? now_ms() : arena_freed_at(arena, base);
     atomic_store_explicit(&c->ndirty, dirty ? c->npages - 1 : 0, memory_order_relaxed);
 #ifdef THPALLOC_DEBUG
     for (unsigned i = 0; i < c->npages; i++) /* a descriptor is recycled with every slot FREE */

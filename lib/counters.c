@@ -8,4 +8,4 @@ _Atomic uint64_t stat_reserved, stat_huge_advised, stat_purged, stat_purge_pendi
  * purge_delay passes (arena.c, under its lock): waiting too, for purge-signal's count. */
 _Atomic uint64_t stat_pages_dirty, stat_tail_padded;
 /* dense.c's collapses of nearly full small-object chunks: bytes now, collapses, splits. */
-_Atomic uint64_t stat_dense_huge, stat_dense_collapses, stat_dense_splits;
+_Atomic uint64_t stat_dense_huge, stat_dense_collapses, stat_dense_splits, stat_dense_ahead;

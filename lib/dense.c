@@ -104,9 +104,11 @@ TEXT_WARM
 static bool dense_collapse(chunk_t *c, uint8_t *base)
 {
     int rc = os_collapse(base, CHUNK_SIZE);
-    if (rc == EINVAL && thp_system_setting() == THP_SYS_ALWAYS) {
-        /* small chunks are VM_NOHUGEPAGE under system always: this one is huge-advised now */
+    if (rc == EINVAL) {
+        /* VM_NOHUGEPAGE (small chunks under system always, a chunk split before): advised
+         * for the collapse, until a purge inside splits it again (chunk_dense_lost) */
         arena_advise_dense(c->arena, base);
+        atomic_store_explicit(&c->dense_advised, 1, memory_order_relaxed);
         rc = os_collapse(base, CHUNK_SIZE);
     }
     if (rc == EINVAL) /* no MADV_COLLAPSE in this kernel (before 6.1) */

@@ -58,6 +58,9 @@ void introspect_set_dense(void)
     __atomic_store_n(&introspect_state.dense_splits,
                      atomic_load_explicit(&stat_dense_splits, memory_order_relaxed),
                      __ATOMIC_RELAXED);
+    __atomic_store_n(&introspect_state.dense_ahead,
+                     atomic_load_explicit(&stat_dense_ahead, memory_order_relaxed),
+                     __ATOMIC_RELAXED);
 }
 
 void introspect_set_policy(const struct cfg_values *v)

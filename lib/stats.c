@@ -59,6 +59,7 @@ void stats_collect(struct thpalloc_stats *s)
     s->dense_huge = atomic_load_explicit(&stat_dense_huge, memory_order_relaxed);
     s->dense_collapses = atomic_load_explicit(&stat_dense_collapses, memory_order_relaxed);
     s->dense_splits = atomic_load_explicit(&stat_dense_splits, memory_order_relaxed);
+    s->dense_ahead = atomic_load_explicit(&stat_dense_ahead, memory_order_relaxed);
     uint64_t cached = 0;
     thread_foreach_heap(sum_cached, &cached);
     uint64_t ext;

@@ -328,6 +328,10 @@ struct chunk {
     /* CHUNK_SMALL/MEDIUM: CHUNK_DENSE_* (dense.c): nearly all in use and waiting for the
      * purger's look, or collapsed into a huge page (until a purge inside splits it). */
     _Atomic uint8_t dense;
+    /* CHUNK_SMALL/MEDIUM: the chunk is huge-advised (MADV_HUGEPAGE) for density: taken
+     * ahead for a growing heap (chunk_new) or collapsed (dense.c). A purge inside drops the
+     * advice (chunk_dense_lost): khugepaged would collapse it again however sparse. */
+    _Atomic uint8_t dense_advised;
     _Atomic(heap_t *) owner;   /* NULL: abandoned, or large (not owned) */
     _Atomic uint8_t abandoned; /* on the abandoned list (changed under its lock) */
     bool orphan;               /* left unadopted for purge_delay: purged now when it empties */

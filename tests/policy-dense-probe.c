@@ -25,7 +25,7 @@
 
 struct stats {
     uint64_t reserved, committed, huge_advised, in_use, purge_pending, purged, large_count, heaps,
-        dense_huge, dense_collapses, dense_splits;
+        dense_huge, dense_collapses, dense_splits, dense_ahead;
 };
 
 static long rollup(const char *key)
@@ -42,6 +42,24 @@ static long rollup(const char *key)
     return v;
 }
 
+/* kB of mappings huge-advised (VmFlags hg in smaps): what khugepaged may collapse however
+ * sparse, besides the page faults */
+static long huge_advised_kb(void)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    long size = 0, sum = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "Size:", 5))
+            size = atol(line + 5);
+        else if (!strncmp(line, "VmFlags:", 8) && strstr(line, " hg"))
+            sum += size;
+    }
+    if (f)
+        fclose(f);
+    return sum;
+}
+
 static void sample(const char *when)
 {
     struct stats s = {0};
@@ -50,10 +68,11 @@ static void sample(const char *when)
     if (get)
         get(&s, sizeof s);
     printf("%s_rss_kb=%ld\n%s_anonhuge_kb=%ld\n%s_dense_huge_kb=%llu\n%s_collapses=%llu\n"
-           "%s_splits=%llu\n",
+           "%s_splits=%llu\n%s_ahead=%llu\n%s_hg_kb=%ld\n",
            when, rollup("Rss"), when, rollup("AnonHugePages"), when,
            (unsigned long long)(s.dense_huge >> 10), when, (unsigned long long)s.dense_collapses,
-           when, (unsigned long long)s.dense_splits);
+           when, (unsigned long long)s.dense_splits, when, (unsigned long long)s.dense_ahead, when,
+           huge_advised_kb());
     fflush(stdout);
 }
 

@@ -2,8 +2,10 @@
 # thp_dense (thpalloc.conf(5)): small-object memory nearly all in use becomes huge pages,
 # collapsed by the background purge (the purger thread, which 16 MiB of them start) once
 # the chunks filled, at no more than
-# the part not in use yet in resident size; freed, it goes back to 4 KiB pages and to the
-# kernel after purge_delay. Figures from the real kernel (smaps_rollup) and the library's
+# the part not in use yet in resident size; a thread that fills chunk after chunk gets its
+# next one as a huge page from the first touch, and gives back what it did not fill after
+# purge_delay; freed, it goes back to 4 KiB pages and to the kernel after purge_delay.
+# Figures from the real kernel (smaps_rollup, smaps' VmFlags) and the library's
 # statistics. thp_dense = off and thp = never collapse nothing.
 set -u
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
@@ -43,6 +45,23 @@ test "$(get freed_anonhuge_kb)" -le 2048
 ok $? "freed and idle: the kernel's huge pages are gone too (AnonHugePages $(get freed_anonhuge_kb) kB)"
 test "$(get freed_rss_kb)" -le $((16 * 1024))
 ok $? "freed and idle: resident size back to $(get freed_rss_kb) kB (at most 16 MiB)"
+a=$(get filled_ahead)
+test "$a" -ge 20 -a "$a" -le 23
+ok $? "a thread filling chunk after chunk: $a of its 24 chunks huge-advised before their first touch (20 to 23: not its first two)"
+test "$(get filled_anonhuge_kb)" -ge $((40 * 1024))
+ok $? "they are huge pages as soon as they are written, before any collapse: AnonHugePages $(get filled_anonhuge_kb) kB at the fill's end (at least 40 MiB)"
+
+# A thread that stops growing inside its chunk taken ahead: the chunk's part it did not
+# fill goes back after purge_delay, and the chunk loses its huge advice (khugepaged would
+# make it a huge page again, however sparse).
+out=$(LD_PRELOAD="$THPALLOC_LIB" THPALLOC_PURGE_DELAY=500ms timeout 60 "$probe" 256 5)
+sed 's/^/# /' <<<"$out"
+is "$(get filled_ahead) $(get filled_hg_kb)" "1 2048" "5 MiB of 256-byte blocks: the third chunk taken ahead, huge-advised (2048 kB of VmFlags hg)"
+is "$(get busy_hg_kb)" 0 "past purge_delay, half of it unused: no huge advice left (VmFlags hg 0 kB)"
+test "$(get busy_rss_kb)" -le $(($(get filled_rss_kb) - 512))
+ok $? "and its unused part given back: resident $(get filled_rss_kb) -> $(get busy_rss_kb) kB"
+test "$(get busy_anonhuge_kb)" -le 4096
+ok $? "its huge page split: AnonHugePages $(get busy_anonhuge_kb) kB, the two full chunks' at most"
 
 # thp-status's PID view says what the process reports (its introspection block).
 tool=$TESTS_BUILDDIR/../tools/thp-status/thp-status
