@@ -131,9 +131,8 @@ static inline __attribute__((always_inline)) void *malloc_page(heap_t *heap, pag
     if (unlikely(!b)) {
         /* The owner's frees become the free list here, as page_ready does, unless
          * another thread freed into this page or a full one of the heap: the slow
-         * path collects those, so that pages can empty. With 16 KiB pages a quarter
-         * of churn's slow mallocs were this. page_empty and a reset page have neither
-         * list.
+         * path collects those, so that pages can empty. page_empty and a reset page
+         * have neither list.
          * Counted and marked as the slow path does: the busy heap's rules and kept
          * pages' ages run on slow_ops, heap_page_retire keeps only pages allocated from. */
         b = page->local_free;
@@ -440,7 +439,7 @@ API void *realloc(void *p, size_t size)
     }
     /* Growing a small block: take half as much again, so that a buffer grown a few bytes
      * at a time does not step through every size class, leaving a block behind in each
-     * (that left realloc-heavy programs with 4x their live bytes resident). Past
+     * (that left realloc-heavy programs with several times their live bytes resident). Past
      * REALLOC_EXTENT_MIN it is an extent from then on, where it grows in place: through the
      * medium classes it left a block behind in a 64 KiB page of each, so the step below it
      * stops at REALLOC_EXTENT_MIN. */
@@ -577,7 +576,7 @@ static NOINLINE __attribute__((cold)) TEXT_BUSY size_t usable_size_cold(void *p,
     return usable_size(c, p, "malloc_usable_size(): invalid pointer", &page);
 }
 
-/* A short leaf for a small block's start (redis asks after every allocation), with
+/* A short leaf for a small block's start (some programs ask after every allocation), with
  * usable_size's checks for that case, sub-pages included (a class's first blocks); everything
  * else is a tail call, so that this path saves no register. */
 TEXT_BUSY

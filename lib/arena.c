@@ -275,7 +275,7 @@ static bool commit_run(arena_t *a, size_t first, size_t n)
 
 /* A free chunk that is still resident (dirty), for a one-chunk request: taking it rather
  * than the lowest free one keeps the process from touching new memory while old memory
- * waits for its purge (realloc-heavy programs crept up by half their peak that way). */
+ * waits for its purge. */
 static bool arena_find_dirty(const arena_t *a, size_t *first)
 {
     for (size_t w = 0; w < (a->nchunks + 63) / 64; w++) {

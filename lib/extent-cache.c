@@ -36,9 +36,9 @@ static inline void cache_bytes_set(heap_t *heap, size_t bytes)
 
 /* The cached block that fits len granules best, up to CACHE_SLACK(len) longer, the newest
  * of that length: with the exact length alone, a thread that frees and allocates blocks of
- * many lengths (xchange, mixed) found one in 6 of its requests there, each miss costing a
- * lock and a run split, and later a lock and a merge. The block keeps its length (tags
- * and usable size): a quarter at most of it unused while it is handed out. */
+ * many lengths mostly missed, each miss costing a lock and a run split, and later a lock
+ * and a merge. The block keeps its length (tags and usable size): a quarter at most of it
+ * unused while it is handed out. */
 #define CACHE_SLACK(len) (((len) + 3) / 4)
 
 static void *cache_take(heap_t *heap, unsigned len)

@@ -33,8 +33,7 @@ static bool trim_due(const struct ext_shard *s, const struct ext_free *n, unsign
 
 /* Granules a storm's batch waits for: TRIM_BATCH, doubled with the trim's length by the
  * refaults (trim_taken), as a process that takes back what it freed should pay for fewer
- * madvise calls (the realloc workload: 113 calls before the batches, 246 with a fixed
- * one). */
+ * madvise calls. */
 static size_t trim_batch_len(struct ext_shard *s)
 {
     return (size_t)TRIM_BATCH << (s->trim_shift < 16 ? s->trim_shift : 16);
@@ -43,9 +42,8 @@ static size_t trim_batch_len(struct ext_shard *s)
 /* Whether the trim that is due now goes at once: the first trim_burst of a purge_delay do
  * (a start-up that frees a few runs and goes idle gets them back); past them the process is
  * in a storm of frees, and its runs wait for the batch (trim_batch) or the delayed purge.
- * One madvise a freed block was a syscall storm: a list drained by a server, 8 KiB nodes
- * freed one after the other next to the runs trimmed before them, made 123 madvise calls
- * a MiB freed (listdrain). */
+ * One madvise a freed block was a syscall storm: a list drained by a server, its nodes
+ * freed one after the other next to the runs trimmed before them, cost a madvise a node. */
 static bool trim_now(struct ext_shard *s)
 {
     uint32_t now = now_ms();
@@ -110,17 +108,15 @@ static void trim_batch(struct ext_shard *s)
     s->trim_batched += batch;
     s->trim_batch_at = s->pending_granules + trim_batch_len(s);
     /* A storm that goes on: what it frees is taken again by its next phase, purged and
-     * faulted in again for nothing (listdrain: 0.71 s against 0.36 s without, as many page
-     * faults as MiB freed); the purger waits purge_delay instead. */
+     * faulted in again for nothing; the purger waits purge_delay instead. */
     if (s->trim_batched >= TRIM_STORM_MAX)
         atomic_store_explicit(&trim_want_thread, true, memory_order_relaxed);
 }
 
 /* After a free that left memory waiting (the shard's lock released); counted: its unlock
- * wrote stat_pages_dirty. Only then is the purger told (a fence and two loads on every
- * extent free showed in the mixed bench's profile): while the shard's count stands
- * above 0 the purger does not sleep without a due time, and an inline pass that finds it
- * nonzero arms the next. */
+ * wrote stat_pages_dirty. Only then is the purger told (else a fence and two loads on every
+ * extent free): while the shard's count stands above 0 the purger does not sleep without a
+ * due time, and an inline pass that finds it nonzero arms the next. */
 void note_pending(bool counted)
 {
     if (unlikely(atomic_load_explicit(&trim_want_thread, memory_order_relaxed))) {

@@ -174,9 +174,8 @@ unsigned map_find_top(const uint64_t *map, unsigned len)
 }
 
 /* The bin a request of len granules takes from: the smallest run that fits, unless no run
- * of that length is resident and a longer one is (reuse before touching fresh memory:
- * thread churn's extents touched every granule of their chunks over a second of batches,
- * 4.1 -> 6.8 MiB, for as much handed out). 0: none. */
+ * of that length is resident and a longer one is (reuse before touching fresh memory: else
+ * freed runs wait while fresh granules are faulted in). 0: none. */
 TEXT_BUSY
 static unsigned bin_find(struct ext_shard *s, unsigned len)
 {
@@ -440,7 +439,7 @@ struct ext_free *run_free(struct extent_map *m, unsigned first, unsigned len, bo
 
 /* A part of a run split by run_take, [first, first+len) with its dirty granules (counted as
  * waiting already), made a free run: no free neighbour to merge with (the run had none, and
- * the part taken is between), so none is looked for (a fifth of a split's instructions). */
+ * the part taken is between), so none is looked for. */
 TEXT_BUSY
 static void run_put(struct extent_map *m, unsigned first, unsigned len, unsigned dirty, bool zero,
                     uint32_t freed_at)
@@ -498,8 +497,8 @@ run_split(struct extent_map *m, struct ext_free *n, unsigned first, unsigned len
     if (trimmed)
         trim_taken(s, at, len); /* once a trim: the rest of the run is not flagged again */
     /* A storm whose memory is taken again as it goes (thread churn) is no reason for the
-     * purger: its batches keep the peak lower than the thread's delayed purge would
-     * (threadchurn); one that only frees (a drained list) is. */
+     * purger: its batches keep the peak lower than the thread's delayed purge would; one
+     * that only frees (a drained list) is. */
     if (s->trim_batched)
         s->trim_batched = s->trim_batched > len ? s->trim_batched - len : 0;
     /* the parts before and after: free runs of their own (no free neighbour: n had none).
@@ -548,7 +547,7 @@ static bool chunk_is_empty(const struct extent_map *m)
  * it is purged. A resident one stays an extent chunk until extents_purge gives its run back
  * after purge_delay, or a heap or a large block needs a chunk (extents_release_empty):
  * dropped at once, it became some heap's chunk of dirty slots, and the next extents touched
- * a fresh chunk (thread churn: 8 to 16 MiB of extents faulted in for 6 MiB resident). */
+ * a fresh chunk. */
 void chunk_maybe_drop(struct extent_map *m)
 {
     struct ext_shard *s = m->shard;
@@ -565,9 +564,8 @@ void chunk_maybe_drop(struct extent_map *m)
 }
 
 /* One empty chunk stays besides the spare: handed to a heap, the last one came back as
- * fresh memory the next time the extents grew (thread churn, whose batches' extents go up
- * and down by a chunk: 7 runs in 30 peaked at 17.0-20.4 MiB, 1 with the one kept). The one
- * kept goes back once purged (chunk_maybe_drop). */
+ * fresh memory the next time the extents grew (extents that go up and down by a chunk).
+ * The one kept goes back once purged (chunk_maybe_drop). */
 void extents_release_empty(void)
 {
     if (!atomic_load_explicit(&empty_kept, memory_order_relaxed))
@@ -602,7 +600,7 @@ void extents_release_empty(void)
  * k of s (0: none fits there), peeked at without its lock (a hint: taken, it is looked for
  * again under the lock); or NULL. Best fit across the shards: with each shard's alone, a
  * request split a long resident run of its own while a run of its length waited in the
- * other's, and the long runs that later requests needed were gone (xchange's peak). */
+ * other's, and the long runs that later requests needed were gone (the peak grew). */
 static struct ext_shard *better_shard(const struct ext_shard *s, unsigned want, unsigned k)
 {
     struct ext_shard *best = NULL;
@@ -620,8 +618,7 @@ static struct ext_shard *better_shard(const struct ext_shard *s, unsigned want, 
 }
 
 /* Only the shards that may fit it are locked, and s's lock is kept when none may: each
- * request without a resident fit locked every other shard in turn and its own again
- * (xchange: 51,207 locks for 30,566 requests). */
+ * request without a resident fit locked every other shard in turn and its own again. */
 static unsigned bin_find_other(struct ext_shard **sp, unsigned want, unsigned k)
 {
     struct ext_shard *s = *sp;

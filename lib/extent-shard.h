@@ -12,13 +12,13 @@
 #include <sched.h>
 
 /* A shard: its own lock, bins and chunks. With one lock for the process, threads that take
- * and free extents at once waited for one another most of the time (docs/benchmarks-log.md,
- * issue 37). Once a second heap is made, a request takes from
- * the shard of the CPU it runs on (a thread that runs meets the others only when it was
- * moved, or frees a block another CPU's shard holds); until then every request takes from
- * shard0, and a single-threaded process lays out its extents as with one shard. A chunk
- * stays in the shard that made it, and so does its map, recycled there (maps_free): a
- * map's shard never changes, and a free finds its lock without one. */
+ * and free extents at once waited for one another most of the time (docs/benchmarks-log.md).
+ * Once a second heap is made, a request takes from the shard of the CPU it runs on (a
+ * thread that runs meets the others only when it was moved, or frees a block another CPU's
+ * shard holds); until then every request takes from shard0, and a single-threaded process
+ * lays out its extents as with one shard. A chunk stays in the shard that made it, and so
+ * does its map, recycled there (maps_free): a map's shard never changes, and a free finds
+ * its lock without one. */
 #define EXT_SHARDS 8
 #define MAP_WORDS ((GRANULES + 64) / 64)
 _Static_assert(MAP_WORDS <= 64, "a bit of binsum and pendsum for each word of the maps");
@@ -52,13 +52,12 @@ struct ext_shard {
     uint64_t pendmap[MAP_WORDS]; /* bins whose first run is pending */
     /* Bit w: word w of binmap, of pendmap, is not 0. A look for a fit is a word and a bit,
      * not a walk of the words: a request without a resident fit in its shard looks at the
-     * others' pendmaps that way (a walk of the words was ~100 instructions of each request
-     * the thread's cache could not serve in mixed). */
+     * others' pendmaps that way. */
     uint64_t binsum, pendsum;
     /* By exact length, pending runs at the front; the heads alone, 4 KiB (a bin's list keeps
      * its last node in its first node's prev), stored longest first (bin_of) after the
      * fields above. A small process's runs, short blocks and the rest of its chunk, touch
-     * two pages of them, not three (python3 idle: -4 KiB). */
+     * two pages of them, not three. */
     struct ext_free *bins[GRANULES];
     /* shard_lock; shard0's too (0: free, so shard0 stays in .bss). Last, on a line of its
      * own: shard0's last page is the one the fork hook writes anyway (shards_lock), and in
@@ -71,9 +70,8 @@ extern HIDDEN struct ext_shard shard0;
 extern HIDDEN struct ext_shard *_Atomic shards[EXT_SHARDS];
 
 /* A shard's lock word: 0 free, 1 held, 2 held with a thread asleep on it (or about to be).
- * Not a pthread mutex: its lock and unlock calls were ~70 instructions of every extent
- * request and free taken together, 2.2 of each a malloc/free pair (mixed, callgrind:
- * docs/benchmarks-log.md); this is a CAS to take it and an exchange to let it go. */
+ * Not a pthread mutex: its calls cost more than a CAS to take it and an exchange to let it
+ * go, which this is (docs/benchmarks-log.md). */
 static inline _Atomic int *shard_lock_word(struct ext_shard *s)
 {
     return &s->lock;

@@ -144,7 +144,7 @@ void extent_free(chunk_t *c, void *p)
 
 /* The blocks of a thread's cache (at most EXT_CACHE_SLOTS) back to the runs, under one
  * lock for each shard they come from: taken in their order, the locks went back and forth
- * between shards (xchange: ~3 locks a flush with 2 shards). */
+ * between shards. */
 TEXT_BUSY
 void extent_free_many(void *const *blocks, unsigned n)
 {

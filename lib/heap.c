@@ -70,7 +70,7 @@ void heap_page_retire(heap_t *heap, page_t *page)
             /* Every free into a sub-page takes the slow path (its slot's descriptor is a
              * marker). A class that empties its sub-page again and again, a buffer taken
              * and freed in a loop, takes no more sub-pages: it moves to a page of its own,
-             * whose frees take the fast path (shortlived: a third of its frees were slow). */
+             * whose frees take the fast path. */
             uint64_t bit = (uint64_t)1 << page->cls;
             heap->first_taken |= bit;
             heap->second_taken |= bit;
@@ -94,8 +94,7 @@ void heap_forget_kept(heap_t *heap)
  * their chunks as dirty slots (resident, no system call). The next thread to take the heap
  * sets up pages for the classes it uses on those slots, the lowest first (slot_take), so
  * that a parked heap holds the slots its threads use at once, not one per class any of them
- * ever used (handoff: 16 of a heap's 33 pages were kept empty, an OS page each). Sub-pages
- * stay: they share their OS pages. */
+ * ever used, an OS page each. Sub-pages stay: they share their OS pages. */
 void heap_park_kept(heap_t *heap)
 {
     uint64_t kept = heap->kept_mask;
@@ -106,12 +105,11 @@ void heap_park_kept(heap_t *heap)
         page_t *p = heap->queues[cls].first;
         /* Not a trimmed or reset page: it holds no memory, and its refill is what tells
          * the trim that its class is in use (trim_refaulted; released too, every thread
-         * trimmed again: 11150 madvise a handoff run against 5034); out of kept_mask, a
-         * class that needs a page takes a resident dirty slot rather than fault it in.
-         * Nor a page carved beyond an OS page, a busy class's, which its class's next
-         * blocks need whole: another class on its slot left that class to carve fresh
-         * pages (threadchurn's peak rose); it stays kept, out of kept_mask until a page
-         * is kept again (kept_page_steal's walk skipped in between). */
+         * trimmed again); out of kept_mask, a class that needs a page takes a resident
+         * dirty slot rather than fault it in. Nor a page carved beyond an OS page, a busy
+         * class's, which its class's next blocks need whole: another class on its slot left
+         * that class to carve fresh pages; it stays kept, out of kept_mask until a page is
+         * kept again (kept_page_steal's walk skipped in between). */
         if (p && !p->next && p->used == 0 && !p->is_sub && !(p->flags & PAGE_RESET) &&
             (size_t)p->capacity * p->block_size <= OS_PAGE_SIZE) {
             page_unlink(heap, p);
@@ -121,9 +119,9 @@ void heap_park_kept(heap_t *heap)
 }
 
 /* Pages emptied by other threads' frees while their owner makes no slow-path call (a
- * server's main thread idle after a background thread freed its data: redis's FLUSHALL
- * ASYNC) are seen by nobody but the purger's reclaim of idle heaps: the purger is asked for
- * once 16 MiB were emptied so, as for any memory that waits, and woken if it sleeps. */
+ * server's main thread idle after a background thread freed its data) are seen by nobody
+ * but the purger's reclaim of idle heaps: the purger is asked for once 16 MiB were emptied
+ * so, as for any memory that waits, and woken if it sleeps. */
 #define REMOTE_EMPTIED_WANT ((uint64_t)16 << 20)
 static _Atomic uint64_t remote_emptied;
 
@@ -138,8 +136,8 @@ static NOINLINE TEXT_COLD void note_remote_emptied(const page_t *page)
 }
 
 /* The owner (or the purger) collected a page that other threads' frees emptied: it no longer
- * waits, so a busy owner's producer-consumer traffic does not add up to a purger thread
- * (xthread started one once 16 MiB had passed through its full pages). A hint, floored at 0. */
+ * waits, so a busy owner's producer-consumer traffic does not add up to a purger thread. A
+ * hint, floored at 0. */
 static void remote_emptied_collected(const page_t *page)
 {
     uint64_t bytes = (uint64_t)page->reserved * page->block_size;
@@ -328,8 +326,7 @@ void *heap_malloc_small(heap_t *heap, size_t size, bool zero)
 
 /* The slow paths' share of a full page's round trip (the page runs dry, a free brings it
  * back), inline in the one caller each way, without the general functions' looks: in a
- * churning heap it is the most frequent slow path (page_to_full's, page_requeue's calls
- * were 8 % of the round trip's instructions). The dry first page to the full list, its
+ * churning heap it is the most frequent slow path. The dry first page to the full list, its
  * next page first; false when a remote free arrived (collect it). */
 static inline __attribute__((always_inline)) bool page_to_full_first(heap_t *heap, page_t *page)
 {
@@ -385,8 +382,8 @@ static inline __attribute__((always_inline)) void page_requeue(heap_t *heap, pag
  * would (the dry page to the full list, the next one to allocate from) without the general
  * path's looks; else it changes nothing and tail-calls slow(heap, size), the caller's slow
  * path (alloc.c's malloc_slow, which is above this file: given, not called by name; a
- * wrapper there that called this one and then the slow path cost a frame, 12 instructions
- * a dry page). Called inside the fast path's handshake (busy set, claimed seen clear), which
+ * wrapper there that called this one and then the slow path cost a frame on every dry
+ * page). Called inside the fast path's handshake (busy set, claimed seen clear), which
  * it ends. A safe point with work waiting (purger_wanted) is left to the slow path, which
  * starts with one: the block handed out here needs none after it. */
 void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size,
@@ -406,7 +403,7 @@ void *heap_malloc_dry(heap_t *heap, page_t *page, size_t size,
                atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed));
     /* other threads' frees into page: page_to_full_first's look after it publishes in_full,
      * the one that counts, sends them to the slow path (a look here first saved nothing but
-     * an xchg in the rare case, and cost every dry page three instructions) */
+     * an xchg in the rare case, at a cost to every dry page) */
     if (!next || (page->flags & (PAGE_HAS_HOLES | PAGE_RESET)) || page->capacity < page->reserved ||
         heap->reclaimed || atomic_load_explicit(&heap->full_has_xfree, memory_order_relaxed) ||
         atomic_load_explicit(&purger_wanted, memory_order_relaxed))
@@ -525,8 +522,8 @@ static inline __attribute__((always_inline)) void free_own(heap_t *heap, page_t 
 }
 
 /* heap_free_full's last block: the retire and the handshake's end, out of line, so that
- * heap_free_full makes no call of its own and saves no register (a frame was 8 of its
- * instructions, on every free into a full page). */
+ * heap_free_full makes no call of its own and saves no register (a frame on every free
+ * into a full page). */
 static NOINLINE void free_full_retire(heap_t *heap, page_t *page)
 {
     heap_page_retire(heap, page);

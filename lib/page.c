@@ -125,9 +125,8 @@ void page_check(const page_t *page)
  * free and local_free is empty, as it is (its end is the first push's NULL, and every pop
  * checks its block's place and key as for the owner's frees); only when both hold blocks
  * is it walked to its tail. The walk is a chain of cache misses on blocks another CPU has
- * just written (xchange: most of page_collect's time, the loads of the next link), and a
- * dry page's local_free, left waiting behind it, becomes free at its next dry pop as the
- * fast path's swap. */
+ * just written, and a dry page's local_free, left waiting behind it, becomes free at its
+ * next dry pop as the fast path's swap. */
 uint32_t page_collect(page_t *page)
 {
     uint32_t n = 0;

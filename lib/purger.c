@@ -33,7 +33,7 @@ static uint32_t due_min(uint32_t a, uint32_t b)
  * machine's CPUs looked asleep, tests/policy-storm `refault`). Passes come at least every half
  * purge_delay meanwhile, so an idle process gets its memory back within about two
  * purge_delays of its frees. Its CPU time (getrusage) read a process kept off the CPU the
- * same way: clang under load lost the wait. */
+ * same way: a loaded machine hides the refaults. */
 #define REFAULT_SAMPLE_MIN_MS 50u
 
 static uint32_t sample_ops;  /* the heaps' slow_ops added up at the last look */

@@ -332,12 +332,12 @@ size_t reclaim_idle_heaps(uint32_t now, bool force, uint32_t *next)
 
 /* ---- on demand: the chunks of idle heaps that other threads emptied ----------------------
  * A thread that allocates, then waits while others free what it allocated (a dispatcher
- * handing work items to workers, larson's main thread) keeps chunks whose every block is
- * free, in remote-free lists nobody collects until the purger comes after purge_delay. A
- * heap about to take a chunk from the arena first claims such heaps (the same handshake),
- * collects their frees and gives back what they emptied: a chunk without a block goes to
- * the arena, which hands the caller one of them, resident, instead of a fresh one; an empty
- * page goes back to its chunk and is purged at once, ahead of purge_delay. */
+ * handing work items to workers) keeps chunks whose every block is free, in remote-free
+ * lists nobody collects until the purger comes after purge_delay. A heap about to take a
+ * chunk from the arena first claims such heaps (the same handshake), collects their frees
+ * and gives back what they emptied: a chunk without a block goes to the arena, which hands
+ * the caller one of them, resident, instead of a fresh one; an empty page goes back to its
+ * chunk and is purged at once, ahead of purge_delay. */
 
 struct pick_emptied {
     heap_t *self;

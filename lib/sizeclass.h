@@ -8,9 +8,9 @@
  * page, 144 and 640 B left: 2336, 7's largest, is more than 12.5 % above 2048) and 2960,
  * 3440, 3632 B (22, 19, 18 to a 64 KiB page). Eight stepped classes left up to 1 KiB of a
  * 16 KiB page unused (1280 .. 3840 B) or took 64 KiB pages; a page's tail is resident with
- * its last block (private's peak: 642 KiB of tails, docs/benchmarks-log.md). Finer classes
- * would cost memory, not save it: each class keeps the pages of its own high-water mark (16
- * a doubling from 1 to 4 KiB: private's peak +1.1 MiB, same log).
+ * its last block (docs/benchmarks-log.md). Finer classes would cost memory, not save it:
+ * each class keeps the pages of its own high-water mark (16 a doubling from 1 to 4 KiB:
+ * same log).
  *
  * Between 4 and 8 KiB the eight classes are the largest blocks that n of fill a
  * 64 KiB page, n = 15 .. 8 (4368, 4672, 5040, 5456, 5952, 6544, 7280, 8192): a page leaves

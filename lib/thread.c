@@ -15,12 +15,11 @@ static size_t heaps_live; /* heaps of live threads (the late heap too), not the 
 /* Parked heaps: an exiting thread's heap kept whole (chunks, pages, queues, direct slots),
  * oldest first, for the next new thread to take as it stands, the most recent first. A
  * thread that lives a few allocations no longer abandons its chunks page by page at exit
- * and has the next thread adopt them page by page again (two thirds of a short thread's
- * instructions in the allocator). To everyone else a parked heap is the heap of an idle
- * thread: in use, frees into it remote ones, the purger reclaiming it after purge_delay
- * (reclaim.c), release_emptied giving back what others emptied in it. A heap whose own
- * chunks are full takes the oldest parked heap apart before it takes a new chunk
- * (thread_unpark_abandon), so that a process whose threads exit for good reuses their
+ * and has the next thread adopt them page by page again. To everyone else a parked heap is
+ * the heap of an idle thread: in use, frees into it remote ones, the purger reclaiming it
+ * after purge_delay (reclaim.c), release_emptied giving back what others emptied in it. A
+ * heap whose own chunks are full takes the oldest parked heap apart before it takes a new
+ * chunk (thread_unpark_abandon), so that a process whose threads exit for good reuses their
  * memory as with abandoned chunks; and one that no thread took within purge_delay is taken
  * apart by the purger (thread_unpark_due), its chunks then abandoned ones, reclaimed and
  * given back as they were before heaps were parked. At most PARKED_MAX: beyond, exits

@@ -283,8 +283,8 @@ static inline bool block_misaligned(const page_t *page, const void *p)
 /* true unless b lies inside page with room for its link and key: what a pop checks before
  * it reads a block a link led to (a corrupted link that lands elsewhere aborts, not reads).
  * A b inside the page but off a block boundary fails the key check instead: its key would
- * have to be forged with the secret. One comparison, no multiplication (4 instructions off
- * the malloc fast path). */
+ * have to be forged with the secret. One comparison, no multiplication: it is on the
+ * malloc fast path. */
 static inline bool block_outside(const page_t *page, const block_t *b)
 {
     uint64_t off = (uint64_t)((const uint8_t *)b - page->start);
@@ -320,9 +320,9 @@ struct chunk {
     uint8_t pages_used;
     /* 1 + the highest slot that has been USED in the chunk's life (page_init): the walks of
      * a thread's exit and of adoption stop there instead of reading every descriptor (a
-     * short-lived thread's chunk used a few of its 128 slots; the walks were a third of
-     * its life's instructions, and wrote every slot's descriptor page). The owner's, or
-     * whoever holds the chunk unowned. */
+     * short-lived thread's chunk used a few of its 128 slots; the walks dominated its life,
+     * and wrote every slot's descriptor page). The owner's, or whoever holds the chunk
+     * unowned. */
     uint8_t used_hi;
     _Atomic uint8_t ndirty; /* slots in PAGE_DIRTY (counted before a slot shows it) */
     /* CHUNK_SMALL/MEDIUM: CHUNK_DENSE_* (dense.c): nearly all in use and waiting for the
