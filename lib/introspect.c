@@ -44,25 +44,23 @@ bool introspect_in_charge(void)
     return introspect_state.active == 1;
 }
 
-/* The resolved policy into the block: each key the block publishes (the key table's block
- * column, config-keys.c) at its field, as wide as the field is; then policy_loaded. */
+/* The block's copy of one of counters.c's figures (a reader sees each word whole). */
+static void publish(uint64_t *field, _Atomic uint64_t *stat)
+{
+    __atomic_store_n(field, atomic_load_explicit(stat, memory_order_relaxed), __ATOMIC_RELAXED);
+}
+
 TEXT_WARM
 void introspect_set_dense(void)
 {
-    __atomic_store_n(&introspect_state.dense_huge,
-                     atomic_load_explicit(&stat_dense_huge, memory_order_relaxed),
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&introspect_state.dense_collapses,
-                     atomic_load_explicit(&stat_dense_collapses, memory_order_relaxed),
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&introspect_state.dense_splits,
-                     atomic_load_explicit(&stat_dense_splits, memory_order_relaxed),
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&introspect_state.dense_ahead,
-                     atomic_load_explicit(&stat_dense_ahead, memory_order_relaxed),
-                     __ATOMIC_RELAXED);
+    publish(&introspect_state.dense_huge, &stat_dense_huge);
+    publish(&introspect_state.dense_collapses, &stat_dense_collapses);
+    publish(&introspect_state.dense_splits, &stat_dense_splits);
+    publish(&introspect_state.dense_ahead, &stat_dense_ahead);
 }
 
+/* The resolved policy into the block: each key the block publishes (the key table's block
+ * column, config-keys.c) at its field, as wide as the field is; then policy_loaded. */
 void introspect_set_policy(const struct cfg_values *v)
 {
     for (int k = 0; k < CFG_NKEYS; k++) {

@@ -47,6 +47,7 @@
 #include "../lib/thpalloc.h"
 #include "purger-running.h"
 #include "relay-report.h"
+#include "test-modes.h"
 
 #define MiB ((size_t)1 << 20)
 
@@ -503,31 +504,32 @@ static void mode_credit(void)
            CR_THREADS, (unsigned long long)end);
 }
 
+static void mode_remote_single(void)
+{
+    mode_remote(0);
+}
+
+static void mode_remote_double(void)
+{
+    mode_remote(1);
+}
+
+static const struct test_mode modes[] = {
+    {"refault", mode_refault},
+    {"remote", mode_remote_single},
+    {"remote-double", mode_remote_double},
+    {"unpark", mode_unpark},
+    {"fork", mode_fork},
+    {"kept", mode_kept},
+    {"kept-trim", mode_kept_trim},
+    {"credit", mode_credit},
+};
+
 int main(int argc, char **argv)
 {
-    const char *m = argc > 1 ? argv[1] : "";
-    if (!strcmp(m, "refault"))
-        mode_refault();
-    else if (!strcmp(m, "remote"))
-        mode_remote(0);
-    else if (!strcmp(m, "remote-double"))
-        mode_remote(1);
-    else if (!strcmp(m, "unpark"))
-        mode_unpark();
-    else if (!strcmp(m, "fork"))
-        mode_fork();
-    else if (!strcmp(m, "kept"))
-        mode_kept();
-    else if (!strcmp(m, "kept-trim"))
-        mode_kept_trim();
-    else if (!strcmp(m, "credit"))
-        mode_credit();
-    else {
-        fprintf(
-            stderr,
-            "usage: purge-park refault|remote|remote-double|unpark|fork|kept|kept-trim|credit\n");
+    if (test_mode_run("purge-park", NULL, modes, sizeof modes / sizeof *modes,
+                      argc > 1 ? argv[1] : NULL))
         return 2;
-    }
     printf("end\n");
     return report_failures ? 1 : 0;
 }

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "relay-report.h"
+#include "test-modes.h"
 
 #define OSP ((uintptr_t)4096)
 
@@ -1351,6 +1352,29 @@ static void test_kept_fork(void)
            WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
+static const struct test_mode modes[] = {
+    {"kept", test_kept},
+    {"holes", test_holes},
+    {"hole-double-free", test_hole_double_free},
+    {"inside", test_inside},
+    {"busy", test_busy},
+    {"fork", test_fork},
+    {"kept-fork", test_kept_fork},
+    {"background", test_background},
+    {"nobarrier", test_nobarrier},
+    {"loop", test_loop},
+    {"recycle", test_recycle},
+    {"reset-double-free", test_reset_double_free},
+    {"remote", test_remote},
+    {"split", test_split},
+    {"emptied", test_emptied},
+    {"reuse", test_reuse},
+    {"extent-reuse", test_extent_reuse},
+    {"cache-age", test_cache_age},
+    {"extent-guard", test_extent_guard},
+    {"dirty-count", test_dirty_count},
+};
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1361,54 +1385,8 @@ int main(int argc, char **argv)
         printf("not ok - thpalloc is not the malloc in charge\n");
         return 1;
     }
-    if (!strcmp(what, "kept"))
-        test_kept();
-    else if (!strcmp(what, "holes"))
-        test_holes();
-    else if (!strcmp(what, "hole-double-free"))
-        test_hole_double_free();
-    else if (!strcmp(what, "inside"))
-        test_inside();
-    else if (!strcmp(what, "busy"))
-        test_busy();
-    else if (!strcmp(what, "fork"))
-        test_fork();
-    else if (!strcmp(what, "kept-fork"))
-        test_kept_fork();
-    else if (!strcmp(what, "background"))
-        test_background();
-    else if (!strcmp(what, "nobarrier"))
-        test_nobarrier();
-    else if (!strcmp(what, "loop"))
-        test_loop();
-    else if (!strcmp(what, "recycle"))
-        test_recycle();
-    else if (!strcmp(what, "reset-double-free"))
-        test_reset_double_free();
-    else if (!strcmp(what, "remote"))
-        test_remote();
-    else if (!strcmp(what, "split"))
-        test_split();
-    else if (!strcmp(what, "emptied"))
-        test_emptied();
-    else if (!strcmp(what, "reuse"))
-        test_reuse();
-    else if (!strcmp(what, "extent-reuse"))
-        test_extent_reuse();
-    else if (!strcmp(what, "cache-age"))
-        test_cache_age();
-    else if (!strcmp(what, "extent-guard"))
-        test_extent_guard();
-    else if (!strcmp(what, "dirty-count"))
-        test_dirty_count();
-    else {
-        fprintf(stderr,
-                "usage: purge-reclaim "
-                "kept|holes|hole-double-free|inside|busy|fork|background|nobarrier|loop|"
-                "recycle|reset-double-free|remote|split|emptied|reuse|extent-reuse|cache-age|"
-                "extent-guard|dirty-count\n");
+    if (test_mode_run("purge-reclaim", NULL, modes, sizeof modes / sizeof *modes, what))
         return 2;
-    }
     printf("end\n");
     return report_failures != 0;
 }

@@ -39,6 +39,7 @@
 
 #include "relay-report.h"
 #include "thpalloc.h"
+#include "test-modes.h"
 
 #define KiB ((size_t)1024)
 #define MiB (KiB * 1024)
@@ -995,10 +996,15 @@ static void mode_soak(void)
 
 /* ---- main ---------------------------------------------------------------------------- */
 
+static const struct test_mode modes[] = {
+    {"prodcons", mode_prodcons}, {"manythreads", mode_manythreads},
+    {"fork", mode_fork},         {"realloc", mode_realloc},
+    {"soak", mode_soak},
+};
+
 static void usage(void)
 {
-    fprintf(stderr, "usage: stress-threads [-g] [-s SECONDS] "
-                    "prodcons|manythreads|fork|realloc|soak\n");
+    test_mode_run("stress-threads", "[-g] [-s SECONDS]", modes, sizeof modes / sizeof *modes, NULL);
     exit(2);
 }
 
@@ -1033,18 +1039,9 @@ int main(int argc, char **argv)
         report(0, "thpalloc is the process's malloc");
         return 1;
     }
-    if (!strcmp(mode, "prodcons"))
-        mode_prodcons();
-    else if (!strcmp(mode, "manythreads"))
-        mode_manythreads();
-    else if (!strcmp(mode, "fork"))
-        mode_fork();
-    else if (!strcmp(mode, "realloc"))
-        mode_realloc();
-    else if (!strcmp(mode, "soak"))
-        mode_soak();
-    else
-        usage();
+    if (test_mode_run("stress-threads", "[-g] [-s SECONDS]", modes, sizeof modes / sizeof *modes,
+                      mode))
+        exit(2);
     long f = atomic_load(&failures);
     report(f == 0, "every check passed (%ld failure(s))", f);
     puts("end");
