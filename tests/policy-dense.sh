@@ -72,10 +72,11 @@ if test -x "$tool"; then
     for _ in $(seq 600); do grep -q '^held' "$held" && break; sleep 0.05; done
     n=$(sed -n 's/^busy_collapses=//p' "$held")
     line=$("$tool" "$hp" | grep '^    dense ')
-    is "$line" "    dense          $((n * 2)) MiB of small objects in huge pages (thp_dense: $n collapsed, 0 split back; their zeros: --scan)" \
+    a=$(sed -n 's/^busy_ahead=//p' "$held")
+    is "$line" "    dense          $((n * 2)) MiB of small objects in huge pages (thp_dense: $n collapsed, $a taken ahead, 0 split back; their zeros: --scan)" \
         "thp-status PID: the process's dense huge pages"
-    json=$("$tool" --json "$hp" | python3 -c 'import json,sys; i=json.load(sys.stdin)["processes"][0]["thpalloc"]["introspect"]; print(i["dense_huge_bytes"], i["dense_collapses"], i["dense_splits"])')
-    is "$json" "$((n * 2 * 1048576)) $n 0" "thp-status --json PID: dense_huge_bytes, dense_collapses, dense_splits"
+    json=$("$tool" --json "$hp" | python3 -c 'import json,sys; i=json.load(sys.stdin)["processes"][0]["thpalloc"]["introspect"]; print(i["dense_huge_bytes"], i["dense_collapses"], i["dense_splits"], i["dense_ahead"])')
+    is "$json" "$((n * 2 * 1048576)) $n 0 $a" "thp-status --json PID: dense_huge_bytes, dense_collapses, dense_splits, dense_ahead"
     kill "$hp"
     wait "$hp" 2>/dev/null
     rm -f "$held"

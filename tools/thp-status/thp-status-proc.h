@@ -47,6 +47,13 @@ static inline bool intro_has_dense(const struct thpalloc_introspect *t)
            t->size >= offsetof(struct thpalloc_introspect, dense_splits) + sizeof t->dense_splits;
 }
 
+/* ... and the count of chunks taken ahead (a library from before it: shorter still). */
+static inline bool intro_has_ahead(const struct thpalloc_introspect *t)
+{
+    return intro_has_dense(t) &&
+           t->size >= offsetof(struct thpalloc_introspect, dense_ahead) + sizeof t->dense_ahead;
+}
+
 struct proc {
     pid_t pid;
     int dirfd;

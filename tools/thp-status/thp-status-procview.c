@@ -164,11 +164,15 @@ static void proc_text(const struct proc *p, const struct proc_model *m)
             printf("    %-14s %u range%s, %" PRIu64 " MiB reserved%s\n", "arenas", p->nranges,
                    p->nranges == 1 ? "" : "s", p->reserved_bytes >> 20,
                    t->ranges_overflow ? " (table full: some not recorded)" : "");
-            if (intro_has_dense(t))
+            if (intro_has_dense(t)) {
+                char ahead[48] = "";
+                if (intro_has_ahead(t))
+                    snprintf(ahead, sizeof ahead, ", %" PRIu64 " taken ahead", t->dense_ahead);
                 printf("    %-14s %" PRIu64
                        " MiB of small objects in huge pages (thp_dense: %" PRIu64
-                       " collapsed, %" PRIu64 " split back; their zeros: --scan)\n",
-                       "dense", t->dense_huge >> 20, t->dense_collapses, t->dense_splits);
+                       " collapsed%s, %" PRIu64 " split back; their zeros: --scan)\n",
+                       "dense", t->dense_huge >> 20, t->dense_collapses, ahead, t->dense_splits);
+            }
             if (m->reported_ok) {
                 printf("    %-14s", "in force");
                 for (int k = 0; k < CFG_STATS; k++) {
@@ -335,6 +339,10 @@ static void proc_json_model(const struct proc *p, const struct proc_model *m, bo
             j_null("dense_collapses");
             j_null("dense_splits");
         }
+        if (intro_has_ahead(t))
+            j_u64("dense_ahead", t->dense_ahead);
+        else
+            j_null("dense_ahead");
         /* all of the above is the process's word (its own memory) */
         j_bool("self_reported", true);
         j_arr("ranges_unlike_arenas");
