@@ -139,16 +139,24 @@ API size_t thpalloc_purge(void)
 
 /* ---- stats = exit ------------------------------------------------------------------------- */
 
+/* " name=N" (a count), or " name=NK" for bytes */
 TEXT_COLD
-static void put_field(const char *name, uint64_t bytes)
+static void put_field_as(const char *name, uint64_t value, bool bytes)
 {
     char num[21];
-    os_format_u64(num, bytes >> 10);
+    os_format_u64(num, bytes ? value >> 10 : value);
     os_write_stderr(" ");
     os_write_stderr(name);
     os_write_stderr("=");
     os_write_stderr(num);
-    os_write_stderr("K");
+    if (bytes)
+        os_write_stderr("K");
+}
+
+TEXT_COLD
+static void put_field(const char *name, uint64_t bytes)
+{
+    put_field_as(name, bytes, true);
 }
 
 __attribute__((destructor)) static void stats_at_exit(void)
@@ -164,5 +172,9 @@ __attribute__((destructor)) static void stats_at_exit(void)
     put_field("in_use", s.in_use);
     put_field("purge_pending", s.purge_pending);
     put_field("purged", s.purged);
+    put_field("dense_huge", s.dense_huge);
+    put_field_as("dense_collapses", s.dense_collapses, false);
+    put_field_as("dense_splits", s.dense_splits, false);
+    put_field_as("dense_ahead", s.dense_ahead, false);
     os_write_stderr("\n");
 }

@@ -11,7 +11,7 @@ err=$(LD_PRELOAD="$THPALLOC_LIB" "$probe" share 100000 2>&1 >/dev/null)
 ok $? "stats = no (default): nothing on stderr at exit"
 err=$(LD_PRELOAD="$THPALLOC_LIB" THPALLOC_STATS=exit "$probe" share 100000 2>&1 >/dev/null)
 echo "# $err"
-grep -q '^thpalloc: stats reserved=[0-9]*K committed=[0-9]*K huge_advised=[0-9]*K in_use=[0-9]*K purge_pending=[0-9]*K purged=[0-9]*K$' <<<"$err"
+grep -q '^thpalloc: stats reserved=[0-9]*K committed=[0-9]*K huge_advised=[0-9]*K in_use=[0-9]*K purge_pending=[0-9]*K purged=[0-9]*K dense_huge=[0-9]*K dense_collapses=[0-9]* dense_splits=[0-9]* dense_ahead=[0-9]*$' <<<"$err"
 ok $? "stats = exit prints one line of figures at exit"
 r=$(kib reserved)
 test "${r:-0}" -ge $((64 * 1024)) -a "${r:-0}" -lt $((80 * 1024))
