@@ -8,7 +8,8 @@
 # Figures from the real kernel (smaps_rollup, smaps' VmFlags) and the library's
 # statistics. thp_dense = off and thp = never collapse nothing.
 set -u
-. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
+# status-lib.sh: tap.sh, and promtool_check for the Prometheus view below
+. "$TESTS_SRCDIR/status-lib.sh"
 probe=$TESTS_BUILDDIR/policy-dense-probe
 test -x "$probe" || bail "$probe not built"
 enabled=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
@@ -75,6 +76,13 @@ if test -x "$tool"; then
     a=$(sed -n 's/^busy_ahead=//p' "$held")
     is "$line" "    dense          $((n * 2)) MiB of small objects in huge pages (thp_dense: $n collapsed, $a taken ahead, 0 split back; their zeros: --scan)" \
         "thp-status PID: the process's dense huge pages"
+    "$tool" --all --prometheus --per-process >"$SCRATCH/dense.prom"
+    got=$(sed -n "s/^thp_process_thpalloc_dense_huge_bytes{pid=\"$hp\",[^}]*} //p" "$SCRATCH/dense.prom")
+    is "$got" "$((n * 2 * 1048576))" "thp-status --all --prometheus --per-process: thp_process_thpalloc_dense_huge_bytes of the process"
+    total=$(sed -n 's/^thp_thpalloc_dense_huge_bytes //p' "$SCRATCH/dense.prom")
+    test "${total:-0}" -ge "$((n * 2 * 1048576))"
+    ok $? "the total, thp_thpalloc_dense_huge_bytes ${total:-absent}, counts it"
+    promtool_check "$SCRATCH/dense.prom" "the view with the dense figures"
     json=$("$tool" --json "$hp" | python3 -c 'import json,sys; i=json.load(sys.stdin)["processes"][0]["thpalloc"]["introspect"]; print(i["dense_huge_bytes"], i["dense_collapses"], i["dense_splits"], i["dense_ahead"])')
     is "$json" "$((n * 2 * 1048576)) $n 0 $a" "thp-status --json PID: dense_huge_bytes, dense_collapses, dense_splits, dense_ahead"
     kill "$hp"

@@ -269,16 +269,20 @@ enum {
     F_ARENA_HUGE,
     F_ARENA_RESERVED,
     F_ARENA_CHARGED,
-    F_CHARGED,
+    F_DENSE,
+    F_CHARGED, /* per process only: a service's or the total charge is the kernel's figure */
     NF
 };
 static bool prom_field(const struct proc *p, int f, uint64_t *kb)
 {
     if (!p->rollup_ok || (f >= F_ARENA_RSS && f <= F_ARENA_CHARGED && !p->attr_ok) ||
-        (f == F_CHARGED && !p->space_ok))
+        (f == F_CHARGED && !p->space_ok) ||
+        (f == F_DENSE && !(p->intro_ok && intro_has_dense(&p->intro->head))))
         return false;
-    const uint64_t v[NF] = {p->rss_kb,     p->anon_kb,    p->huge_kb,       p->in.rss_kb,
-                            p->in.huge_kb, p->in.size_kb, p->in.charged_kb, p->charged_kb};
+    const uint64_t dense_kb = f == F_DENSE ? p->intro->head.dense_huge >> 10 : 0;
+    const uint64_t v[NF] = {p->rss_kb,        p->anon_kb,    p->huge_kb,
+                            p->in.rss_kb,     p->in.huge_kb, p->in.size_kb,
+                            p->in.charged_kb, dense_kb,      p->charged_kb};
     *kb = v[f];
     return true;
 }
@@ -290,6 +294,7 @@ static const char *const fnames[NF] = {"rss_bytes",
                                        "thpalloc_arena_huge_bytes",
                                        "thpalloc_arena_reserved_bytes",
                                        "thpalloc_arena_charged_bytes",
+                                       "thpalloc_dense_huge_bytes",
                                        "charged_bytes"};
 static const char *const fhelp[NF] = {
     "Resident memory (smaps_rollup Rss).",
@@ -299,6 +304,8 @@ static const char *const fhelp[NF] = {
     "Huge pages in thpalloc's arenas.",
     "Address space of thpalloc's arenas (smaps Size).",
     "Part of thpalloc's arenas charged to the commit limit (VmFlags ac).",
+    "Small-object memory thpalloc made huge pages because it was nearly all in use (thp_dense), "
+    "as the process reports it.",
     "Address space charged to the commit limit (VmFlags ac), where smaps was read."};
 
 /* The systemd service a process belongs to: the aggregation's key, bounded by what root
@@ -397,7 +404,7 @@ static void prom_groups(const struct all *a)
              "Processes with thpalloc loaded whose configuration, as the process reads it, has "
              "problems (settings not applied).");
     p_sample("thp_thpalloc_config_problem_processes", total.pol_problems, NULL);
-    for (int f = F_ARENA_RSS; f <= F_ARENA_CHARGED; f++) {
+    for (int f = F_ARENA_RSS; f <= F_DENSE; f++) {
         snprintf(name, sizeof name, "thp_%s", fnames[f]);
         snprintf(help, sizeof help, "%s Sum over every process.", fhelp[f]);
         p_family(name, "gauge", help);
