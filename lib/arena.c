@@ -614,6 +614,27 @@ void arena_advise_small(arena_t *a, uint8_t *base)
     pthread_mutex_unlock(&arena_lock);
 }
 
+/* chunk_dense_lost's work (page.h), out of line: a chunk that was a dense huge page, or
+ * huge-advised for one, is neither now. */
+TEXT_COLD
+void arena_dense_lost(const chunk_t *c, bool split)
+{
+    /* the two fields a holder of a const descriptor may change */
+    _Atomic uint8_t *dense = (_Atomic uint8_t *)&c->dense;
+    _Atomic uint8_t *advised = (_Atomic uint8_t *)&c->dense_advised;
+    /* A chunk going back keeps its advice: the arena's next use of it sets its own. */
+    if (atomic_exchange_explicit(advised, 0, memory_order_relaxed) && split)
+        arena_advise_small(c->arena, c->base);
+    uint8_t huge = CHUNK_DENSE_HUGE;
+    if (!atomic_compare_exchange_strong_explicit(dense, &huge, CHUNK_DENSE_NONE,
+                                                 memory_order_relaxed, memory_order_relaxed))
+        return;
+    atomic_fetch_sub_explicit(&stat_dense_huge, CHUNK_SIZE, memory_order_relaxed);
+    if (split)
+        atomic_fetch_add_explicit(&stat_dense_splits, 1, memory_order_relaxed);
+    introspect_set_dense();
+}
+
 /* Marks a run free (and dirty) in a, arena_lock held. */
 static void free_locked(arena_t *a, uint8_t *base, size_t n, uint32_t now)
 {

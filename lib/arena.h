@@ -18,6 +18,7 @@ HIDDEN uint32_t arena_freed_at(const arena_t *a, const uint8_t *base);
 HIDDEN void arena_readvise(arena_t *arena, uint8_t *base, size_t n, size_t block_size);
 HIDDEN void arena_advise_dense(arena_t *arena, uint8_t *base);
 HIDDEN void arena_advise_small(arena_t *arena, uint8_t *base);
+HIDDEN void arena_dense_lost(const chunk_t *c, bool split);
 HIDDEN uint32_t arena_purge_due(uint32_t now);
 HIDDEN size_t arena_purge_chunks(bool force);
 HIDDEN void arena_fork(enum fork_phase phase);

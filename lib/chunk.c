@@ -75,7 +75,7 @@ void (*chunk_new_prepare)(heap_t *heap);
  * huge-advised, its first touch faults a huge page whole (no 4 KiB faults, no collapse's
  * copy later); its slots but the first are dirty, so that what it does not fill goes back
  * after purge_delay (splitting the huge page, chunk_dense_lost) like a resident chunk's. */
-static bool chunk_growing(heap_t *heap, enum chunk_kind kind)
+static NOINLINE TEXT_BUSY bool chunk_growing(heap_t *heap, enum chunk_kind kind)
 {
     if (!dense_percent() || !purge_inside_chunks() || purge_delay() <= 0)
         return false;
@@ -96,7 +96,9 @@ static chunk_t *chunk_new(heap_t *heap, enum chunk_kind kind, bool *dirty_out)
     if (chunk_new_prepare)
         chunk_new_prepare(heap); /* what other threads emptied in idle heaps, first */
     extents_release_empty();
-    bool ahead = chunk_growing(heap, kind);
+    /* a heap of one chunk of the kind is not growing yet: the busy text stays untouched */
+    const chunk_queue_t *q = &heap->chunks[kind == CHUNK_MEDIUM];
+    bool ahead = q->last && q->last->prev && chunk_growing(heap, kind);
     uint8_t *base = arena_alloc_chunks(1, CHUNK_SIZE, ahead ? THP_USE_DENSE : THP_USE_SMALL,
                                        CHUNK_SIZE, &arena, &zero);
     if (!base)

@@ -9,23 +9,10 @@
  * takes it whole). split: count it as a split. */
 static inline void chunk_dense_lost(const chunk_t *c, bool split)
 {
-    /* the two fields a holder of a const descriptor may change */
-    _Atomic uint8_t *dense = (_Atomic uint8_t *)&c->dense;
-    _Atomic uint8_t *advised = (_Atomic uint8_t *)&c->dense_advised;
-    if (likely(atomic_load_explicit(dense, memory_order_relaxed) != CHUNK_DENSE_HUGE &&
-               !atomic_load_explicit(advised, memory_order_relaxed)))
+    if (likely(atomic_load_explicit(&c->dense, memory_order_relaxed) != CHUNK_DENSE_HUGE &&
+               !atomic_load_explicit(&c->dense_advised, memory_order_relaxed)))
         return;
-    /* A chunk going back keeps its advice: the arena's next use of it sets its own. */
-    if (atomic_exchange_explicit(advised, 0, memory_order_relaxed) && split)
-        arena_advise_small(c->arena, c->base);
-    uint8_t huge = CHUNK_DENSE_HUGE;
-    if (!atomic_compare_exchange_strong_explicit(dense, &huge, CHUNK_DENSE_NONE,
-                                                 memory_order_relaxed, memory_order_relaxed))
-        return;
-    atomic_fetch_sub_explicit(&stat_dense_huge, CHUNK_SIZE, memory_order_relaxed);
-    if (split)
-        atomic_fetch_add_explicit(&stat_dense_splits, 1, memory_order_relaxed);
-    introspect_set_dense();
+    arena_dense_lost(c, split);
 }
 
 /* ---- page.c ----------------------------------------------------------------------------- */

@@ -159,7 +159,7 @@ static void put_field(const char *name, uint64_t bytes)
     put_field_as(name, bytes, true);
 }
 
-__attribute__((destructor)) static void stats_at_exit(void)
+TEXT_COLD __attribute__((destructor)) static void stats_at_exit(void)
 {
     if (!policy_in_force.stats_at_exit || !introspect_in_charge())
         return;

@@ -20,6 +20,7 @@ void introspect_remove_range(void *base)
 {
     (void)base;
 }
+void introspect_set_dense(void) {}
 void lib_fatal(const char *msg, const void *p)
 {
     fprintf(stderr, "thpalloc: %s (%p)\n", msg, p);
