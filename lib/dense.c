@@ -1,18 +1,19 @@
-/* dense: huge pages for small objects where they are (nearly) full. A small-object chunk
- * (2 MiB of 16 or 64 KiB pages, one heap's) is kept on 4 KiB pages: a huge page faulted in
- * at its first touch would be resident whole while the chunk fills, and a sparse chunk is
- * most of a process's small-object memory at its start. Once a chunk's slots are nearly all
- * taken (thp_dense, 90 % by default, of its slots), its owner notes it here: a heap that
- * fills a chunk is using it now. The next purge pass (the purger thread, woken for it, or
- * the inline pass of a process without it) counts what of it is resident (carved blocks,
- * dirty slots) and, when that is at least thp_dense of the chunk (else it looks again a few
- * times, DENSE_RETRY_MS apart), collapses it into a huge page (MADV_COLLAPSE, at
- * the pass's CPU cost, never on a malloc's or a free's). RSS grows by what was not resident
- * yet: at most 100 - thp_dense percent of the chunk. The chunk goes back to 4 KiB pages by
- * itself: the first purge inside it (a slot given back after purge_delay, a trim, a
- * reclaim) splits the huge page (chunk_dense_lost), and its owner notes it again once it
- * fills. Mode large only: in always every chunk is huge-advised already, never and system
- * leave it alone.
+/* dense: huge pages for small objects where they are (nearly) full. A small-object chunk (2 MiB
+ * of 16 or 64 KiB pages, one heap's) is kept on 4 KiB pages: a huge page faulted in at its
+ * first touch would be resident whole while the chunk fills, and a sparse chunk is most of a
+ * process's small-object memory at its start (a heap that has filled chunk after chunk takes
+ * its next one huge at the first touch instead: chunk.c, chunk_growing; it is noted here too
+ * once it fills, and its collapse finds the huge page there). Once a chunk's slots are nearly
+ * all taken (thp_dense, 90 % by default, of its slots), its owner notes it here: a heap that
+ * fills a chunk is using it now. The next purge pass (the purger thread, woken for it, or the
+ * inline pass of a process without it) counts what of it is resident (carved blocks, dirty
+ * slots) and, when that is at least thp_dense of the chunk (else it looks again a few times,
+ * DENSE_RETRY_MS apart), collapses it into a huge page (MADV_COLLAPSE, at the pass's CPU cost,
+ * never on a malloc's or a free's). RSS grows by what was not resident yet: at most 100 -
+ * thp_dense percent of the chunk. The chunk goes back to 4 KiB pages by itself: the first purge
+ * inside it (a slot given back after purge_delay, a trim, a reclaim) splits the huge page
+ * (chunk_dense_lost), and its owner notes it again once it fills. Mode large only: in always
+ * every chunk is huge-advised already, never and system leave it alone.
  *
  * The collapses are the background purge's: the purger thread, which 16 MiB noted start as
  * 16 MiB of memory that waits do, else the inline pass of the process's own calls, one chunk
