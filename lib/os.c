@@ -14,6 +14,7 @@
 #include <linux/futex.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -128,6 +129,122 @@ bool os_purge(void *addr, size_t size, enum os_purge how)
         return true;
     /* MADV_FREE is missing before Linux 4.5: fall back to what always works. */
     return madvise(addr, size, MADV_DONTNEED) == 0;
+}
+
+/* The calling thread, for process_madvise (linux/pidfd.h's PIDFD_SELF_THREAD, Linux 6.15):
+ * no descriptor to open, keep or have closed under us by a program that closes them all. */
+#define OS_PIDFD_SELF_THREAD (-10000)
+/* 0: not tried yet, 1: the kernel takes it, -1: it refused (older kernel, a seccomp filter
+ * that answers with an error): never again. */
+static _Atomic int vector_state;
+static _Atomic int vector_forced_off;
+_Atomic uint64_t os_purge_vector_calls, os_purge_vector_ranges;
+
+TEXT_WARM
+void os_purge_batch_init(struct os_purge_batch *b, enum os_purge how)
+{
+    b->how = how;
+    b->n = 0;
+    b->vector_ok = -1;
+    b->bytes = 0;
+}
+
+TEXT_COLD
+void os_purge_batch_force_single(int on)
+{
+    atomic_store(&vector_forced_off, on);
+}
+
+/* No seccomp filter on this thread: /proc/self/status's "Seccomp:" is 0 (a thread's own
+ * filters are what a call of it meets). Unreadable: assume one. */
+TEXT_WARM
+static bool no_seccomp_filter(void)
+{
+    char buf[2048];
+    if (os_read_small_file("/proc/thread-self/status", buf, sizeof buf) <= 0)
+        return false;
+    const char *f = strstr(buf, "\nSeccomp:");
+    if (!f)
+        return false;
+    f += sizeof "\nSeccomp:" - 1;
+    while (*f == ' ' || *f == '\t')
+        f++;
+    return f[0] == '0' && (f[1] == '\n' || f[1] == '\0');
+}
+
+/* One process_madvise for ranges [from, n): the bytes it gave back, or -1 when it gave back
+ * none (errno set). */
+TEXT_WARM
+static long purge_vector(struct os_purge_batch *b, unsigned from, int advice)
+{
+#ifdef SYS_process_madvise
+    struct iovec v[OS_PURGE_BATCH];
+    unsigned k = 0;
+    for (unsigned i = from; i < b->n; i++, k++) {
+        v[k].iov_base = b->r[i].addr;
+        v[k].iov_len = b->r[i].len;
+    }
+    return syscall(SYS_process_madvise, OS_PIDFD_SELF_THREAD, v, (size_t)k, advice, 0u);
+#else
+    (void)b, (void)from, (void)advice;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+TEXT_WARM
+size_t os_purge_batch_flush(struct os_purge_batch *b)
+{
+    unsigned i = 0;
+    int saved = errno;
+    int advice = b->how == OS_PURGE_FREE ? MADV_FREE : MADV_DONTNEED;
+    /* One range: a madvise is the same call. Else the vector, where it may be used. */
+    if (b->n > 1 && atomic_load_explicit(&vector_state, memory_order_relaxed) >= 0 &&
+        !atomic_load_explicit(&vector_forced_off, memory_order_relaxed)) {
+        if (b->vector_ok < 0)
+            b->vector_ok = no_seccomp_filter();
+        if (b->vector_ok) {
+            long done = purge_vector(b, 0, advice);
+            if (done < 0 && advice == MADV_FREE)
+                done = purge_vector(b, 0, MADV_DONTNEED); /* as os_purge falls back */
+            if (done < 0) {
+                /* the kernel's or a filter's no, for good; anything else only this time */
+                if (errno == EINVAL || errno == EBADF || errno == ENOSYS || errno == EPERM ||
+                    errno == ESRCH || errno == EACCES)
+                    atomic_store_explicit(&vector_state, -1, memory_order_relaxed);
+            } else {
+                atomic_store_explicit(&vector_state, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&os_purge_vector_calls, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&os_purge_vector_ranges, b->n, memory_order_relaxed);
+                /* the ranges it took whole; one it stopped inside is done again below */
+                while (i < b->n && (size_t)done >= b->r[i].len) {
+                    done -= (long)b->r[i].len;
+                    b->bytes += b->r[i].len;
+                    i++;
+                }
+            }
+        }
+    }
+    for (; i < b->n; i++)
+        if (os_purge(b->r[i].addr, b->r[i].len, b->how))
+            b->bytes += b->r[i].len;
+    b->n = 0;
+    errno = saved;
+    return b->bytes;
+}
+
+TEXT_WARM
+void os_purge_batch_add(struct os_purge_batch *b, void *addr, size_t len)
+{
+    if (b->n && (char *)b->r[b->n - 1].addr + b->r[b->n - 1].len == (char *)addr) {
+        b->r[b->n - 1].len += len;
+        return;
+    }
+    if (b->n == OS_PURGE_BATCH)
+        os_purge_batch_flush(b);
+    b->r[b->n].addr = addr;
+    b->r[b->n].len = len;
+    b->n++;
 }
 
 TEXT_BUSY

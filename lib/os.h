@@ -55,6 +55,35 @@ void os_release(void *addr, size_t size);
 /* Gives the physical pages back; the range stays reserved and reads as zero (dontneed)
  * or as old-or-zero (free). Returns false when the kernel refused. */
 bool os_purge(void *addr, size_t size, enum os_purge how);
+/* Ranges to give back together (the purger's holes in a heap's pages): one
+ * process_madvise(2) on the calling process for up to OS_PURGE_BATCH of them, whose TLB
+ * flush the kernel does once for all, where the kernel takes it for this process (Linux
+ * 6.15: the PIDFD_SELF sentinel, DONTNEED and FREE on one's own memory) and no seccomp
+ * filter is in force (a filter that kills on a call it does not know would kill the
+ * process); else one madvise each, as os_purge. Nothing is given back before
+ * os_purge_batch_flush (or an add that finds the batch full): the caller keeps the ranges
+ * off limits until then. */
+#define OS_PURGE_BATCH 64
+struct os_purge_range {
+    void *addr;
+    size_t len;
+};
+struct os_purge_batch {
+    enum os_purge how;
+    unsigned n;
+    signed char vector_ok; /* this batch's look at the process (seccomp): -1 not yet, 0 no, 1 yes */
+    size_t bytes;          /* given back by its flushes so far */
+    struct os_purge_range r[OS_PURGE_BATCH];
+};
+void os_purge_batch_init(struct os_purge_batch *b, enum os_purge how);
+/* Queues [addr, addr + len) (page-aligned), joined to the last range when they touch. */
+void os_purge_batch_add(struct os_purge_batch *b, void *addr, size_t len);
+/* Gives back what is queued; returns the bytes given back by this batch in all. */
+size_t os_purge_batch_flush(struct os_purge_batch *b);
+/* For tests: 1 forces one madvise a range from now on, 0 lets the process decide again. */
+void os_purge_batch_force_single(int on);
+/* Calls of process_madvise that gave back memory, and ranges they took (statistics). */
+extern _Atomic uint64_t os_purge_vector_calls, os_purge_vector_ranges;
 /* MADV_HUGEPAGE / MADV_NOHUGEPAGE; false when the kernel refused. */
 bool os_advise(void *addr, size_t size, enum os_advice advice);
 /* MADV_COLLAPSE (Linux 6.1): the range made huge pages now, at the caller's CPU cost. 0, or

@@ -78,12 +78,14 @@ static inline bool bit_test(const uint64_t *m, uint32_t i)
     return (m[i / 64] >> (i % 64)) & 1;
 }
 
-/* The OS pages of a small page that hold only free blocks become holes: purged, their
- * blocks taken off the lists (page_refill_holes gives them back to the owner). Keys of
- * those blocks are cleared first, so that with purge = free (old contents may survive) a
- * block in a hole never looks free to the double-free check. */
+/* The OS pages of a small page that hold only free blocks become holes: queued in b to be
+ * purged, their blocks taken off the lists (page_refill_holes gives them back to the
+ * owner). Keys of those blocks are cleared first, so that with purge = free (old contents
+ * may survive) a block in a hole never looks free to the double-free check. The caller
+ * flushes the batch while nobody else may touch the page (the claim, or the chunk off its list):
+ * a heap of scattered holes is one call per OS_PURGE_BATCH of them, not one each. */
 TEXT_BUSY
-static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
+static void reclaim_small_page(heap_t *heap, page_t *p, struct os_purge_batch *batch)
 {
     size_t bs = p->block_size;
     uint32_t cap = p->capacity;
@@ -123,7 +125,7 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
             add |= (uint16_t)(1u << i);
     }
     if (!add || !nfree)
-        return 0;
+        return;
     uint16_t holes = (uint16_t)(old | add);
     /* The lists again, in address order, without the blocks in holes. */
     __atomic_store_n(&p->holes, holes, __ATOMIC_RELAXED);
@@ -142,7 +144,7 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
     p->free = head;
     p->local_free = NULL;
     page_set_flags(p, heap, p->flags | PAGE_HAS_HOLES);
-    size_t bytes = 0;
+    chunk_dense_lost(p->chunk, true);
     for (unsigned i = 0; i < os_pages;) {
         if (!(add & (1u << i))) {
             i++;
@@ -151,27 +153,23 @@ static size_t reclaim_small_page(heap_t *heap, page_t *p, enum os_purge how)
         unsigned n = 1;
         while (i + n < os_pages && (add & (1u << (i + n))))
             n++;
-        chunk_dense_lost(p->chunk, true);
-        if (purge_give_back(p->start + (size_t)i * OS_PAGE_SIZE, (size_t)n * OS_PAGE_SIZE, how))
-            bytes += (size_t)n * OS_PAGE_SIZE;
+        os_purge_batch_add(batch, p->start + (size_t)i * OS_PAGE_SIZE, (size_t)n * OS_PAGE_SIZE);
         i += n;
     }
-    return bytes;
 }
 
-/* Beyond the carved blocks of a page that took a resident slot: old pages. */
+/* Beyond the carved blocks of a page that took a resident slot: old pages, queued as
+ * reclaim_small_page's holes are. */
 TEXT_BUSY
-static size_t purge_tail(const chunk_t *c, page_t *page, enum os_purge how)
+static void purge_tail(const chunk_t *c, page_t *page, struct os_purge_batch *batch)
 {
     page->tail_resident = false;
     size_t carved = (size_t)page->capacity * page->block_size;
     carved = (carved + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
     if (carved >= page_size_of(c))
-        return 0;
+        return;
     chunk_dense_lost(c, true);
-    if (!purge_give_back(page->start + carved, page_size_of(c) - carved, how))
-        return 0;
-    return page_size_of(c) - carved;
+    os_purge_batch_add(batch, page->start + carved, page_size_of(c) - carved);
 }
 
 /* The purger holds the heap (claimed, owner not inside): nothing of it moves but remote
@@ -179,6 +177,8 @@ static size_t purge_tail(const chunk_t *c, page_t *page, enum os_purge how)
 static size_t reclaim_one_heap(heap_t *heap, enum os_purge how)
 {
     size_t bytes = 0;
+    struct os_purge_batch batch;
+    os_purge_batch_init(&batch, how);
     /* Full pages that other threads freed into: collected here as the owner would at its
      * next allocation, which an idle heap (or the shared late heap) may never make. */
     if (atomic_load_explicit(&heap->full_has_xfree, memory_order_seq_cst))
@@ -204,11 +204,12 @@ static size_t reclaim_one_heap(heap_t *heap, enum os_purge how)
                     continue;
                 }
                 if (p->tail_resident)
-                    bytes += purge_tail(c, p, how);
-                bytes += reclaim_small_page(heap, p, how);
+                    purge_tail(c, p, &batch);
+                reclaim_small_page(heap, p, &batch);
             }
         }
-    return bytes;
+    /* still claimed: the owner waits for the holes to be gone before it refills them */
+    return bytes + os_purge_batch_flush(&batch);
 }
 
 struct pick {
@@ -487,8 +488,11 @@ void reclaim_emptied_chunks(heap_t *self)
 
 /* An abandoned chunk, off the list (nobody else touches its pages' lists): what is free in it
  * goes back. Returns false when the chunk itself went back to the arena. */
+TEXT_BUSY
 static bool reclaim_one_abandoned(chunk_t *c, enum os_purge how, size_t *bytes)
 {
+    struct os_purge_batch batch;
+    os_purge_batch_init(&batch, how);
     c->orphan = true; /* waited long enough: purged at once when it empties */
     for (unsigned i = 0; i < chunk_page_count(c); i = chunk_page_next(c, i)) {
         page_t *p = chunk_page(c, i);
@@ -496,6 +500,10 @@ static bool reclaim_one_abandoned(chunk_t *c, enum os_purge how, size_t *bytes)
             continue;
         page_collect(p);
         if (p->used == 0) {
+            /* the holes queued first: the chunk may go back to the arena with this page,
+             * and another thread's chunk be there before a later flush */
+            *bytes += os_purge_batch_flush(&batch);
+            os_purge_batch_init(&batch, how);
             if (chunk_page_free(NULL, p))
                 return false; /* the chunk went with its last page */
             continue;
@@ -503,9 +511,11 @@ static bool reclaim_one_abandoned(chunk_t *c, enum os_purge how, size_t *bytes)
         if (page_is_sub(p))
             continue; /* its OS pages are shared with other sub-pages */
         if (p->tail_resident)
-            *bytes += purge_tail(c, p, how);
-        *bytes += reclaim_small_page(NULL, p, how);
+            purge_tail(c, p, &batch);
+        reclaim_small_page(NULL, p, &batch);
     }
+    /* still off the list: nobody takes its pages before this */
+    *bytes += os_purge_batch_flush(&batch);
     chunk_purge_dirty(c);
     return true;
 }

@@ -10,7 +10,8 @@ import statistics
 import subprocess
 
 # The system calls of the syscall table (one counting run per cell under strace -c).
-SYSCALLS = ("madvise", "mmap", "munmap", "mprotect")
+# process_madvise: thpalloc's batches of purges (lib/os.c), up to 64 ranges a call.
+SYSCALLS = ("madvise", "process_madvise", "mmap", "munmap", "mprotect")
 # A series whose peak RSS grows by more than this from its first to its last point is
 # reported as growing.
 GROWTH_LIMIT = 1.10
@@ -36,8 +37,9 @@ def syscall_table(L, workloads, names, counted):
     L.append("## System calls")
     L.append("")
     L.append("`%s` calls of one run per cell under `strace -f -c` (a separate run: the "
-             "timings above come from runs without it), as madvise / mmap / munmap / "
-             "mprotect; the line below gives madvise + munmap per MiB freed (the bytes "
+             "timings above come from runs without it), as madvise / process_madvise / mmap / "
+             "munmap / mprotect; the line below gives madvise + process_madvise + munmap per "
+             "MiB freed (the bytes "
              "the program hands to free and realloc, counted in one more run by "
              "tests/bench/freecount.so in front of the program's own allocator, glibc's or "
              "redis-server's jemalloc; the same program frees the same bytes under every "
@@ -61,8 +63,10 @@ def syscall_rows(L, rows, names, align):
                 per.append("")
                 continue
             c = got["calls"]
-            cells.append(" / ".join(str(c[k]) for k in SYSCALLS))
-            per.append(fmt_per_mib(c["madvise"] + c["munmap"], got.get("freed_mib")))
+            # results from before process_madvise was counted have no such key
+            cells.append(" / ".join(str(c.get(k, 0)) for k in SYSCALLS))
+            per.append(fmt_per_mib(c["madvise"] + c.get("process_madvise", 0) + c["munmap"],
+                                   got.get("freed_mib")))
         L.append("| %s | %s |" % (name, " | ".join(cells)))
         if any(per):
             L.append("| … a MiB freed | %s |" % " | ".join(per))
@@ -699,7 +703,8 @@ def summary_syscalls(L, js, names):
     L.append("### System calls")
     L.append("")
     L.append("%s calls in one run per cell under `strace -f -c` (apart from the timed runs); "
-             "*a MiB freed*: madvise + munmap per MiB the workload freed (the bytes it "
+             "*a MiB freed*: madvise + process_madvise + munmap per MiB the workload freed "
+             "(the bytes it "
              "hands to free and realloc, counted by tests/bench/freecount.so in a run of its own)." %
              " / ".join(SYSCALLS))
     L.append("")

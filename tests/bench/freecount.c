@@ -1,5 +1,5 @@
 /* freecount: an LD_PRELOAD module that counts the bytes a program frees, so that
- * run-bench can give every workload's madvise + munmap calls per MiB freed
+ * run-bench can give every workload's madvise + process_madvise + munmap calls per MiB freed
  * (tests/bench/README.md, "System calls").  run-bench loads it in a run of its own, in
  * front of the program's default allocator (glibc's, or the one a program links itself, as
  * Debian's redis-server does with jemalloc): free and realloc go on to the next definitions
