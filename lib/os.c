@@ -155,8 +155,9 @@ void os_purge_batch_force_single(int on)
     atomic_store(&vector_forced_off, on);
 }
 
-/* No seccomp filter on this thread: /proc/self/status's "Seccomp:" is 0 (a thread's own
- * filters are what a call of it meets). Unreadable: assume one. */
+/* No seccomp filter on this thread: /proc/thread-self/status's "Seccomp:" is 0 (a thread's
+ * own filters are what a call of it meets). Unreadable, or the line beyond the buffer (a
+ * long Groups line): assume one. */
 TEXT_WARM
 static bool no_seccomp_filter(void)
 {
@@ -172,21 +173,15 @@ static bool no_seccomp_filter(void)
     return f[0] == '0' && (f[1] == '\n' || f[1] == '\0');
 }
 
-/* One process_madvise for ranges [from, n): the bytes it gave back, or -1 when it gave back
- * none (errno set). */
+/* One process_madvise for the batch's ranges: the bytes it gave back, or -1 when it gave
+ * back none (errno set). */
 TEXT_WARM
-static long purge_vector(struct os_purge_batch *b, unsigned from, int advice)
+static long purge_vector(const struct os_purge_batch *b, int advice)
 {
 #ifdef SYS_process_madvise
-    struct iovec v[OS_PURGE_BATCH];
-    unsigned k = 0;
-    for (unsigned i = from; i < b->n; i++, k++) {
-        v[k].iov_base = b->r[i].addr;
-        v[k].iov_len = b->r[i].len;
-    }
-    return syscall(SYS_process_madvise, OS_PIDFD_SELF_THREAD, v, (size_t)k, advice, 0u);
+    return syscall(SYS_process_madvise, OS_PIDFD_SELF_THREAD, b->r, (size_t)b->n, advice, 0u);
 #else
-    (void)b, (void)from, (void)advice;
+    (void)b, (void)advice;
     errno = ENOSYS;
     return -1;
 #endif
@@ -204,9 +199,9 @@ size_t os_purge_batch_flush(struct os_purge_batch *b)
         if (b->vector_ok < 0)
             b->vector_ok = no_seccomp_filter();
         if (b->vector_ok) {
-            long done = purge_vector(b, 0, advice);
+            long done = purge_vector(b, advice);
             if (done < 0 && advice == MADV_FREE)
-                done = purge_vector(b, 0, MADV_DONTNEED); /* as os_purge falls back */
+                done = purge_vector(b, MADV_DONTNEED); /* as os_purge falls back */
             if (done < 0) {
                 /* the kernel's or a filter's no, for good; anything else only this time */
                 if (errno == EINVAL || errno == EBADF || errno == ENOSYS || errno == EPERM ||
@@ -217,17 +212,17 @@ size_t os_purge_batch_flush(struct os_purge_batch *b)
                 atomic_fetch_add_explicit(&os_purge_vector_calls, 1, memory_order_relaxed);
                 atomic_fetch_add_explicit(&os_purge_vector_ranges, b->n, memory_order_relaxed);
                 /* the ranges it took whole; one it stopped inside is done again below */
-                while (i < b->n && (size_t)done >= b->r[i].len) {
-                    done -= (long)b->r[i].len;
-                    b->bytes += b->r[i].len;
+                while (i < b->n && (size_t)done >= b->r[i].iov_len) {
+                    done -= (long)b->r[i].iov_len;
+                    b->bytes += b->r[i].iov_len;
                     i++;
                 }
             }
         }
     }
     for (; i < b->n; i++)
-        if (os_purge(b->r[i].addr, b->r[i].len, b->how))
-            b->bytes += b->r[i].len;
+        if (os_purge(b->r[i].iov_base, b->r[i].iov_len, b->how))
+            b->bytes += b->r[i].iov_len;
     b->n = 0;
     errno = saved;
     return b->bytes;
@@ -236,14 +231,14 @@ size_t os_purge_batch_flush(struct os_purge_batch *b)
 TEXT_WARM
 void os_purge_batch_add(struct os_purge_batch *b, void *addr, size_t len)
 {
-    if (b->n && (char *)b->r[b->n - 1].addr + b->r[b->n - 1].len == (char *)addr) {
-        b->r[b->n - 1].len += len;
+    if (b->n && (char *)b->r[b->n - 1].iov_base + b->r[b->n - 1].iov_len == (char *)addr) {
+        b->r[b->n - 1].iov_len += len;
         return;
     }
     if (b->n == OS_PURGE_BATCH)
         os_purge_batch_flush(b);
-    b->r[b->n].addr = addr;
-    b->r[b->n].len = len;
+    b->r[b->n].iov_base = addr;
+    b->r[b->n].iov_len = len;
     b->n++;
 }
 

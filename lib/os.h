@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* Where a function's code goes (lib/layout.ld, lib/README.md "The library's own pages"): the
  * kernel maps a file's pages 64 KiB around each one executed (fault-around), within the
@@ -64,16 +65,12 @@ bool os_purge(void *addr, size_t size, enum os_purge how);
  * os_purge_batch_flush (or an add that finds the batch full): the caller keeps the ranges
  * off limits until then. */
 #define OS_PURGE_BATCH 64
-struct os_purge_range {
-    void *addr;
-    size_t len;
-};
 struct os_purge_batch {
     enum os_purge how;
     unsigned n;
     signed char vector_ok; /* this batch's look at the process (seccomp): -1 not yet, 0 no, 1 yes */
     size_t bytes;          /* given back by its flushes so far */
-    struct os_purge_range r[OS_PURGE_BATCH];
+    struct iovec r[OS_PURGE_BATCH]; /* the call's own vector: no copy on the caller's stack */
 };
 void os_purge_batch_init(struct os_purge_batch *b, enum os_purge how);
 /* Queues [addr, addr + len) (page-aligned), joined to the last range when they touch. */

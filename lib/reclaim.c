@@ -78,8 +78,8 @@ static inline bool bit_test(const uint64_t *m, uint32_t i)
     return (m[i / 64] >> (i % 64)) & 1;
 }
 
-/* The OS pages of a small page that hold only free blocks become holes: queued in b to be
- * purged, their blocks taken off the lists (page_refill_holes gives them back to the
+/* The OS pages of a small page that hold only free blocks become holes: queued in the batch
+ * to be purged, their blocks taken off the lists (page_refill_holes gives them back to the
  * owner). Keys of those blocks are cleared first, so that with purge = free (old contents
  * may survive) a block in a hole never looks free to the double-free check. The caller
  * flushes the batch while nobody else may touch the page (the claim, or the chunk off its list):

@@ -91,8 +91,8 @@ static void test_batch(const char *how_name, bool single)
     os_purge_batch_init(&b, OS_PURGE_DONTNEED);
     os_purge_batch_add(&b, p, PG);
     os_purge_batch_add(&b, p + PG, PG);
-    tap_ok(b.n == 1 && b.r[0].len == 2 * PG, "%s: two ranges that touch are one (%u, %zu bytes)",
-           how_name, b.n, b.r[0].len);
+    tap_ok(b.n == 1 && b.r[0].iov_len == 2 * PG,
+           "%s: two ranges that touch are one (%u, %zu bytes)", how_name, b.n, b.r[0].iov_len);
     tap_ok(resident(p) && p[0] == FILL, "%s: nothing goes back before the flush", how_name);
     os_purge_batch_init(&b, OS_PURGE_DONTNEED);
     size_t want = queue_pairs(&b, p);
