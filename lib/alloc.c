@@ -325,8 +325,8 @@ static void *aligned_impl(size_t alignment, size_t size)
                 /* our own page: we just allocated from it (flags are the owner's: inside
                  * the reclaim handshake, like every change to the heap) */
                 thread_page_set_aligned(page);
-                /* the block's first word is ours (a - b >= 16): the pointer we handed out */
-                *(uintptr_t *)b = aligned_mark(b, a - (uintptr_t)b);
+                /* the block's first 16 bytes are ours (a - b >= 16): the pointer we handed out */
+                aligned_mark_set(b, a - (uintptr_t)b);
             }
             return (void *)a;
         }

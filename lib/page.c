@@ -280,8 +280,8 @@ void *page_block_named(page_t *page, void *p)
 {
     uint8_t *s = page_block_start(page, p);
     size_t off = (size_t)((uint8_t *)p - s);
-    /* ~off where memalign marked the block (aligned_mark), anything else otherwise */
-    uintptr_t mark = ~(*(const uintptr_t *)s ^ block_secret.link ^ (uintptr_t)s);
+    /* off where memalign marked the block (aligned_mark_set), anything else otherwise */
+    uintptr_t mark = aligned_mark_off(s);
     if (off == 0)
         return mark < page->block_size ? NULL : s; /* memalign moved this block's pointer */
     return mark == off ? s : NULL;

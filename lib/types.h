@@ -133,13 +133,33 @@ static inline bool block_mark_free(block_t *b)
     uintptr_t key = block_key(b);
     return __atomic_exchange_n(&b->key, key, __ATOMIC_RELAXED) == key;
 }
-/* memalign's mark in the first word of a block whose pointer it moved off the start by off
- * (16 bytes or more: that word is never the caller's): mangled as a link is, with ~off in
- * place of next, so that no free block's link reads as one (next is NULL or a pointer,
- * ~off is neither), and no live block's data without the secret (page_block_named). */
-static inline uintptr_t aligned_mark(const void *b, size_t off)
+/* memalign's mark at the start of a block whose pointer it moved off the start by off (16
+ * bytes or more: those bytes are never the caller's): the first word mangled as a link is,
+ * with ~off in place of next, so that no free block's link reads as one (next is NULL or a
+ * pointer, ~off is neither), and no live block's data without the secret (page_block_named).
+ * On 32 bits one word is not enough: a live block's first word of random data read as a
+ * mark once in block_size / 2^32 (a free of a plain 8 KiB block beside memalign's stopped as
+ * an invalid pointer about once in 500,000). There the third word, never the caller's
+ * either, carries the same offset under the other secret, and both must agree. */
+static inline void aligned_mark_set(void *b, size_t off)
 {
-    return ~(uintptr_t)off ^ block_secret.link ^ (uintptr_t)b;
+    uintptr_t *w = b;
+    w[0] = ~(uintptr_t)off ^ block_secret.link ^ (uintptr_t)b;
+#if UINTPTR_MAX == 0xffffffffu
+    w[2] = ~(uintptr_t)off ^ block_secret.key ^ (uintptr_t)b;
+#endif
+}
+/* The offset memalign's mark at b says (aligned_mark_set); anything from a block without
+ * one. */
+static inline uintptr_t aligned_mark_off(const void *b)
+{
+    const uintptr_t *w = b;
+    uintptr_t off = ~(w[0] ^ block_secret.link ^ (uintptr_t)b);
+#if UINTPTR_MAX == 0xffffffffu
+    if (w[2] != (~off ^ block_secret.key ^ (uintptr_t)b))
+        return UINTPTR_MAX;
+#endif
+    return off;
 }
 typedef struct heap heap_t;
 typedef struct chunk chunk_t;

@@ -37,6 +37,11 @@ runcase ok "$THPALLOC_LIB"
 check "control: no misuse exits 0 under thpalloc" test "$rc" -eq 0
 check "control: no misuse prints nothing on stderr" test ! -s "$tap_tmp/err"
 
+runcase aligned-neighbours "$THPALLOC_LIB"
+check "control: plain blocks beside memalign's, random data in their first words: 2^23 calls, none refused (exit $rc)" \
+    test "$rc" -eq 0 -a ! -s "$tap_tmp/err"
+head -n 2 "$tap_tmp/err" | while IFS= read -r l; do diag "aligned-neighbours: $l"; done
+
 runcase small-double ""
 check "control: glibc aborts on the small double free (exit $rc)" test "$rc" -eq 134
 diag "glibc says: $(head -n 1 "$tap_tmp/err")"
