@@ -15,8 +15,9 @@ void block_secret_init(void)
     uint64_t r[2];
     os_startup_random(r);
     block_secret.link = (uintptr_t)r[0];
-    /* odd: a key never equals 0 ("not free") for a block, whose address is even */
-    block_secret.key = (uintptr_t)r[1] | 1;
+    /* odd: a key never equals 0 ("not free") for a block, whose address is even; bit 63:
+     * nor a 32-bit memalign mark, which leaves the key's upper half 0 (aligned_mark_set) */
+    block_secret.key = r[1] | 1 | (uint64_t)1 << 63;
 }
 
 static void page_setup(page_t *page, chunk_t *c, uint8_t *start, size_t psize, unsigned cls)

@@ -98,19 +98,27 @@ enum chunk_kind {
  * every pop checks that the block lies in its page and carries its key (page_corrupt
  * otherwise; only a block's start can carry it). The key also catches a block freed twice
  * before it is handed out twice. Only block_next/block_set_next/block_key touch them. Every block
- * is at least 16 bytes. */
+ * is at least 16 bytes.
+ * The key is 64 bits on 32-bit systems too, at offset 8: a live block's data there is the
+ * caller's, and a free of a block whose second word held random data (a hash, say) read as
+ * a double free once in 2^32 frees with a one-word key (2^-64 with this one, as on 64 bits). */
 typedef struct block {
     uintptr_t link; /* next ^ secret.link ^ &block */
-    uintptr_t key;  /* secret.key ^ &block while free */
-} block_t;
+#if UINTPTR_MAX == 0xffffffffu
+    uint32_t unused;
+#endif
+    uint64_t key; /* secret.key ^ &block while free */
+} __attribute__((aligned(8))) block_t;
+_Static_assert(offsetof(block_t, key) == 8 && sizeof(block_t) == 16, "the key's place in a block");
 struct block_secret {
-    uintptr_t link, key;
+    uintptr_t link;
+    uint64_t key; /* bit 63 set: never a live block's key, nor a memalign mark's (below) */
 };
 extern HIDDEN struct block_secret block_secret;
 /* Reads AT_RANDOM once (init.c, before any block exists). */
 HIDDEN void block_secret_init(void);
 
-static inline uintptr_t block_key(const block_t *b)
+static inline uint64_t block_key(const block_t *b)
 {
     return block_secret.key ^ (uintptr_t)b;
 }
@@ -130,7 +138,7 @@ static inline void block_set_next(block_t *b, const block_t *next)
  * secret-derived value, which needs a read of a freed block first. */
 static inline bool block_mark_free(block_t *b)
 {
-    uintptr_t key = block_key(b);
+    uint64_t key = block_key(b);
     return __atomic_exchange_n(&b->key, key, __ATOMIC_RELAXED) == key;
 }
 /* memalign's mark at the start of a block whose pointer it moved off the start by off (16
@@ -140,13 +148,14 @@ static inline bool block_mark_free(block_t *b)
  * On 32 bits one word is not enough: a live block's first word of random data read as a
  * mark once in block_size / 2^32 (a free of a plain 8 KiB block beside memalign's stopped as
  * an invalid pointer about once in 500,000). There the third word, never the caller's
- * either, carries the same offset under the other secret, and both must agree. */
+ * either, carries the same offset under the other secret, and both must agree: it is the
+ * key's lower half, whose upper half malloc cleared, so the block never reads as free. */
 static inline void aligned_mark_set(void *b, size_t off)
 {
     uintptr_t *w = b;
     w[0] = ~(uintptr_t)off ^ block_secret.link ^ (uintptr_t)b;
 #if UINTPTR_MAX == 0xffffffffu
-    w[2] = ~(uintptr_t)off ^ block_secret.key ^ (uintptr_t)b;
+    w[2] = ~(uintptr_t)off ^ (uintptr_t)block_secret.key ^ (uintptr_t)b;
 #endif
 }
 /* The offset memalign's mark at b says (aligned_mark_set); anything from a block without
@@ -156,7 +165,7 @@ static inline uintptr_t aligned_mark_off(const void *b)
     const uintptr_t *w = b;
     uintptr_t off = ~(w[0] ^ block_secret.link ^ (uintptr_t)b);
 #if UINTPTR_MAX == 0xffffffffu
-    if (w[2] != (~off ^ block_secret.key ^ (uintptr_t)b))
+    if (w[2] != (~off ^ (uintptr_t)block_secret.key ^ (uintptr_t)b))
         return UINTPTR_MAX;
 #endif
     return off;

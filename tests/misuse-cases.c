@@ -106,7 +106,7 @@
 #define KiB ((size_t)1024)
 #define MiB (KiB * 1024)
 
-void race_armed(volatile uintptr_t *key_word);
+void race_armed(volatile uint64_t *key_word);
 
 /* Hides a pointer's provenance from the compiler, so that it neither warns about nor
  * removes the deliberate misuse. */
@@ -704,7 +704,7 @@ static int owner_remote_race(void)
     if (!p || pthread_barrier_init(&xt_barrier, NULL, 2) ||
         pthread_create(&t, NULL, race_other_free, p))
         return 2;
-    race_armed((volatile uintptr_t *)p + 1); /* the other thread exists: a watchpoint can name it */
+    race_armed((volatile uint64_t *)p + 1); /* the other thread exists: a watchpoint can name it */
     pthread_barrier_wait(&xt_barrier);
     free(launder(p));
     if (pthread_join(t, NULL))
@@ -778,11 +778,11 @@ static int full_tail(void)
 }
 
 /* remote-race-double: two threads, neither the block's owner, free p = malloc(48) at the
- * same moment. race_armed names the word a free block keeps its key in (the second of
- * block_t's, lib/types.h) so that misuse-race.sh can stop each thread in gdb right
+ * same moment. race_armed names the 8 bytes a free block keeps its key in (offset 8,
+ * block_t in lib/types.h) so that misuse-race.sh can stop each thread in gdb right
  * after its access to it: with a load and a store both loads came before either store. */
-void race_armed(volatile uintptr_t *key_word);
-__attribute__((noinline)) void race_armed(volatile uintptr_t *key_word)
+void race_armed(volatile uint64_t *key_word);
+__attribute__((noinline)) void race_armed(volatile uint64_t *key_word)
 {
     __asm__ volatile("" : : "r"(key_word) : "memory");
 }
@@ -816,7 +816,7 @@ static int remote_race_double(void)
     char *p = announced(48, 0);
     if (!p)
         return 2;
-    race_armed((volatile uintptr_t *)p + 1);
+    race_armed((volatile uint64_t *)p + 1);
     if (!race_two_frees(p))
         return 2;
     /* both frees returned: p is listed twice (a cycle) among the page's remote frees */
@@ -960,6 +960,39 @@ static int aligned_neighbours(void)
     return 0;
 }
 
+/* Control: a free block's key is 64 bits at offset 8, on 32-bit systems too, and only all
+ * of it marks a block free. A live block whose data holds half of it (learnt here from a
+ * freed neighbour's key: a read after free, for the test's sake), at offset 4 or 8, is freed,
+ * reallocated and sized as a live block. With a one-word key at offset 4 on 32 bits, a live
+ * block's second word read as free once in 2^32 frees of random data: here, every time. */
+static int key_halves(void)
+{
+    char *p = malloc(48), *q = malloc(48);
+    if (!p || !q)
+        return 2;
+    free(q);
+    uint64_t k;
+    uint32_t w4;
+    memcpy(&k, (char *)launder(q) + 8, 8);
+    memcpy(&w4, (char *)launder(q) + 4, 4);
+    /* what each would read for p: the key is the secret ^ the block's address */
+    uint64_t kp = k ^ (uintptr_t)q ^ (uintptr_t)p;
+    uint32_t w4p = w4 ^ (uint32_t)(uintptr_t)q ^ (uint32_t)(uintptr_t)p;
+    uint32_t lo = (uint32_t)kp, hi = ~(uint32_t)(kp >> 32);
+    memcpy(p + 4, &w4p, 4);
+    memcpy(p + 8, &lo, 4);
+    memcpy(p + 12, &hi, 4);
+    announce(p);
+    if (malloc_usable_size(launder(p)) < 48)
+        return undetected("malloc_usable_size of the live block is below 48\n");
+    char *r = realloc(launder(p), 48);
+    if (r != p)
+        return undetected("realloc to its size moved the live block (%p -> %p)\n", (void *)p,
+                          (void *)r);
+    free(launder(p));
+    return 0;
+}
+
 /* The cases that take no argument, by name: the function that runs one (the one of its
  * signature that is set) and what it is handed. */
 static const struct misuse_case {
@@ -1012,6 +1045,7 @@ static const struct misuse_case {
     {"purge-cycle", .run = purge_cycle},
     {"ok", .run = no_misuse},
     {"aligned-neighbours", .run = aligned_neighbours},
+    {"key-halves", .run = key_halves},
 };
 
 static int run_case(const struct misuse_case *k)

@@ -42,6 +42,11 @@ check "control: plain blocks beside memalign's, random data in their first words
     test "$rc" -eq 0 -a ! -s "$tap_tmp/err"
 head -n 2 "$tap_tmp/err" | while IFS= read -r l; do diag "aligned-neighbours: $l"; done
 
+runcase key-halves "$THPALLOC_LIB"
+check "control: a live block holding half of a free block's key, at offset 4 or 8, is freed as live (exit $rc)" \
+    test "$rc" -eq 0 -a ! -s "$tap_tmp/err"
+head -n 2 "$tap_tmp/err" | while IFS= read -r l; do diag "key-halves: $l"; done
+
 runcase small-double ""
 check "control: glibc aborts on the small double free (exit $rc)" test "$rc" -eq 134
 diag "glibc says: $(head -n 1 "$tap_tmp/err")"
