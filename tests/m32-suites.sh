@@ -5,8 +5,8 @@
 # both. Here, with gcc -m32 (gcc-multilib) and Debian's i386 libinih.a
 # (tools/dev/fetch-inih-i386, run by tools/dev/install-build-deps):
 #   1. the lib/ sources build as a 32-bit libthpalloc.so.1 with the project's warnings and
-#      -Werror, exporting exactly the 64-bit library's symbols; tests/unit-registry passes
-#      at 32 bits;
+#      -Werror, exporting exactly the 64-bit library's symbols; tests/unit-registry and
+#      tests/unit-os-purge pass at 32 bits;
 #   2. the API, foreign-pointer, out-of-memory, misuse, thread-churn, reclaim and stress
 #      suites (the same scripts as the 64-bit run) pass with 32-bit builds of their
 #      programs under the 32-bit library; a UBSan build of the 32-bit library runs
@@ -131,27 +131,36 @@ suite() {
         tail -n 5 "$tap_tmp/suite.err" | while IFS= read -r l; do diag "$l"; done
     fi
 }
-# The registry's unit test at 32 bits (the top of the 4 GiB, the 2 GiB line).
-if $CC $cflags -I"$btop/lib" -I"$top/lib" "$top/tests/unit-registry.c" "$top/lib/registry.c" "$top/lib/meta.c" \
-    "$top/lib/os.c" -o "$m32/tests/unit-registry" >"$tap_tmp/cc.log" 2>&1; then
-    pass "m32 unit-registry builds"
-else
-    fail "m32 unit-registry builds"
-    head -n 5 "$tap_tmp/cc.log" | while IFS= read -r l; do diag "$l"; done
-fi
-if test -n "$norun"; then
-    skip "m32 unit-registry: $norun"
-elif test -x "$m32/tests/unit-registry"; then
-    "$m32/tests/unit-registry" >"$tap_tmp/ur.out" 2>&1
-    rc=$?
+# Unit tests at 32 bits, built with the lib/ sources they test: the registry's (the top of
+# the 4 GiB, the 2 GiB line) and the purge batch's (process_madvise's 32-bit iovecs; it is
+# also purge-reclaim's probe of whether the kernel takes the call).
+unit() { # NAME SOURCE...: build tests/NAME, relay its TAP lines, then its exit status
+    _u=$1
+    shift
+    if $CC $cflags -I"$btop/lib" -I"$top/lib" "$top/tests/$_u.c" "$@" -o "$m32/tests/$_u" \
+        >"$tap_tmp/cc.log" 2>&1; then
+        pass "m32 $_u builds"
+    else
+        fail "m32 $_u builds"
+        head -n 5 "$tap_tmp/cc.log" | while IFS= read -r l; do diag "$l"; done
+        return 0
+    fi
+    if test -n "$norun"; then
+        skip "m32 $_u: $norun"
+        return 0
+    fi
+    "$m32/tests/$_u" >"$tap_tmp/unit.out" 2>&1
+    _urc=$?
     while IFS= read -r l; do
         case $l in
-        "ok "*) pass "m32 unit-registry: ${l#ok * - }" ;;
-        "not ok "*) fail "m32 unit-registry: ${l#not ok * - }" ;;
+        "ok "*) pass "m32 $_u: ${l#ok * - }" ;;
+        "not ok "*) fail "m32 $_u: ${l#not ok * - }" ;;
         esac
-    done <"$tap_tmp/ur.out"
-    check "m32 unit-registry exits 0 (exit $rc)" test "$rc" = 0
-fi
+    done <"$tap_tmp/unit.out"
+    check "m32 $_u exits 0 (exit $_urc)" test "$_urc" = 0
+}
+unit unit-registry "$top/lib/registry.c" "$top/lib/meta.c" "$top/lib/os.c"
+unit unit-os-purge "$top/lib/os.c"
 
 # (Not api-dormant.sh: it also preloads the library into the machine's 64-bit /bin/sh.)
 for s in ${REL_M32_SUITES:-api-conformance.sh api-foreign.sh oom-rlimit.sh oom-mmapfail.sh \
