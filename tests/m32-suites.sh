@@ -7,10 +7,11 @@
 #   1. the lib/ sources build as a 32-bit libthpalloc.so.1 with the project's warnings and
 #      -Werror, exporting exactly the 64-bit library's symbols; tests/unit-registry and
 #      tests/unit-os-purge pass at 32 bits;
-#   2. the API, foreign-pointer, out-of-memory, misuse, thread-churn, reclaim and stress
-#      suites (the same scripts as the 64-bit run) pass with 32-bit builds of their
-#      programs under the 32-bit library; a UBSan build of the 32-bit library runs
-#      api-table (the same table), stress-threads' modes and thread cycles with no report;
+#   2. the API, foreign-pointer, out-of-memory, misuse (cases and the fuzzer), thread-churn,
+#      reclaim and stress suites (the same scripts as the 64-bit run) pass with 32-bit
+#      builds of their programs under the 32-bit library; a UBSan build of the 32-bit
+#      library runs api-table (the same table), stress-threads' modes and thread cycles
+#      with no report;
 #   3. system-wide preload (as root, in a private mount namespace over a copy of /etc whose
 #      ld.so.preload holds "$DIR/$LIB/libthpalloc.so.1"): a 32-bit and a 64-bit program each
 #      get the library of their own architecture, and ld.so prints nothing.
@@ -96,6 +97,7 @@ prog oom-rlimit oom-rlimit.c
 prog oom-mmapfail oom-mmapfail.c
 prog .libs/oom-mmapfail-interpose.so oom-mmapfail-interpose.c -shared -fPIC
 prog misuse-cases misuse-cases.c
+prog misuse-fuzz misuse-fuzz.c
 prog stress-churn stress-churn.c
 prog stress-bigtls stress-bigtls.c
 prog stress-joinfree stress-joinfree.c
@@ -164,7 +166,7 @@ unit unit-os-purge "$top/lib/os.c"
 
 # (Not api-dormant.sh: it also preloads the library into the machine's 64-bit /bin/sh.)
 for s in ${REL_M32_SUITES:-api-conformance.sh api-foreign.sh oom-rlimit.sh oom-mmapfail.sh \
-    misuse-cases.sh stress-churn.sh purge-reclaim.sh stress-threads.sh}; do
+    misuse-cases.sh misuse-fuzz.sh stress-churn.sh purge-reclaim.sh stress-threads.sh}; do
     if test -n "$norun"; then skip "m32 ${s%.sh}: $norun"; else suite "$s"; fi
 done
 
