@@ -111,10 +111,13 @@ forced remote-race-double 'Hardware access (read/write) watchpoint 2' "after its
 # The owner's free and another thread's, the other thread's first: it is stopped right after
 # its exchange (a watchpoint for thread 2 alone), then the owner runs to its own access and
 # stops; then both go on. The old owner's free only stored the key: it passed, and the block
-# was listed twice.
+# was listed twice. The owner is held at its free's entry (breakpoint 3, thread 1) until the
+# other thread has made its access: left running, it often freed first, and the owner was
+# then waiting in pthread_join for a thread gdb held (the skips of earlier runs).
 printf '%s\n' "break race_armed" "run" "set \$kw = key_word" "awatch -l *\$kw thread 2" \
-    "delete 1" "continue" >"$tap_tmp/stop.gdb"
-printf '%s\n' "awatch -l *\$kw thread 1" >"$tap_tmp/between.gdb"
+    "break free thread 1" "delete 1" "continue" \
+    "if \$_thread == 1" "set scheduler-locking on" "thread 2" "continue" "end" >"$tap_tmp/stop.gdb"
+printf '%s\n' "delete 3" "awatch -l *\$kw thread 1" >"$tap_tmp/between.gdb"
 forced owner-remote-race 'Hardware access (read/write) watchpoint' \
     "after its access to the key, the other thread first" 3
 rm -f "$tap_tmp/between.gdb"
