@@ -46,6 +46,11 @@ mkproc() { # mkproc NAME OVERCOMMIT-CONTENT (none: no file)
     [ "$2" = none ] || printf '%s\n' "$2" >"$SCRATCH/proc-$1/sys/vm/overcommit_memory"
 }
 for m in 0 1 2; do mkproc $m $m; done
+# the huge-page fault counters: a third fell back (a warning), one in twenty (none)
+mkproc frag 0
+printf 'thp_fault_alloc 100\nthp_fault_fallback 50\n' >"$SCRATCH/proc-frag/vmstat"
+mkproc fine 0
+printf 'thp_fault_alloc 95\nthp_fault_fallback 5\n' >"$SCRATCH/proc-fine/vmstat"
 mkproc none none
 mkproc bad 7
 
@@ -232,6 +237,17 @@ PY
     else
         ok $(! grep -q '! enabled = never' "$SCRATCH/text"; echo $?) "$t: no enabled = never warning (enabled = $en)"
     fi
+    # Huge-page faults that fell back, from a fake vmstat: over 10 % is a warning that says
+    # the counters are since boot and names the file.
+    THP_STATUS_TEST_PROC=$SCRATCH/proc-frag run "$T"
+    ok $(grep -q "^  ! 33.3 % of huge-page faults since boot fell back to 4 KiB pages: .* (now, or at some time since boot" "$OUT"
+        echo $?) "$t: fake vmstat, 50 of 150 faults fell back: a warning that says since boot"
+    THP_STATUS_TEST_PROC=$SCRATCH/proc-frag run "$T" --json
+    is "$(json "$OUT" "' | '.join(p['kind'] + ' ' + p['where'] for p in d['health']['problems'] if p['kind'] == 'thp_fault_fallback')")" \
+        "thp_fault_fallback $SCRATCH/proc-frag/vmstat" "$t: --json: the problem's kind and file"
+    THP_STATUS_TEST_PROC=$SCRATCH/proc-fine run "$T"
+    ok $(! grep -q "huge-page faults since boot fell back" "$OUT"; echo $?) \
+        "$t: fake vmstat, 5 of 100 fell back: no warning"
     # The commit charge from fake files: exact lines, JSON values, Prometheus samples.
     THP_STATUS_TEST_PROC=$SCRATCH/proc-2 run "$T"
     ok $([ "$RC" -le 1 ] && grep -qx '  overcommit_memory      2 (strict: refused beyond CommitLimit)' "$OUT" \

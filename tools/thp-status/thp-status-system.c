@@ -265,8 +265,9 @@ static void warnings(struct sysview *v)
     ts_proc_path(vmstat, sizeof vmstat, "vmstat");
     if (v->fallback_rate > 0.10)
         add_warning(v, "thp_fault_fallback", vmstat,
-                    "%.1f %% of huge-page faults fell back to 4 KiB pages: memory is fragmented "
-                    "or the memory cgroup is at its limit",
+                    "%.1f %% of huge-page faults since boot fell back to 4 KiB pages: memory is "
+                    "fragmented or a memory cgroup at its limit (now, or at some time since "
+                    "boot: the kernel counts from boot)",
                     v->fallback_rate * 100);
     if (v->preload_entry[0] && !v->preload_entry_exists)
         add_warning(v, "preload_missing", v->preload_path,
