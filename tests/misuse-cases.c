@@ -888,7 +888,7 @@ static int no_misuse(void)
  * whose pointer memalign moved (a 7 KiB class here, near the largest of small blocks): with
  * that mark in one word, a plain block whose first word held random data read as moved
  * once in block_size / 2^32 on 32 bits, about once in 590,000 calls here, and stopped as an
- * invalid pointer (m32's stress-threads soak, 3 runs in 750). 2^23 calls of random first
+ * invalid pointer (m32's stress-threads soak, 3 in about 620 runs). 2^23 calls of random first
  * words: on 32 bits the one-word mark fails this about 14 times; on 64 bits the chance is
  * 2^-51 a call either way. */
 static int aligned_neighbours(void)
